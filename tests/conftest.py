@@ -1,0 +1,59 @@
+"""Test configuration: torch device, hypothesis profiles, and the error report.
+
+* ``TINYGRAD_TX_TORCH_DEVICE`` overrides the torch device (default: ``cuda`` when
+  available, else ``cpu``).
+* ``HYPOTHESIS_PROFILE`` picks ``ci`` (small, derandomized: the default under
+  ``CI=true``), ``dev`` (the default otherwise) or ``thorough`` (long runs).
+* At the end of a run the worst relative errors seen by ``check_parity`` are
+  printed per op and dtype (and written to ``$TINYGRAD_TX_ERROR_REPORT`` as JSON
+  when that variable is set).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from hypothesis import HealthCheck, settings
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+settings.register_profile(
+    "ci", max_examples=12, derandomize=True, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "dev", max_examples=40, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "thorough", max_examples=500, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_default = "ci" if os.environ.get("CI") else "dev"
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _default))
+
+
+def pytest_report_header(config):
+    try:
+        import parity
+        return f"torch device: {parity.DEVICE}; hypothesis profile: {settings().max_examples} examples"
+    except Exception as e:  # pragma: no cover
+        return f"torch unavailable: {e}"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    try:
+        import parity
+    except Exception:  # pragma: no cover
+        return
+    report = parity.ERROR_REPORT
+    if not report:
+        return
+    tr = terminalreporter
+    tr.section("worst relative errors per op (ours vs reference)")
+    tr.write_line(f"{'op':38s} {'dtype':8s} {'calls':>6s} {'ours':>10s} {'torch':>10s}")
+    for (name, dtype), r in sorted(report.items()):
+        torch_err = f"{r['torch']:.2e}" if r["torch"] is not None else "-"
+        tr.write_line(f"{name:38s} {dtype:8s} {r['calls']:6d} {r['ours']:10.2e} {torch_err:>10s}")
+    path = os.environ.get("TINYGRAD_TX_ERROR_REPORT")
+    if path:
+        with open(path, "w") as f:
+            json.dump({f"{k[0]}|{k[1]}": v for k, v in report.items()}, f, indent=1)

@@ -1,0 +1,23 @@
+"""tinygrad_tx: a reverse-mode autograd engine on NumPy, and a Transformer built on it.
+
+Every op's forward and hand-written backward live side by side in
+``tinygrad_tx/ops/`` (elementwise, reductions, movement, matmul); the engine
+that runs them backwards is ``tinygrad_tx/autograd.py``.
+"""
+from .autograd import Function, SavedMemory, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .ops.movement import IndexOutOfRange
+from .gradcheck import GradcheckError, gradcheck
+from .tensor import (Tensor, arange, cat, full, manual_seed, matmul, maximum, minimum, ones, ones_like,
+                     rand, randn, stack, tensor, where, zeros, zeros_like)
+
+__version__ = "0.1.0"
+
+float32 = "float32"
+float64 = "float64"
+int64 = "int64"
+
+__all__ = [
+    "Function", "GradcheckError", "SavedMemory", "gradcheck", "Tensor", "IndexOutOfRange", "arange", "cat", "enable_grad", "full",
+    "is_grad_enabled", "manual_seed", "matmul", "maximum", "minimum", "no_grad", "ones", "ones_like",
+    "rand", "randn", "set_grad_enabled", "stack", "tensor", "where", "zeros", "zeros_like",
+]

@@ -1,0 +1,424 @@
+"""Elementwise ops: arithmetic, pointwise math, activations, and selection.
+
+Every op here may broadcast its inputs. Backwards return gradients in the
+broadcast (output) shape; the engine (``autograd.reduce_grad_to_input``) sums
+them back to each input's shape, so no op here deals with broadcasting.
+
+Notation in the derivations: ``y = f(x)`` is the forward, ``g = dL/dy`` the
+incoming gradient, and the backward returns ``dL/dx = g * dy/dx`` (pointwise).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+
+try:  # exact GELU needs erf; SciPy's is vectorised and accurate to the last ulp
+    from scipy.special import erf as _erf
+except ImportError:  # pragma: no cover - scipy is a declared dependency
+    _erf = np.vectorize(__import__("math").erf, otypes=[np.float64])
+
+_SQRT_2_OVER_PI = np.sqrt(2.0 / np.pi)
+_INV_SQRT_2 = 1.0 / np.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+
+
+def _broadcast_error(op, a, b):
+    return ValueError(f"{op}: shapes {np.shape(a)} and {np.shape(b)} are not broadcastable "
+                      f"(trailing dimensions must be equal or 1)")
+
+
+def _binary(op, fn, a, b):
+    try:
+        return fn(a, b)
+    except ValueError:
+        if np.shape(a) != np.shape(b):
+            try:
+                np.broadcast_shapes(np.shape(a), np.shape(b))
+            except ValueError:
+                raise _broadcast_error(op, a, b) from None
+        raise
+
+
+# ============================================================================ arithmetic
+
+class Add(Function):
+    """y = a + b.   dy/da = 1, dy/db = 1, so dL/da = g and dL/db = g."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _binary("add", np.add, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g
+
+
+class Sub(Function):
+    """y = a - b.   dL/da = g, dL/db = -g."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _binary("sub", np.subtract, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, (-g if ctx.needs_input_grad[1] else None)
+
+
+class Mul(Function):
+    """y = a * b.   dy/da = b, dy/db = a, so dL/da = g*b and dL/db = g*a."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
+                              b if ctx.needs_input_grad[0] else None)
+        return _binary("mul", np.multiply, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        return (g * b if na else None), (g * a if nb else None)
+
+
+class Div(Function):
+    """y = a / b.   dy/da = 1/b, dy/db = -a/b^2 = -y/b,
+    so dL/da = g/b and dL/db = -g*y/b (reusing the output saves recomputing a/b)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        y = _binary("div", np.true_divide, a, b)
+        ctx.save_for_backward(b, y if ctx.needs_input_grad[1] else None)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        b, y = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        ga = g / b if na else None
+        gb = -g * y / b if nb else None
+        return ga, gb
+
+
+class Neg(Function):
+    """y = -x.   dL/dx = -g."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return np.negative(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return -g
+
+
+class Pow(Function):
+    """y = a ** b for tensor a and tensor-or-scalar b.
+
+    dy/da = b * a^(b-1); where b == 0 the derivative is 0 (also at a == 0,
+    where a^(b-1) is inf), as torch defines it.
+    dy/db = a^b * log(a) = y * log(a); torch sets it to 0 where a == 0 and
+    b >= 0 (the limit of a^b log a as a -> 0+), which avoids 0 * -inf = nan.
+    """
+
+    @staticmethod
+    def forward(ctx, a, b):
+        y = _binary("pow", np.power, a, b)
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, y = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        ga = gb = None
+        if na:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                d = b * np.power(a, b - 1)
+            ga = g * np.where(b == 0, 0, d)
+        if nb:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                d = y * np.log(a)
+            gb = g * np.where((a == 0) & (b >= 0), 0, d)
+        return ga, gb
+
+
+# ============================================================================ pointwise math
+
+class Exp(Function):
+    """y = e^x.   dy/dx = e^x = y, so dL/dx = g*y (save the output, not the input)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = np.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+
+class Log(Function):
+    """y = ln x.   dy/dx = 1/x, so dL/dx = g/x."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        with np.errstate(divide="ignore"):
+            return g / x
+
+
+class Sqrt(Function):
+    """y = sqrt(x).   dy/dx = 1/(2 sqrt x) = 1/(2y), so dL/dx = g/(2y)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        with np.errstate(invalid="ignore"):
+            y = np.sqrt(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        with np.errstate(divide="ignore"):
+            return g / (2 * y)
+
+
+class Tanh(Function):
+    """y = tanh x.   dy/dx = 1 - tanh^2 x = 1 - y^2, so dL/dx = g*(1 - y^2)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = np.tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * (1 - y * y)
+
+
+class Sigmoid(Function):
+    """y = 1/(1+e^-x).   dy/dx = e^-x/(1+e^-x)^2 = y(1-y), so dL/dx = g*y*(1-y).
+
+    Forward is computed as 0.5*(1 + tanh(x/2)), an identity that never
+    overflows for large |x| (e^-x would for x << 0).
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        y = 0.5 * (1 + np.tanh(0.5 * x))
+        y = y.astype(x.dtype, copy=False)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y * (1 - y)
+
+
+class Relu(Function):
+    """y = max(x, 0).   dy/dx = 1 where x > 0 and 0 elsewhere (torch uses 0 at x == 0).
+
+    The output carries the same information (y > 0 exactly where x > 0), so it
+    is what we save."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = np.maximum(x, 0)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * (y > 0)
+
+
+class Gelu(Function):
+    """GELU, exact or with torch's tanh approximation.
+
+    Exact (approximate='none'): y = x Φ(x), Φ(x) = (1 + erf(x/√2))/2 the normal CDF.
+        dy/dx = Φ(x) + x φ(x),  φ(x) = e^{-x²/2}/√(2π) the normal density.
+
+    Tanh (approximate='tanh'): y = x/2 (1 + tanh u),  u = √(2/π)(x + 0.044715 x³).
+        dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh² u) du/dx,
+        du/dx = √(2/π)(1 + 3·0.044715 x²).
+    """
+
+    @staticmethod
+    def forward(ctx, x, approximate="none"):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        ctx.save_for_backward(x)
+        ctx.approximate = approximate
+        if approximate == "tanh":
+            t = np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
+            return (0.5 * x * (1 + t)).astype(x.dtype, copy=False)
+        return (x * (0.5 * (1 + _erf(x * _INV_SQRT_2)))).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if ctx.approximate == "tanh":
+            t = np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
+            du = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+            d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du
+        else:
+            cdf = 0.5 * (1 + _erf(x * _INV_SQRT_2))
+            pdf = _INV_SQRT_2PI * np.exp(-0.5 * x * x)
+            d = cdf + x * pdf
+        return g * d
+
+
+# ============================================================================ selection
+
+class Where(Function):
+    """y = where(c, a, b): a where c is true, b elsewhere. c is not differentiable.
+
+    dL/da = g where c, 0 elsewhere; dL/db = g where not c, 0 elsewhere."""
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        cond = np.asarray(cond)
+        if cond.dtype != np.bool_:
+            raise TypeError(f"where: condition must be a bool tensor, got dtype {cond.dtype}")
+        try:
+            np.broadcast_shapes(cond.shape, np.shape(a), np.shape(b))
+        except ValueError:
+            raise ValueError(f"where: condition {cond.shape}, input {np.shape(a)} and other "
+                             f"{np.shape(b)} are not broadcastable") from None
+        ctx.save_for_backward(cond)
+        return np.where(cond, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        (cond,) = ctx.saved_tensors
+        _, na, nb = ctx.needs_input_grad
+        zero = np.zeros((), dtype=g.dtype)
+        return (None,
+                np.where(cond, g, zero) if na else None,
+                np.where(cond, zero, g) if nb else None)
+
+
+class MaskedFill(Function):
+    """y = x with ``value`` written where mask is true (mask broadcasts against x).
+
+    dL/dx = g where the mask is false, 0 where it was overwritten."""
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        mask = np.asarray(mask)
+        if mask.dtype != np.bool_:
+            raise TypeError(f"masked_fill: mask must be a bool tensor, got dtype {mask.dtype}")
+        try:
+            if np.broadcast_shapes(x.shape, mask.shape) != x.shape:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast "
+                             f"to the input's shape {x.shape}") from None
+        ctx.save_for_backward(mask)
+        return np.where(mask, np.asarray(value, dtype=x.dtype), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved_tensors
+        return np.where(mask, np.zeros((), dtype=g.dtype), g), None, None
+
+
+class Clamp(Function):
+    """y = min(max(x, lo), hi).  dy/dx = 1 where lo <= x <= hi (inclusive, as torch), else 0."""
+
+    @staticmethod
+    def forward(ctx, x, min=None, max=None):
+        if min is None and max is None:
+            raise ValueError("clamp: at least one of min and max must be given")
+        keep = np.ones(x.shape, dtype=bool)
+        y = x
+        if min is not None:
+            keep &= x >= min
+            y = np.maximum(y, np.asarray(min, dtype=x.dtype))
+        if max is not None:
+            keep &= x <= max
+            y = np.minimum(y, np.asarray(max, dtype=x.dtype))
+        ctx.save_for_backward(keep)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (keep,) = ctx.saved_tensors
+        return g * keep
+
+
+class Maximum(Function):
+    """y = max(a, b) elementwise.
+
+    dL/da = g where a > b, dL/db = g where b > a; at ties torch splits the
+    gradient evenly (g/2 to each), and so do we."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary("maximum", np.maximum, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        share_a = np.where(a > b, 1.0, np.where(a == b, 0.5, 0.0)).astype(g.dtype)
+        na, nb = ctx.needs_input_grad
+        return (g * share_a if na else None), (g * (1 - share_a) if nb else None)
+
+
+class Minimum(Function):
+    """y = min(a, b) elementwise; the mirror image of Maximum (ties split evenly)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary("minimum", np.minimum, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        share_a = np.where(a < b, 1.0, np.where(a == b, 0.5, 0.0)).astype(g.dtype)
+        na, nb = ctx.needs_input_grad
+        return (g * share_a if na else None), (g * (1 - share_a) if nb else None)
+
+
+# ============================================================================ casts and copies
+
+class Cast(Function):
+    """y = x converted to ``dtype``.  dL/dx = g converted back to x's dtype (the engine
+    casts every gradient to its input's dtype, so the backward is the identity)."""
+
+    @staticmethod
+    def forward(ctx, x, dtype):
+        return x.astype(dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class Clone(Function):
+    """y = a copy of x.  dL/dx = g."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g

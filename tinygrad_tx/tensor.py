@@ -1,0 +1,736 @@
+"""``Tensor``: a NumPy array plus the autograd bookkeeping (``requires_grad``, ``grad``, graph edge).
+
+Dtype rules follow ``torch.tensor``: a NumPy array keeps its dtype (float64
+stays float64 end to end), Python floats (and lists of them) become float32,
+Python ints int64 and bools bool. Operators dispatch to the Functions in
+``tinygrad_tx.ops``; each of those files holds the forward and the hand-written
+backward of one kind of op side by side.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import autograd
+from .autograd import run_backward
+
+DEFAULT_FLOAT = np.float32
+
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int):
+    """Seed the global generator used by ``randn``/``rand``, dropout and default initialisation."""
+    global _rng
+    _rng = np.random.default_rng(int(seed))
+    return _rng
+
+
+def default_generator() -> np.random.Generator:
+    return _rng
+
+
+def _to_array(data, dtype=None) -> np.ndarray:
+    """Convert user data to an array with torch.tensor's dtype rules."""
+    if isinstance(data, Tensor):
+        arr = data.data
+    elif isinstance(data, np.ndarray):
+        arr = data
+    elif isinstance(data, np.generic):
+        arr = np.asarray(data)
+    else:
+        arr = np.asarray(data)
+        if dtype is None:
+            if arr.dtype.kind == "f":
+                arr = arr.astype(DEFAULT_FLOAT)
+            elif arr.dtype.kind in "iu":
+                arr = arr.astype(np.int64)
+            elif arr.dtype.kind not in "b":
+                raise TypeError(f"cannot build a Tensor from {type(data).__name__} "
+                                f"(NumPy made dtype {arr.dtype} of it)")
+    if dtype is not None:
+        arr = arr.astype(np.dtype(dtype), copy=False)
+    return arr
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it.
+
+    >>> x = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    >>> (x * x).sum().backward(); x.grad
+    array([2., 4.])
+    """
+
+    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks",
+                 "name", "__weakref__")
+    __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected ops
+
+    def __init__(self, data, requires_grad: bool = False, dtype=None):
+        self.data = _to_array(data, dtype)
+        self.grad = None
+        self._ctx = None
+        self._retains_grad = False
+        self._hooks = ()
+        self.name = None
+        self._requires_grad = False
+        if requires_grad:
+            self.requires_grad = True
+
+    @classmethod
+    def _from_op(cls, array: np.ndarray, ctx) -> "Tensor":
+        t = cls.__new__(cls)
+        t.data = array
+        t.grad = None
+        t._ctx = ctx
+        t._requires_grad = ctx is not None
+        t._retains_grad = False
+        t._hooks = ()
+        t.name = None
+        return t
+
+    # ------------------------------------------------------------------ autograd attributes
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool):
+        value = bool(value)
+        if value and self.data.dtype.kind not in "fc":
+            raise TypeError(f"only Tensors of floating point dtype can require gradients, "
+                            f"got dtype {self.data.dtype} (shape {self.data.shape})")
+        if not value and self._ctx is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf tensors; "
+                               "use .detach() to get a tensor that does not require grad")
+        self._requires_grad = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._ctx is None
+
+    @property
+    def grad_fn(self):
+        """The Function that produced this tensor (None for leaves), like torch's ``grad_fn``."""
+        return None if self._ctx is None else self._ctx.fn
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` of this non-leaf tensor after backward (leaves always keep theirs)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on a Tensor that has requires_grad=False")
+        self._retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """Call ``hook(grad_tensor)`` when this tensor's gradient is computed; a non-None
+        return value replaces the gradient (torch's ``Tensor.register_hook``)."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        self._hooks = self._hooks + (hook,)
+
+        tensor = self
+
+        class _Handle:
+            def remove(self_inner):
+                tensor._hooks = tuple(h for h in tensor._hooks if h is not hook)
+        return _Handle()
+
+    def backward(self, gradient=None, retain_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) · gradient into ``.grad`` of every leaf that requires grad."""
+        if not self._requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+        if gradient is None:
+            if self.data.size != 1:
+                raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
+                                   f"this tensor has shape {self.data.shape}: pass gradient=")
+            g = np.ones_like(self.data)
+        else:
+            g = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient)
+            if g.shape != self.data.shape:
+                raise ValueError(f"gradient has shape {g.shape} but the tensor has shape {self.data.shape}")
+            if g.dtype != self.data.dtype:
+                g = g.astype(self.data.dtype)
+        run_backward(self, g, retain_graph)
+
+    def detach(self) -> "Tensor":
+        """A new leaf sharing this tensor's data, outside any graph."""
+        return Tensor(self.data)
+
+    def detach_(self) -> "Tensor":
+        self._ctx = None
+        self._requires_grad = False
+        return self
+
+    # ------------------------------------------------------------------ array attributes
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.data.shape
+        return self.data.shape[_canonical_dim(dim, self.ndim)]
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    def numel(self) -> int:
+        return self.data.size
+
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(f"a Tensor with {self.data.size} elements cannot be converted to a Python scalar")
+        return self.data.item()
+
+    def numpy(self) -> np.ndarray:
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self.data
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    def __repr__(self):
+        body = np.array2string(self.data, separator=", ", prefix="tensor(", precision=4)
+        extras = []
+        if self.data.dtype != DEFAULT_FLOAT and self.data.dtype != np.int64 and self.data.dtype != np.bool_ \
+                or self.data.size == 0:
+            extras.append(f"dtype={self.data.dtype}")
+        if self._ctx is not None:
+            extras.append(f"grad_fn=<{self._ctx.fn.__name__}Backward>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.data.size} elements is ambiguous")
+        return bool(self.data)
+
+    def __hash__(self):
+        return id(self)
+
+    # ------------------------------------------------------------------ dtype casts
+    def to(self, dtype) -> "Tensor":
+        from .ops.elementwise import Cast
+        dtype = np.dtype(dtype)
+        if dtype == self.data.dtype:
+            return self
+        return Cast.apply(self, dtype=dtype)
+
+    def type(self, dtype) -> "Tensor":
+        return self.to(dtype)
+
+    def float(self):
+        return self.to(np.float32)
+
+    def double(self):
+        return self.to(np.float64)
+
+    def long(self):
+        return self.to(np.int64)
+
+    def int(self):
+        return self.to(np.int32)
+
+    def bool(self):
+        return self.to(np.bool_)
+
+    def is_floating_point(self) -> bool:
+        return self.data.dtype.kind == "f"
+
+    def contiguous(self) -> "Tensor":
+        return self
+
+    def clone(self) -> "Tensor":
+        from .ops.elementwise import Clone
+        return Clone.apply(self)
+
+
+def _canonical_dim(dim: int, ndim: int, op: str = "dim") -> int:
+    """Map a possibly negative ``dim`` into ``range(ndim)`` with torch's error."""
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    if not lo <= dim <= hi:
+        raise ValueError(f"{op}: dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+    return int(dim) % ndim if ndim > 0 else 0
+
+
+def is_scalar(x) -> bool:
+    return isinstance(x, numbers.Number) and not isinstance(x, np.ndarray)
+
+
+# ============================================================================ operators and methods
+# Each method below only prepares arguments (dtype rules, dims) and calls one
+# Function from tinygrad_tx.ops; the forward/backward pairs live there.
+
+from .ops import elementwise as _E  # noqa: E402
+from .ops import matmul as _MM  # noqa: E402
+from .ops import movement as _M  # noqa: E402
+from .ops import reduce as _R  # noqa: E402
+
+
+def _as_operand(x, like: Tensor):
+    """Python scalars and arrays become operands with torch's promotion rules:
+    a scalar takes a float tensor's dtype (float32 stays float32); a float
+    scalar with an int tensor makes the result float32."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.ndarray):
+        kind = like.data.dtype.kind
+        if kind in "fc":
+            return np.asarray(x, dtype=like.data.dtype)
+        if isinstance(x, float):
+            return np.asarray(x, dtype=DEFAULT_FLOAT)
+        if isinstance(x, bool) and kind == "b":
+            return np.asarray(x)
+        return np.asarray(x, dtype=np.int64 if kind == "b" else like.data.dtype)
+    if isinstance(x, (np.ndarray, np.generic, list, tuple)):
+        return Tensor(x)
+    raise TypeError(f"unsupported operand type {type(x).__name__} for a Tensor operation")
+
+
+def _promote_pair(a, b):
+    """Cast the non-float side of a float/int pair to the float side's dtype (torch's rule:
+    int64 + float32 -> float32, where NumPy would pick float64)."""
+    da = a.data.dtype if isinstance(a, Tensor) else a.dtype
+    db = b.data.dtype if isinstance(b, Tensor) else b.dtype
+    if da == db:
+        return a, b
+    fa, fb = da.kind == "f", db.kind == "f"
+    if fa and not fb:
+        return a, (b.data if isinstance(b, Tensor) else b).astype(da)
+    if fb and not fa:
+        return (a.data if isinstance(a, Tensor) else a).astype(db), b
+    return a, b
+
+
+def _binary_op(fn, a, b):
+    a = _as_operand(a, b if isinstance(b, Tensor) else None) if not isinstance(a, Tensor) else a
+    b = _as_operand(b, a) if not isinstance(b, Tensor) else b
+    a, b = _promote_pair(a, b)
+    return fn.apply(a, b)
+
+
+def _reflected(fn, self, other):
+    return _binary_op(fn, _as_operand(other, self), self)
+
+
+def _float_operands(a, b):
+    """True division and pow of ints produce float32, as torch's do."""
+    def f(x):
+        d = x.data.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
+        if d.kind in "iub":
+            return (x.data if isinstance(x, Tensor) else np.asarray(x)).astype(DEFAULT_FLOAT)
+        return x
+    return f(a), f(b)
+
+
+def _dims_arg(dims):
+    """Accept f(1, 0, 2) and f((1, 0, 2)) alike."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        return tuple(dims[0])
+    return tuple(dims)
+
+
+def _tensor_methods():
+    T = Tensor
+
+    # ---- arithmetic
+    T.__add__ = lambda s, o: _binary_op(_E.Add, s, o)
+    T.__radd__ = lambda s, o: _reflected(_E.Add, s, o)
+    T.__sub__ = lambda s, o: _binary_op(_E.Sub, s, o)
+    T.__rsub__ = lambda s, o: _reflected(_E.Sub, s, o)
+    T.__mul__ = lambda s, o: _binary_op(_E.Mul, s, o)
+    T.__rmul__ = lambda s, o: _reflected(_E.Mul, s, o)
+
+    def truediv(s, o):
+        a, b = _float_operands(s, _as_operand(o, s))
+        return _binary_op(_E.Div, a if isinstance(a, Tensor) else Tensor(a), b)
+
+    def rtruediv(s, o):
+        a, b = _float_operands(_as_operand(o, s), s)
+        return _binary_op(_E.Div, a if isinstance(a, Tensor) else Tensor(a), b)
+    T.__truediv__ = truediv
+    T.__rtruediv__ = rtruediv
+    T.__neg__ = lambda s: _E.Neg.apply(s)
+
+    def pow_(s, o):
+        a, b = _float_operands(s, _as_operand(o, s)) if s.data.dtype.kind != "f" else (s, _as_operand(o, s))
+        return _binary_op(_E.Pow, a if isinstance(a, Tensor) else Tensor(a), b)
+
+    def rpow(s, o):
+        base = _as_operand(o, s)
+        return _binary_op(_E.Pow, base if isinstance(base, Tensor) else Tensor(base), s)
+    T.__pow__ = pow_
+    T.pow = pow_
+    T.__rpow__ = rpow
+    T.__matmul__ = lambda s, o: _MM.MatMul.apply(*_promote_pair(s, o if isinstance(o, Tensor) else Tensor(o)))
+    T.__rmatmul__ = lambda s, o: _MM.MatMul.apply(*_promote_pair(Tensor(o), s))
+    T.matmul = T.__matmul__
+    T.add = lambda s, o, alpha=1: s + (o * alpha if alpha != 1 else o)
+    T.sub = lambda s, o, alpha=1: s - (o * alpha if alpha != 1 else o)
+    T.mul = T.__mul__
+    T.div = truediv
+    T.neg = T.__neg__
+
+    # ---- comparisons (no gradient; bool results)
+    def cmp(npfn):
+        def f(s, o):
+            o = o.data if isinstance(o, Tensor) else o
+            return Tensor(npfn(s.data, o))
+        return f
+    T.__eq__ = cmp(np.equal)
+    T.__ne__ = cmp(np.not_equal)
+    T.__lt__ = cmp(np.less)
+    T.__le__ = cmp(np.less_equal)
+    T.__gt__ = cmp(np.greater)
+    T.__ge__ = cmp(np.greater_equal)
+    T.eq, T.ne, T.lt, T.le, T.gt, T.ge = T.__eq__, T.__ne__, T.__lt__, T.__le__, T.__gt__, T.__ge__
+
+    def logical(npfn):
+        def f(s, o):
+            o = o.data if isinstance(o, Tensor) else o
+            return Tensor(npfn(s.data, o))
+        return f
+    T.__and__ = logical(np.logical_and)
+    T.__or__ = logical(np.logical_or)
+    T.__xor__ = logical(np.logical_xor)
+    T.__invert__ = lambda s: Tensor(~s.data)
+    T.logical_not = lambda s: Tensor(np.logical_not(s.data))
+
+    # ---- pointwise math and activations
+    T.exp = lambda s: _E.Exp.apply(s)
+    T.log = lambda s: _E.Log.apply(s)
+    T.sqrt = lambda s: _E.Sqrt.apply(s)
+    T.tanh = lambda s: _E.Tanh.apply(s)
+    T.sigmoid = lambda s: _E.Sigmoid.apply(s)
+    T.relu = lambda s: _E.Relu.apply(s)
+    T.gelu = lambda s, approximate="none": _E.Gelu.apply(s, approximate=approximate)
+
+    def clamp(s, min=None, max=None):
+        return _E.Clamp.apply(s, min=min, max=max)
+    T.clamp = clamp
+    T.clip = clamp
+    T.maximum = lambda s, o: _binary_op(_E.Maximum, s, o)
+    T.minimum = lambda s, o: _binary_op(_E.Minimum, s, o)
+
+    def masked_fill(s, mask, value):
+        mask = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+        if isinstance(value, Tensor):
+            if value.data.size != 1:
+                raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got shape {value.shape}")
+            value = value.item()
+        return _E.MaskedFill.apply(s, mask, value)
+    T.masked_fill = masked_fill
+
+    # ---- reductions
+    T.sum = lambda s, dim=None, keepdim=False: _R.Sum.apply(s, dim=dim, keepdim=keepdim)
+
+    def mean(s, dim=None, keepdim=False):
+        return _R.Mean.apply(s, dim=dim, keepdim=keepdim)
+    T.mean = mean
+
+    def var(s, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        if unbiased is not None and correction is not None:
+            raise ValueError("var: pass either unbiased or correction, not both")
+        if isinstance(unbiased, bool) is False and unbiased is not None:
+            raise TypeError(f"var: unbiased must be a bool, got {unbiased!r}")
+        c = correction if correction is not None else (1 if unbiased is None or unbiased else 0)
+        return _R.Var.apply(s, dim=dim, correction=c, keepdim=keepdim)
+    T.var = var
+    T.std = lambda s, dim=None, unbiased=None, keepdim=False, *, correction=None: \
+        var(s, dim, unbiased, keepdim, correction=correction).sqrt()
+
+    def extreme(mode, result_cls, pairwise):
+        def f(s, dim=None, keepdim=False):
+            if isinstance(dim, Tensor):  # torch.max(a, b) is the elementwise maximum
+                return pairwise(s, dim)
+            if dim is None:
+                return _R.MaxAll.apply(s, mode=mode)
+            axis, idx = _R.arg_extreme(s.data, dim, keepdim, mode)
+            if axis is None:  # 0-d input: the value itself, index 0
+                return result_cls(_E.Clone.apply(s), Tensor(np.zeros((), dtype=np.int64)))
+            values = _R.MaxDim.apply(s, idx, axis=axis, keepdim=keepdim)
+            return result_cls(values, Tensor(idx if keepdim else np.squeeze(idx, axis)))
+        return f
+    T.max = extreme("max", _R.MaxResult, T.maximum)
+    T.min = extreme("min", _R.MinResult, T.minimum)
+    T.amax = lambda s, dim=None, keepdim=False: s.max() if dim is None else s.max(dim, keepdim).values
+    T.argmax = lambda s, dim=None, keepdim=False: Tensor(
+        np.argmax(s.data, axis=None if dim is None else _canonical_dim(dim, s.ndim), keepdims=keepdim))
+    T.argmin = lambda s, dim=None, keepdim=False: Tensor(
+        np.argmin(s.data, axis=None if dim is None else _canonical_dim(dim, s.ndim), keepdims=keepdim))
+
+    # ---- shape
+    def reshape(s, *shape):
+        shape = _dims_arg(shape)
+        if shape == s.data.shape:
+            return s
+        return _M.Reshape.apply(s, shape)
+    T.reshape = reshape
+    T.view = reshape
+
+    def flatten(s, start_dim=0, end_dim=-1):
+        if s.ndim == 0:
+            return reshape(s, 1)
+        a, b = _canonical_dim(start_dim, s.ndim), _canonical_dim(end_dim, s.ndim)
+        if a > b:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        return reshape(s, s.shape[:a] + (-1,) + s.shape[b + 1:])
+    T.flatten = flatten
+
+    def permute(s, *dims):
+        dims = _dims_arg(dims)
+        if len(dims) != s.ndim:
+            raise ValueError(f"permute: number of dims {len(dims)} does not match the tensor's {s.ndim} "
+                             f"dimensions (shape {s.shape})")
+        dims = tuple(_canonical_dim(d, s.ndim, "permute") for d in dims)
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"permute: repeated dim in {dims}")
+        return _M.Permute.apply(s, dims)
+    T.permute = permute
+
+    def transpose(s, dim0, dim1):
+        if s.ndim < 2 and s.ndim == 0:
+            return s
+        d0, d1 = _canonical_dim(dim0, s.ndim, "transpose"), _canonical_dim(dim1, s.ndim, "transpose")
+        if d0 == d1:
+            return s
+        dims = list(range(s.ndim))
+        dims[d0], dims[d1] = d1, d0
+        return _M.Permute.apply(s, tuple(dims))
+    T.transpose = transpose
+    T.swapaxes = transpose
+    T.T = property(lambda s: s if s.ndim < 2 else _M.Permute.apply(s, tuple(reversed(range(s.ndim)))))
+    T.mT = property(lambda s: transpose(s, -2, -1))
+
+    def unsqueeze(s, dim):
+        d = _canonical_dim(dim, s.ndim + 1, "unsqueeze")
+        return _M.Reshape.apply(s, s.shape[:d] + (1,) + s.shape[d:])
+    T.unsqueeze = unsqueeze
+
+    def squeeze(s, dim=None):
+        if dim is None:
+            new = tuple(n for n in s.shape if n != 1)
+        else:
+            dims = _R.normalize_dims(dim, s.ndim, "squeeze")
+            new = tuple(n for i, n in enumerate(s.shape) if not (i in dims and n == 1))
+        return s if new == s.shape else _M.Reshape.apply(s, new)
+    T.squeeze = squeeze
+
+    def expand(s, *sizes):
+        sizes = _dims_arg(sizes)
+        if len(sizes) < s.ndim:
+            raise ValueError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or "
+                             f"equal to the number of dimensions in the tensor ({s.ndim}), shape {s.shape}")
+        lead = len(sizes) - s.ndim
+        target = []
+        for i, n in enumerate(sizes):
+            if i < lead:
+                if n < 0:
+                    raise ValueError(f"expand: -1 is not allowed in a new leading dimension, sizes {sizes}")
+                target.append(n)
+                continue
+            cur = s.shape[i - lead]
+            if n == -1 or n == cur:
+                target.append(cur)
+            elif cur == 1:
+                target.append(n)
+            else:
+                raise ValueError(f"expand: the expanded size {n} must match the existing size {cur} "
+                                 f"at non-singleton dimension {i}; target sizes {list(sizes)}, "
+                                 f"tensor shape {s.shape}")
+        target = tuple(target)
+        return s if target == s.shape else _M.Expand.apply(s, target)
+    T.expand = expand
+    T.expand_as = lambda s, o: expand(s, *o.shape)
+    T.broadcast_to = expand
+
+    def getitem(s, index):
+        idx, advanced = _M._normalize_index(index)
+        return _M.GetItem.apply(s, idx, advanced=advanced)
+    T.__getitem__ = getitem
+
+    def iterate(s):
+        if s.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (s[i] for i in range(s.shape[0]))
+    T.__iter__ = iterate
+
+    def narrow(s, dim, start, length):
+        d = _canonical_dim(dim, s.ndim, "narrow")
+        if start < 0:
+            start += s.shape[d]
+        if not (0 <= start and start + length <= s.shape[d]) or length < 0:
+            raise ValueError(f"narrow: start ({start}) + length ({length}) exceeds dimension {dim} "
+                             f"of size {s.shape[d]} (shape {s.shape})")
+        index = (slice(None),) * d + (slice(start, start + length),)
+        return _M.GetItem.apply(s, index)
+    T.narrow = narrow
+
+    def split(s, split_size_or_sections, dim=0):
+        d = _canonical_dim(dim, s.ndim, "split")
+        n = s.shape[d]
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            size = int(split_size_or_sections)
+            if size <= 0 and n > 0:
+                raise ValueError(f"split: split_size must be positive, got {size}")
+            sizes = [min(size, n - i) for i in range(0, n, size)] if n else [0]
+        else:
+            sizes = [int(x) for x in split_size_or_sections]
+            if sum(sizes) != n or any(x < 0 for x in sizes):
+                raise ValueError(f"split: sections {sizes} do not add up to the size {n} of dimension "
+                                 f"{dim} (shape {s.shape})")
+        out, start = [], 0
+        for size in sizes:
+            out.append(narrow(s, d, start, size))
+            start += size
+        return tuple(out)
+    T.split = split
+
+    def chunk(s, chunks, dim=0):
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+        n = s.shape[_canonical_dim(dim, s.ndim, "chunk")]
+        size = -(-n // chunks) if n else 1
+        return split(s, size, dim)
+    T.chunk = chunk
+
+    def where_method(s, condition, other):
+        return where(condition, s, other)
+    T.where = where_method
+
+
+_tensor_methods()
+
+
+# ============================================================================ module-level functions
+
+def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def _check_same_rank(tensors, op):
+    if not tensors:
+        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+    return [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+
+
+def _common_dtype(tensors):
+    dtype = tensors[0].data.dtype
+    for t in tensors[1:]:
+        dtype = np.promote_types(dtype, t.data.dtype)
+    return dtype
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    """Concatenate along an existing dimension (``torch.cat``)."""
+    tensors = _check_same_rank(list(tensors), "cat")
+    ref = tensors[0]
+    d = _canonical_dim(dim, ref.ndim, "cat")
+    for i, t in enumerate(tensors):
+        if t.ndim != ref.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, ref.shape)) if k != d):
+            raise ValueError(f"cat: sizes of tensors must match except in dimension {dim}; "
+                             f"tensor 0 has shape {ref.shape}, tensor {i} has shape {t.shape}")
+    dtype = _common_dtype(tensors)
+    tensors = [t if t.data.dtype == dtype else t.to(dtype) for t in tensors]
+    return _M.Cat.apply(*tensors, dim=d)
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    """Stack equally shaped tensors along a new dimension (``torch.stack``)."""
+    tensors = _check_same_rank(list(tensors), "stack")
+    ref = tensors[0]
+    d = _canonical_dim(dim, ref.ndim + 1, "stack")
+    for i, t in enumerate(tensors):
+        if t.shape != ref.shape:
+            raise ValueError(f"stack expects each tensor to be equal size, but got {ref.shape} at entry 0 "
+                             f"and {t.shape} at entry {i}")
+    dtype = _common_dtype(tensors)
+    tensors = [t if t.data.dtype == dtype else t.to(dtype) for t in tensors]
+    return _M.Stack.apply(*tensors, dim=d)
+
+
+def where(condition, input, other) -> Tensor:
+    """``input`` where ``condition`` is true, else ``other`` (``torch.where``)."""
+    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        input = Tensor(input)
+    if not isinstance(input, Tensor):
+        input = _as_operand(input, other)
+    if not isinstance(other, Tensor):
+        other = _as_operand(other, input)
+    input, other = _promote_pair(input, other)
+    return _E.Where.apply(cond, input, other)
+
+
+def matmul(a, b) -> Tensor:
+    return a @ b if isinstance(a, Tensor) else Tensor(a) @ b
+
+
+def maximum(a, b) -> Tensor:
+    return a.maximum(b)
+
+
+def minimum(a, b) -> Tensor:
+    return a.minimum(b)
+
+
+def _factory(fn):
+    def make(*size, dtype=None, requires_grad=False):
+        shape = _dims_arg(size)
+        return Tensor(fn(shape, np.dtype(dtype or DEFAULT_FLOAT)), requires_grad=requires_grad)
+    return make
+
+
+zeros = _factory(lambda shape, dt: np.zeros(shape, dt))
+ones = _factory(lambda shape, dt: np.ones(shape, dt))
+randn = _factory(lambda shape, dt: _rng.standard_normal(shape).astype(dt))
+rand = _factory(lambda shape, dt: _rng.random(shape).astype(dt))
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    return zeros(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    return ones(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def full(size, fill_value, dtype=None, requires_grad=False):
+    arr = np.full(tuple(size), fill_value, dtype=dtype or (DEFAULT_FLOAT if isinstance(fill_value, float) else None))
+    return Tensor(arr, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None):
+    if end is None:
+        start, end = 0, start
+    arr = np.arange(start, end, step)
+    if dtype is None:
+        dtype = np.int64 if arr.dtype.kind in "iu" else DEFAULT_FLOAT
+    return Tensor(arr.astype(dtype))
