@@ -1,0 +1,166 @@
+"""Memory-efficient attention: tiled, with an online softmax (FlashAttention-style).
+
+Naive attention materialises S = QKᵀ·scale and P = softmax(S) — T_q × T_k
+numbers per head — and keeps P for the backward: O(T²·heads) memory. Here the
+keys are visited in tiles of ``block_k`` columns and the queries in tiles of
+``block_q`` rows; a (block_q × block_k) score tile is the largest temporary,
+and only the output O and one number per query row, the log-sum-exp
+L = log Σ_j exp(S_ij), are saved for the backward: O(T·d) memory.
+
+Forward (online softmax). For one query row, keep a running maximum m, a
+running normaliser l = Σ exp(S_j − m) and an unnormalised accumulator
+a = Σ exp(S_j − m) v_j. A new tile of scores S_t with maximum m_t updates
+    m' = max(m, m_t),   c = exp(m − m'),
+    l' = c·l + Σ_t exp(S_t − m'),   a' = c·a + exp(S_t − m') V_t,
+which rescales what was accumulated under the old maximum. At the end
+O = a / l and L = m + log l.
+
+Backward. With P_ij = exp(S_ij − L_i) recomputed tile by tile from the saved L,
+and G = dL/dO, the softmax Jacobian gives
+    dV = Pᵀ G,    dP = G Vᵀ,    dS_ij = P_ij (dP_ij − D_i),
+where D_i = Σ_j P_ij dP_ij = Σ_j P_ij (G_i · v_j) = G_i · O_i — computable once
+from G and O, without the full P. Then dQ = dS K · scale and dK = dSᵀ Q · scale.
+Each tile's contributions are accumulated; nothing T_q × T_k is ever stored.
+
+Masks follow ``scaled_dot_product_attention``: a bool mask is True where a key
+may be attended; a float mask is added to the scores; ``is_causal`` keeps
+key j ≤ query i (top-left aligned, as torch). Key tiles that the causal mask
+hides entirely are skipped. A query row with every key masked has L = −inf;
+its output and gradients are defined as zero.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+
+
+def _mask_tile(attn_mask, qs, qe, ks, ke):
+    """The [qs:qe, ks:ke] tile of a mask broadcastable to (..., T_q, T_k)."""
+    m = attn_mask
+    rows = slice(qs, qe) if m.shape[-2] != 1 else slice(None)
+    cols = slice(ks, ke) if m.shape[-1] != 1 else slice(None)
+    return m[..., rows, cols]
+
+
+def _scores(q_t, k_t, scale, attn_mask, is_causal, qs, qe, ks, ke):
+    """Scores of one tile, masked positions at −inf (bool/causal) or shifted (float mask)."""
+    s = np.matmul(q_t, np.swapaxes(k_t, -1, -2))
+    s *= scale
+    if attn_mask is not None:
+        m = _mask_tile(attn_mask, qs, qe, ks, ke)
+        if m.dtype == np.bool_:
+            s = np.where(m, s, -np.inf)
+        else:
+            s = s + m
+    if is_causal and ke - 1 > qs:
+        keep = np.arange(ks, ke)[None, :] <= np.arange(qs, qe)[:, None]
+        s = np.where(keep, s, -np.inf)
+    return s
+
+
+class FlashAttention(Function):
+    """O = softmax(Q Kᵀ · scale + mask) V computed tile by tile; see the module docstring
+    for the online-softmax forward and the recomputing backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, attn_mask=None, is_causal=False, scale=None, block_q=128, block_k=128):
+        Tq, Tk = q.shape[-2], k.shape[-2]
+        scale = (1.0 / np.sqrt(q.shape[-1])) if scale is None else float(scale)
+        dtype = q.dtype
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        out = np.zeros(batch + (Tq, v.shape[-1]), dtype=dtype)
+        lse = np.full(batch + (Tq,), -np.inf, dtype=dtype)
+        for qs in range(0, Tq, block_q):
+            qe = min(qs + block_q, Tq)
+            q_t = q[..., qs:qe, :]
+            m = np.full(batch + (qe - qs, 1), -np.inf, dtype=dtype)
+            l = np.zeros(batch + (qe - qs, 1), dtype=dtype)
+            acc = np.zeros(batch + (qe - qs, v.shape[-1]), dtype=dtype)
+            k_end = min(Tk, qe) if is_causal else Tk
+            for ks in range(0, k_end, block_k):
+                ke = min(ks + block_k, k_end)
+                s = _scores(q_t, k[..., ks:ke, :], scale, attn_mask, is_causal, qs, qe, ks, ke)
+                m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+                # rows still without any visible key keep m = −inf; use 0 there to avoid inf − inf
+                m_safe = np.where(np.isneginf(m_new), 0, m_new)
+                p = np.exp(s - m_safe)
+                c = np.exp(m - m_safe)
+                l = c * l + p.sum(axis=-1, keepdims=True)
+                acc = c * acc + np.matmul(p, v[..., ks:ke, :])
+                m = m_new
+            seen = l > 0
+            out[..., qs:qe, :] = np.where(seen, acc / np.where(seen, l, 1), 0)
+            with np.errstate(divide="ignore"):
+                lse[..., qs:qe] = (np.where(np.isneginf(m), 0, m) + np.log(l))[..., 0]
+        ctx.save_for_backward(q, k, v, out, lse, attn_mask)
+        ctx.is_causal, ctx.scale, ctx.block_q, ctx.block_k = is_causal, scale, block_q, block_k
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, out, lse, attn_mask = ctx.saved_tensors
+        is_causal, scale, block_q, block_k = ctx.is_causal, ctx.scale, ctx.block_q, ctx.block_k
+        Tq, Tk = q.shape[-2], k.shape[-2]
+        batch = out.shape[:-2]
+        dq = np.zeros(batch + q.shape[-2:], dtype=q.dtype)
+        dk = np.zeros(batch + k.shape[-2:], dtype=k.dtype)
+        dv = np.zeros(batch + v.shape[-2:], dtype=v.dtype)
+        D = np.sum(g * out, axis=-1, keepdims=True)            # D_i = G_i · O_i
+        lse_safe = np.where(np.isneginf(lse), np.inf, lse)[..., None]  # fully masked rows: P = 0
+        for qs in range(0, Tq, block_q):
+            qe = min(qs + block_q, Tq)
+            q_t, g_t, D_t, L_t = q[..., qs:qe, :], g[..., qs:qe, :], D[..., qs:qe, :], lse_safe[..., qs:qe, :]
+            k_end = min(Tk, qe) if is_causal else Tk
+            for ks in range(0, k_end, block_k):
+                ke = min(ks + block_k, k_end)
+                k_t, v_t = k[..., ks:ke, :], v[..., ks:ke, :]
+                p = np.exp(_scores(q_t, k_t, scale, attn_mask, is_causal, qs, qe, ks, ke) - L_t)
+                dv[..., ks:ke, :] += np.matmul(np.swapaxes(p, -1, -2), g_t)
+                dp = np.matmul(g_t, np.swapaxes(v_t, -1, -2))
+                ds = p * (dp - D_t)
+                ds *= scale
+                dq[..., qs:qe, :] += np.matmul(ds, k_t)
+                dk[..., ks:ke, :] += np.matmul(np.swapaxes(ds, -1, -2), q_t)
+        return dq, dk, dv, None
+
+
+def flash_attention(query, key, value, attn_mask=None, is_causal=False, scale=None,
+                    block_q: int = 128, block_k: int = 128):
+    """Tiled attention with O(T·d) extra memory; same semantics as
+    ``scaled_dot_product_attention`` (no dropout).
+
+    query (..., T_q, d), key (..., T_k, d), value (..., T_k, d_v); batch dims broadcast.
+    attn_mask: bool (True = may attend) or float (added), broadcastable to (..., T_q, T_k).
+    """
+    from ..tensor import Tensor
+    qs, ks, vs = query.shape, key.shape, value.shape
+    if len(qs) < 2 or len(ks) < 2 or len(vs) < 2:
+        raise ValueError(f"flash_attention: query, key and value need at least 2 dims, got {qs}, {ks}, {vs}")
+    if qs[-1] != ks[-1]:
+        raise ValueError(f"flash_attention: query feature size {qs[-1]} (shape {qs}) != key feature size "
+                         f"{ks[-1]} (shape {ks})")
+    if ks[-2] != vs[-2]:
+        raise ValueError(f"flash_attention: key length {ks[-2]} (shape {ks}) != value length {vs[-2]} "
+                         f"(shape {vs})")
+    if block_q <= 0 or block_k <= 0:
+        raise ValueError(f"flash_attention: block sizes must be positive, got {block_q}, {block_k}")
+    try:
+        batch = np.broadcast_shapes(qs[:-2], ks[:-2], vs[:-2])
+    except ValueError:
+        raise ValueError(f"flash_attention: batch dims of query {qs}, key {ks} and value {vs} "
+                         "do not broadcast") from None
+    mask = None
+    if attn_mask is not None:
+        mask = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+        try:
+            np.broadcast_shapes(mask.shape, batch + (qs[-2], ks[-2]))
+        except ValueError:
+            raise ValueError(f"flash_attention: attn_mask of shape {mask.shape} does not broadcast to the "
+                             f"scores' shape {batch + (qs[-2], ks[-2])}") from None
+        if mask.dtype != np.bool_:
+            mask = mask.astype(query.dtype, copy=False)
+    if not isinstance(query, Tensor):
+        query = Tensor(query)
+    return FlashAttention.apply(query, key, value, mask, is_causal=bool(is_causal), scale=scale,
+                                block_q=int(block_q), block_k=int(block_k))
