@@ -45,7 +45,7 @@ _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torc
 
 def to_torch(a, requires_grad=False, dtype=None):
     a = np.asarray(a)
-    t = torch.tensor(np.ascontiguousarray(a), device=DEVICE)
+    t = torch.tensor(np.ascontiguousarray(a).reshape(a.shape), device=DEVICE)  # ascontiguousarray makes 0-d 1-d
     if dtype is not None:
         t = t.to(dtype)
     return t.requires_grad_(requires_grad)

@@ -151,9 +151,10 @@ class MaxDim(Function):
 
 def arg_extreme(x, dim, keepdim, mode):
     """(axis, indices with the axis kept) of the max/min of x along dim, validated."""
-    (axis,) = normalize_dims(dim, x.ndim, mode)
-    if x.ndim == 0:
+    dims = normalize_dims(dim, x.ndim, mode)
+    if x.ndim == 0:  # normalize_dims validated dim (0 or -1) and returned no axis
         return None, None
+    (axis,) = dims
     if x.shape[axis] == 0:
         raise ValueError(f"{mode}(): cannot reduce over the zero-size dimension {dim} of shape {x.shape}")
     fn = np.argmax if mode == "max" else np.argmin
