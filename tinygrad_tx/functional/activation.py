@@ -1,0 +1,112 @@
+"""Pointwise activations and dropout.
+
+relu, tanh, sigmoid and gelu are primitives of the engine (their forward and
+backward live in ``tinygrad_tx/ops/elementwise.py``); here they get torch's
+functional spelling. ``gelu_composite`` rebuilds the tanh approximation from
+primitives. Dropout is a fused Function with a composite twin.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+from ..tensor import Tensor
+from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale
+
+_SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
+
+
+def _float_input(input, op):
+    x = as_tensor(input, op, "input")
+    check_float(op, input=x)
+    return x
+
+
+def relu(input) -> Tensor:
+    """max(x, 0) (``torch.nn.functional.relu``)."""
+    return _float_input(input, "relu").relu()
+
+
+def tanh(input) -> Tensor:
+    """tanh(x) (``torch.tanh``)."""
+    return _float_input(input, "tanh").tanh()
+
+
+def sigmoid(input) -> Tensor:
+    """1 / (1 + e^-x) (``torch.sigmoid``)."""
+    return _float_input(input, "sigmoid").sigmoid()
+
+
+def gelu(input, approximate: str = "none") -> Tensor:
+    """GELU (``torch.nn.functional.gelu``): x Φ(x) exactly (``'none'``) or with the tanh
+    approximation (``'tanh'``). The derivations are in ``ops.elementwise.Gelu``."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return _float_input(input, "gelu").gelu(approximate=approximate)
+
+
+def gelu_composite(input, approximate: str = "tanh") -> Tensor:
+    """GELU's tanh approximation from primitives: x/2 · (1 + tanh(√(2/π) (x + 0.044715 x³))).
+
+    Only the tanh form has a composite: the exact form needs erf, which is not
+    a Tensor primitive (exact GELU is itself the primitive ``Tensor.gelu``).
+    """
+    if approximate != "tanh":
+        raise ValueError(f"gelu_composite: only approximate='tanh' can be built from primitives "
+                         f"(exact GELU needs erf; use gelu(x)), got {approximate!r}")
+    x = _float_input(input, "gelu_composite")
+    inner = (x + x * x * x * 0.044715) * _SQRT_2_OVER_PI
+    return x * 0.5 * (inner.tanh() + 1.0)
+
+
+# ============================================================================ dropout
+
+class Dropout(Function):
+    """y = x ∘ m / (1 - p), m_i ~ Bernoulli(1 - p) drawn once in the forward.
+
+    Scaling the kept entries by 1/(1-p) keeps E[y] = x, so evaluation (no
+    dropout) needs no rescaling. y is linear in x with a fixed mask, so
+        dL/dx = g ∘ m / (1 - p).
+    Saved: the boolean mask (one byte per element).
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, keep, scale):
+        ctx.save_for_backward(keep)
+        ctx.scale = scale
+        y = x * keep
+        y *= scale
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (keep,) = ctx.saved_tensors
+        dx = g * keep
+        dx *= ctx.scale
+        return dx
+
+
+def _check_dropout(input, p, op):
+    x = _float_input(input, op)
+    return x, check_probability(op, "p", p)
+
+
+def dropout(input, p: float = 0.5, training: bool = True, generator=None) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by 1/(1-p)
+    (``torch.nn.functional.dropout``). With ``training=False`` or ``p == 0`` the input is
+    returned unchanged; ``p == 1`` gives zeros. ``generator`` is a ``np.random.Generator``
+    (default: the global one, ``tinygrad_tx.manual_seed``)."""
+    x, p = _check_dropout(input, p, "dropout")
+    if not training or p == 0.0:
+        return x
+    return Dropout.apply(x, keep=keep_mask(x.shape, p, generator), scale=keep_scale(p))
+
+
+def dropout_composite(input, p: float = 0.5, training: bool = True, generator=None) -> Tensor:
+    """Dropout from primitives: multiply by the constant m / (1 - p) (the same mask as
+    ``dropout`` draws from the same generator state)."""
+    x, p = _check_dropout(input, p, "dropout_composite")
+    if not training or p == 0.0:
+        return x
+    multiplier = keep_mask(x.shape, p, generator) * keep_scale(p)
+    return x * Tensor(multiplier.astype(x.dtype))

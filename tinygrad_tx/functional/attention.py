@@ -1,0 +1,221 @@
+"""Scaled dot-product attention: a fused Function with its own backward, and the composite.
+
+    out = dropout(softmax(Q Kᵀ · scale + mask)) V
+
+Shapes: query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev);
+the leading (batch, head) dimensions broadcast. L and S may differ
+(cross-attention: queries from a decoder, keys and values from an encoder).
+
+Masks follow torch:
+* a **bool** ``attn_mask`` marks with True the keys a query may attend to;
+  False entries get score -inf;
+* a **float** ``attn_mask`` is added to the scores (use -inf to forbid);
+* ``is_causal=True`` lets query i attend to keys j <= i: the lower triangle
+  of the (L, S) score matrix aligned at its **top-left** corner (so when L > S
+  the last queries see every key, and when L < S the later keys are unseen).
+
+Fully masked rows. A query with no key to attend to has scores all -inf and
+softmax 0/0. We define its attention weights as 0: its output row is 0 and no
+gradient flows through it (to q, k, v or the mask). This matches torch 2.5+
+(``F.scaled_dot_product_attention`` uses a "safe softmax" that returns 0 for
+such rows), whereas a hand-written ``softmax(scores)`` gives nan.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..autograd import Function
+from ..tensor import Tensor, where
+from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale
+from .softmax import softmax_composite
+
+
+@functools.lru_cache(maxsize=32)
+def _causal_future(n_queries: int, n_keys: int) -> np.ndarray:
+    """(L, S) bool, True above the top-left-aligned diagonal (key j > query i): what is_causal forbids.
+    Cached and read-only: a causal model asks for the same few shapes every step."""
+    future = ~np.tri(n_queries, n_keys, dtype=bool)
+    future.flags.writeable = False
+    return future
+
+
+class ScaledDotProductAttention(Function):
+    """Fused attention. Forward, with s = scale:
+
+        S = s · Q Kᵀ  (+ mask, -inf where forbidden),   P = softmax_rows(S),
+        P̃ = P ∘ M / (1 - p)  (dropout mask M; P̃ = P without dropout),   O = P̃ V.
+
+    Backward, with G = dL/dO. The products give
+        dV = P̃ᵀ G,     dP̃ = G Vᵀ,     dP = dP̃ ∘ M / (1 - p).
+    Softmax's backward row by row (see ``softmax.Softmax``):
+        dS = P ∘ (dP - rowsum(dP ∘ P)).
+    The row sums need no (L, S) temporary: rowsum(dP ∘ P)_i = Σ_j dP̃_ij P̃_ij
+    = Σ_j (G_i · V_j) P̃_ij = G_i · O_i, so with D = rowsum(G ∘ O) (the trick
+    FlashAttention uses) dS = P ∘ (dP - D). Finally, from S = s Q Kᵀ + mask,
+        dQ = s · dS K,     dK = s · dSᵀ Q,     d(mask) = dS (a float mask).
+    Masked entries have P = 0, hence dS = 0: no gradient reaches a forbidden
+    key. Fully masked rows (P = 0 by definition) get dS = 0 likewise.
+    Saved: Q, K, V, P, O and the dropout mask (if any).
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, attn_mask, *, scores_shape, is_causal, scale, keep, keep_scale_):
+        s = np.matmul(q, np.swapaxes(k, -1, -2))
+        if s.shape != scores_shape:            # value (or the mask) has more batch dims than q, k
+            s = np.broadcast_to(s, scores_shape).copy()
+        s *= scale
+        if attn_mask is not None:
+            if attn_mask.dtype == np.bool_:
+                np.copyto(s, -np.inf, where=~attn_mask)
+            else:
+                s += attn_mask
+        if is_causal:
+            np.copyto(s, -np.inf, where=_causal_future(*scores_shape[-2:]))
+        # softmax along the keys; a row whose max is -inf is fully masked: shift it by 0
+        # instead (so exp gives exact zeros, not nan) and divide its zero sum by 1
+        row_max = np.max(s, axis=-1, keepdims=True)
+        dead = row_max == -np.inf
+        has_dead = bool(dead.any())
+        if has_dead:
+            row_max[dead] = 0
+        s -= row_max
+        p = np.exp(s, out=s)
+        denom = np.sum(p, axis=-1, keepdims=True)
+        if has_dead:
+            denom[dead] = 1
+        p /= denom
+        if keep is not None:
+            p_used = p * keep
+            p_used *= keep_scale_
+        else:
+            p_used = p
+        out = np.matmul(p_used, v)
+        ctx.save_for_backward(q, k, v, p, out, keep)
+        ctx.scale, ctx.keep_scale = scale, keep_scale_
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, p, out, keep = ctx.saved_tensors
+        nq, nk, nv, nm = ctx.needs_input_grad[:4]
+        dq = dk = dv = None
+        if nv:
+            p_used = p if keep is None else p * keep * np.asarray(ctx.keep_scale, dtype=p.dtype)
+            dv = np.matmul(np.swapaxes(p_used, -1, -2), g)
+        if nq or nk or nm:
+            ds = np.matmul(g, np.swapaxes(v, -1, -2))           # dP̃
+            if keep is not None:
+                ds *= keep
+                ds *= ctx.keep_scale                             # dP
+            ds -= np.sum(g * out, axis=-1, keepdims=True)        # dP - D
+            ds *= p                                              # dS
+            if nq:
+                dq = np.matmul(ds, k)
+                dq *= ctx.scale
+            if nk:
+                dk = np.matmul(np.swapaxes(ds, -1, -2), q)
+                dk *= ctx.scale
+        return dq, dk, dv, (ds if nm else None)
+
+
+def _check(query, key, value, attn_mask, dropout_p, is_causal, scale, op):
+    q = as_tensor(query, op, "query")
+    k = as_tensor(key, op, "key")
+    v = as_tensor(value, op, "value")
+    dtype = check_float(op, query=q, key=k, value=v)
+    for name, t in (("query", q), ("key", k), ("value", v)):
+        if t.ndim < 2:
+            raise ValueError(f"{op}: {name} must have at least 2 dimensions (..., length, features), "
+                             f"got shape {t.shape}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"{op}: query features E={q.shape[-1]} (shape {q.shape}) must equal key "
+                         f"features {k.shape[-1]} (shape {k.shape})")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"{op}: key has S={k.shape[-2]} positions (shape {k.shape}) but value has "
+                         f"{v.shape[-2]} (shape {v.shape})")
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ValueError(f"{op}: batch dimensions of query {q.shape}, key {k.shape} and value {v.shape} "
+                         f"do not broadcast") from None
+    scores_shape = batch + (q.shape[-2], k.shape[-2])
+    mask = None
+    if attn_mask is not None:
+        if is_causal:
+            raise ValueError(f"{op}: pass either attn_mask or is_causal=True, not both "
+                             f"(fold the causal mask into attn_mask)")
+        mask = attn_mask if isinstance(attn_mask, Tensor) else Tensor(np.asarray(attn_mask))
+        if mask.dtype == np.bool_:
+            if mask.requires_grad:
+                raise TypeError(f"{op}: a bool attn_mask cannot require grad")
+        elif mask.dtype.kind == "f":
+            if mask.dtype != dtype:
+                raise TypeError(f"{op}: float attn_mask has dtype {mask.dtype} but query has {dtype}")
+        else:
+            raise TypeError(f"{op}: attn_mask must be bool (True = attend) or float (added to the "
+                            f"scores), got dtype {mask.dtype}")
+        try:
+            ok = np.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"{op}: attn_mask of shape {mask.shape} does not broadcast to the attention "
+                             f"scores' shape {scores_shape} (batch..., L={q.shape[-2]}, S={k.shape[-2]})")
+    p = check_probability(op, "dropout_p", dropout_p)
+    scale = 1.0 / float(np.sqrt(q.shape[-1])) if scale is None else float(scale)
+    return q, k, v, mask, scores_shape, p, scale
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale=None, generator=None) -> Tensor:
+    """softmax(Q Kᵀ · scale + mask) V with torch's semantics
+    (``torch.nn.functional.scaled_dot_product_attention``; see the module docstring for
+    masks and fully masked rows). ``scale`` defaults to 1/√E. Dropout with probability
+    ``dropout_p`` is applied to the attention weights whenever ``dropout_p > 0`` (torch's
+    functional form has no training flag); ``generator`` (a ``np.random.Generator``,
+    default the global one) draws its mask.
+    """
+    q, k, v, mask, shape, p, scale = _check(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                            "scaled_dot_product_attention")
+    keep = keep_mask(shape, p, generator) if p > 0 else None
+    return ScaledDotProductAttention.apply(q, k, v, mask, scores_shape=shape, is_causal=bool(is_causal),
+                                           scale=scale, keep=keep, keep_scale_=keep_scale(p))
+
+
+def scaled_dot_product_attention_composite(query, key, value, attn_mask=None, dropout_p: float = 0.0,
+                                           is_causal: bool = False, scale=None, generator=None) -> Tensor:
+    """Attention from primitives, as the tutorial writes it:
+    scores = Q Kᵀ · scale, masked_fill(-inf) / + mask, softmax, dropout, @ V.
+
+    Fully masked rows: their scores are replaced by zeros before the softmax
+    (a harmless uniform row instead of 0/0) and their weights by zeros after
+    it, so the output row is 0 and ``where`` routes them no gradient.
+    """
+    q, k, v, mask, shape, p, scale = _check(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                            "scaled_dot_product_attention_composite")
+    scores = (q @ k.mT) * scale
+    if scores.shape != shape:
+        scores = scores.expand(*shape)
+    allowed = np.ones(shape, dtype=bool)
+    if mask is not None:
+        if mask.dtype == np.bool_:
+            scores = scores.masked_fill(~mask.data, float("-inf"))
+            allowed &= mask.data
+        else:
+            scores = scores + mask
+            allowed &= mask.data != -np.inf
+    if is_causal:
+        future = _causal_future(*shape[-2:])
+        scores = scores.masked_fill(future, float("-inf"))
+        allowed &= ~future
+    dead = ~allowed.any(axis=-1, keepdims=True)
+    if dead.any():
+        scores = where(dead, 0.0, scores)
+    weights = softmax_composite(scores, -1)
+    if dead.any():
+        weights = where(dead, 0.0, weights)
+    if p > 0:
+        weights = weights * Tensor((keep_mask(shape, p, generator) * keep_scale(p)).astype(weights.dtype))
+    return weights @ v

@@ -1,0 +1,257 @@
+"""Embedding lookup, linear layers, and the ViT patch projection.
+
+All three are matrix products in disguise: an embedding lookup is a one-hot
+matrix times the table, a linear layer is x Wᵀ + b, and the patch projection
+is a linear layer applied to the flattened P×P patches of an image.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse
+
+from ..autograd import Function
+from ..ops.movement import IndexOutOfRange
+from ..tensor import Tensor, where
+from ._util import as_tensor, check_float, describe_values, int_array
+
+
+# ============================================================================ embedding
+
+class Embedding(Function):
+    """y[..., :] = W[ids[...], :]  (a row lookup; W is (V, D)).
+
+    Backward. Each output row is a copy of one table row, so table row v
+    receives the sum of the output gradients of every position that looked it
+    up — repeated ids accumulate:
+
+        dL/dW[v] = Σ_{n : ids_n = v} g_n.
+
+    That scatter-add is the product Mᵀ G with M the (N, V) one-hot matrix of
+    the ids. We build Mᵀ directly as a (V, N) sparse CSC matrix (column n holds
+    a single 1 in row ids_n, so its index arrays are ids and 0..N with no
+    sorting) and multiply, which SciPy does in one compiled pass.
+    Measured on 2 CPU cores, float32 (N ids, V rows, D columns):
+
+        N, V, D              np.add.at   sort+reduceat   bincount/col   one-hot @ G   CSC @ G
+        512, 27, 64            1.5 ms        0.2 ms         0.3 ms         1.7 ms      0.12 ms
+        4096, 65, 128         19.5 ms        5-7 ms         5.1 ms         7.5 ms      0.30 ms
+        4096, 1000, 256       29.3 ms       13-15 ms       15.9 ms        59.9 ms      3.1 ms
+        16384, 50257, 768      293 ms        295 ms            -             -          34 ms
+
+    Rows of ``padding_idx`` (if given) get no gradient, as in torch.
+    """
+
+    @staticmethod
+    def forward(ctx, weight, *, ids, padding_idx):
+        ctx.save_for_backward(ids)
+        ctx.num_embeddings, ctx.padding_idx = weight.shape[0], padding_idx
+        return np.take(weight, ids, axis=0)
+
+    @staticmethod
+    def backward(ctx, g):
+        (ids,) = ctx.saved_tensors
+        n, dim = ids.size, g.shape[-1]
+        m_t = scipy.sparse.csc_array((np.ones(n, dtype=g.dtype), ids.reshape(-1), np.arange(n + 1)),
+                                     shape=(ctx.num_embeddings, n))
+        dw = m_t @ g.reshape(n, dim)
+        if ctx.padding_idx is not None:
+            dw[ctx.padding_idx] = 0
+        return dw
+
+
+def _check_embedding(input, weight, padding_idx, op):
+    ids = int_array(input, op, "input")
+    w = as_tensor(weight, op, "weight")
+    check_float(op, weight=w)
+    if w.ndim != 2:
+        raise ValueError(f"{op}: weight must be a 2-D table (num_embeddings, embedding_dim), got shape {w.shape}")
+    v = w.shape[0]
+    bad = (ids < 0) | (ids >= v)
+    if bad.any():
+        raise IndexOutOfRange(f"{op}: token ids {describe_values(ids[bad])} are out of range: "
+                              f"expected 0 <= id < num_embeddings={v}")
+    if padding_idx is not None:
+        if not isinstance(padding_idx, numbers.Integral) or not -v <= padding_idx < v:
+            raise ValueError(f"{op}: padding_idx must be an int in [-{v}, {v}), got {padding_idx!r}")
+        padding_idx = int(padding_idx) % v
+    return ids, w, padding_idx
+
+
+def embedding(input, weight, padding_idx=None) -> Tensor:
+    """Look up rows of ``weight`` (num_embeddings, embedding_dim) for the integer ids in ``input``
+    (any shape); the result has shape ``input.shape + (embedding_dim,)``
+    (``torch.nn.functional.embedding``). Ids outside [0, num_embeddings) raise an
+    ``IndexOutOfRange`` (a ValueError and an IndexError) naming them."""
+    ids, w, padding_idx = _check_embedding(input, weight, padding_idx, "embedding")
+    return Embedding.apply(w, ids=ids, padding_idx=padding_idx)
+
+
+def embedding_composite(input, weight, padding_idx=None) -> Tensor:
+    """Embedding from primitives: integer-array indexing ``weight[ids]``, whose backward is a
+    scatter-add (np.add.at). Padding positions take the rows from a detached copy of the
+    table, so they contribute no gradient."""
+    ids, w, padding_idx = _check_embedding(input, weight, padding_idx, "embedding_composite")
+    rows = w[ids]
+    if padding_idx is None:
+        return rows
+    return where((ids != padding_idx)[..., None], rows, w.detach()[ids])
+
+
+# ============================================================================ linear
+
+class Linear(Function):
+    """y = x Wᵀ + b with x (..., in), W (out, in), b (out,).
+
+    Backward (y_j = Σ_i x_i W_ji + b_j):
+        dL/dx = g W,
+        dL/dW = Σ_rows gᵀ x  — one (out, N)·(N, in) product over the flattened rows,
+        dL/db = Σ_rows g     — the engine's reduction of the broadcast bias.
+    Saved: x (for dW) and W (for dx), each only when that gradient is needed.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        nx, nw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        ctx.save_for_backward(x if nw else None, weight if nx else None)
+        y = np.matmul(x, weight.T)
+        if bias is not None:
+            y += bias
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        nx, nw, nb = ctx.needs_input_grad
+        dx = np.matmul(g, weight) if nx else None
+        dw = g.reshape(-1, g.shape[-1]).T @ x.reshape(-1, x.shape[-1]) if nw else None
+        return dx, dw, (g if nb else None)
+
+
+def _check_linear(input, weight, bias, op):
+    x = as_tensor(input, op, "input")
+    w = as_tensor(weight, op, "weight")
+    b = None if bias is None else as_tensor(bias, op, "bias")
+    check_float(op, input=x, weight=w, bias=b)
+    if w.ndim != 2:
+        raise ValueError(f"{op}: weight must be 2-D (out_features, in_features), got shape {w.shape}")
+    if x.ndim == 0 or x.shape[-1] != w.shape[1]:
+        raise ValueError(f"{op}: input of shape {x.shape} has {x.shape[-1] if x.ndim else 'no'} features "
+                         f"but weight of shape {w.shape} expects in_features={w.shape[1]}")
+    if b is not None and b.shape != (w.shape[0],):
+        raise ValueError(f"{op}: bias must have shape ({w.shape[0]},) (out_features), got {b.shape}")
+    return x, w, b
+
+
+def linear(input, weight, bias=None) -> Tensor:
+    """y = input @ weight.T + bias (``torch.nn.functional.linear``; weight is (out, in))."""
+    x, w, b = _check_linear(input, weight, bias, "linear")
+    return Linear.apply(x, w, b)
+
+
+def linear_composite(input, weight, bias=None) -> Tensor:
+    """Linear from primitives: matmul with the transposed weight, plus the broadcast bias."""
+    x, w, b = _check_linear(input, weight, bias, "linear_composite")
+    y = x @ w.T
+    return y if b is None else y + b
+
+
+# ============================================================================ ViT patch projection
+
+def _to_patches(x, ph, pw):
+    """(B, C, H, W) -> (B, N, C·ph·pw): row-major patches, each flattened in (c, i, j) order —
+    the order of a Conv2d weight (D, C, ph, pw) flattened to (D, C·ph·pw)."""
+    b, c, h, w = x.shape
+    x = x.reshape(b, c, h // ph, ph, w // pw, pw).transpose(0, 2, 4, 1, 3, 5)
+    return x.reshape(b, (h // ph) * (w // pw), c * ph * pw)
+
+
+class PatchEmbed(Function):
+    """ViT patch projection: y[b, n] = W_flat · patch_n(x[b]) + bias, shape (B, N, D).
+
+    Equal to Conv2d(C, D, kernel_size=P, stride=P)(x).flatten(2).transpose(1, 2):
+    with stride = kernel size the windows tile the image without overlap, so the
+    convolution is one matrix product of the (B·N, C·P·P) patch matrix with the
+    (C·P·P, D) flattened kernel — no im2col duplication.
+
+    Backward is Linear's, followed by the inverse rearrangement for x:
+        dL/dpatches = g W_flat  → folded back to (B, C, H, W) (each pixel is in one patch),
+        dL/dW = Σ_{b,n} gᵀ patches  (reshaped to (D, C, P, P)),   dL/dbias = Σ_{b,n} g.
+    Saved: the patch matrix (the size of x, needed for dW) and W_flat (for dx).
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, *, ph, pw):
+        nx, nw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        patches = _to_patches(x, ph, pw)
+        w_flat = weight.reshape(weight.shape[0], -1)
+        ctx.save_for_backward(patches if nw else None, w_flat if nx else None)
+        ctx.x_shape, ctx.w_shape, ctx.ph, ctx.pw = x.shape, weight.shape, ph, pw
+        y = np.matmul(patches, w_flat.T)
+        if bias is not None:
+            y += bias
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        patches, w_flat = ctx.saved_tensors
+        nx, nw, nb = ctx.needs_input_grad
+        dx = dw = None
+        if nx:
+            b, c, h, w = ctx.x_shape
+            ph, pw = ctx.ph, ctx.pw
+            dp = np.matmul(g, w_flat).reshape(b, h // ph, w // pw, c, ph, pw)
+            dx = dp.transpose(0, 3, 1, 4, 2, 5).reshape(ctx.x_shape)
+        if nw:
+            dw = (g.reshape(-1, g.shape[-1]).T @ patches.reshape(-1, patches.shape[-1])).reshape(ctx.w_shape)
+        return dx, dw, (g if nb else None)
+
+
+def _check_patch_embed(input, weight, bias, patch_size, op):
+    x = as_tensor(input, op, "input")
+    w = as_tensor(weight, op, "weight")
+    b = None if bias is None else as_tensor(bias, op, "bias")
+    check_float(op, input=x, weight=w, bias=b)
+    if x.ndim != 4:
+        raise ValueError(f"{op}: input must be an image batch (B, C, H, W), got shape {x.shape}")
+    if w.ndim != 4:
+        raise ValueError(f"{op}: weight must have the Conv2d layout (D, C, P, P), got shape {w.shape}")
+    kh, kw = w.shape[2], w.shape[3]
+    if patch_size is not None:
+        ph, pw = (patch_size, patch_size) if isinstance(patch_size, numbers.Integral) else tuple(patch_size)
+        if (ph, pw) != (kh, kw):
+            raise ValueError(f"{op}: patch_size {patch_size} does not match the weight's kernel "
+                             f"size {(kh, kw)} (weight shape {w.shape})")
+    if x.shape[1] != w.shape[1]:
+        raise ValueError(f"{op}: input has {x.shape[1]} channels (shape {x.shape}) but weight of shape "
+                         f"{w.shape} expects {w.shape[1]}")
+    h, wd = x.shape[2], x.shape[3]
+    if h % kh or wd % kw:
+        raise ValueError(f"{op}: patch size {(kh, kw)} does not divide the image size {(h, wd)} "
+                         f"(input shape {x.shape})")
+    if b is not None and b.shape != (w.shape[0],):
+        raise ValueError(f"{op}: bias must have shape ({w.shape[0]},), got {b.shape}")
+    return x, w, b, kh, kw
+
+
+def patch_embed(input, weight, bias=None, patch_size=None) -> Tensor:
+    """Split images (B, C, H, W) into non-overlapping patches and project each to D features.
+
+    ``weight`` has torch's Conv2d layout (D, C, P, P) (``patch_size`` = P, or (Ph, Pw),
+    defaults to the kernel size and must match it). Returns tokens (B, N, D),
+    N = (H/P)(W/P) in row-major patch order: exactly
+    ``F.conv2d(x, weight, bias, stride=P).flatten(2).transpose(1, 2)`` in torch.
+    """
+    x, w, b, ph, pw = _check_patch_embed(input, weight, bias, patch_size, "patch_embed")
+    return PatchEmbed.apply(x, w, b, ph=ph, pw=pw)
+
+
+def patch_embed_composite(input, weight, bias=None, patch_size=None) -> Tensor:
+    """Patch projection from primitives: reshape and permute into the patch matrix, then a matmul."""
+    x, w, b, ph, pw = _check_patch_embed(input, weight, bias, patch_size, "patch_embed_composite")
+    bsz, c, h, wd = x.shape
+    patches = x.reshape(bsz, c, h // ph, ph, wd // pw, pw).permute(0, 2, 4, 1, 3, 5)
+    patches = patches.reshape(bsz, (h // ph) * (wd // pw), c * ph * pw)
+    y = patches @ w.reshape(w.shape[0], -1).T
+    return y if b is None else y + b

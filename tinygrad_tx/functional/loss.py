@@ -1,0 +1,197 @@
+"""Cross-entropy with class-index targets: a fused Function and its composite.
+
+Notation. Logits z (classes on axis 1 of ``(N, C, d1, ...)``, or on axis 0 of
+an unbatched ``(C,)`` input), target class t for each position, class weights
+w (all 1 when not given), label smoothing ε, C classes. The model's
+distribution is p = softmax(z) over the class axis, and the target
+distribution mixes the one-hot target with the uniform distribution:
+
+    q_c = (1 - ε) [c = t] + ε / C.
+
+The loss at one position is the weighted cross-entropy between q and p,
+
+    ℓ = -Σ_c w_c q_c log p_c,
+
+and ℓ = 0 where t == ignore_index. This is exactly torch's definition (its
+nll term (1-ε)·(-w_t log p_t) plus its smoothing term ε/C·(-Σ_c w_c log p_c)).
+``reduction='sum'`` adds the ℓ; ``'mean'`` divides that sum by the total
+weight of the non-ignored targets, Σ_{i not ignored} w_{t_i} (their count when
+unweighted); ``'none'`` returns every ℓ.
+
+Mean over zero targets (everything ignored) is 0/0: nan, as in torch, whose
+gradient in that case is zero — ours too.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, is_grad_enabled
+from ..tensor import Tensor
+from ._util import as_tensor, check_float, describe_values, int_array
+from .softmax import log_softmax_composite
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+class CrossEntropy(Function):
+    """Fused log-softmax + weighted, label-smoothed negative log-likelihood.
+
+    Forward: log p = s - log Σ_c e^{s_c} with s = z - max z (stable), then
+    ℓ = -(1-ε) w_t log p_t - (ε/C) Σ_c w_c log p_c, zero at ignored positions.
+
+    Backward. With log p_c = z_c - logsumexp(z),  ∂ log p_k / ∂z_c = δ_kc - p_c, so
+
+        ∂ℓ/∂z_c = -Σ_k w_k q_k (δ_kc - p_c) = p_c Σ_k w_k q_k - w_c q_c
+                = p_c A - w_c q_c,     A = (1-ε) w_t + (ε/C) Σ_k w_k.
+
+    Unweighted, A = Σ_k q_k = 1 and this is the familiar  p - q.  Each
+    position's gradient is then scaled by r = g / (total weight) for 'mean',
+    r = g for 'sum', r = g_i for 'none', and r = 0 at ignored positions.
+    The backward needs p (saved: one array of the logits' size), the targets,
+    and the per-position weights w_t.
+    """
+
+    @staticmethod
+    def forward(ctx, z, target, weight, *, axis, ignore_index, reduction, label_smoothing):
+        eps = label_smoothing
+        n_classes = z.shape[axis]
+        t = np.expand_dims(target, axis)            # class axis kept, size 1
+        valid = t != ignore_index
+        t = np.where(valid, t, 0)                   # any in-range index; invalid positions are zeroed
+
+        logp = z - np.max(z, axis=axis, keepdims=True)
+        p = np.exp(logp)
+        sum_e = np.sum(p, axis=axis, keepdims=True)
+        p /= sum_e
+        logp -= np.log(sum_e)
+
+        w_b = None if weight is None else weight.reshape((-1,) + (1,) * (z.ndim - axis - 1))
+        w_t = None if weight is None else weight[t]
+        loss = np.take_along_axis(logp, t, axis)    # log p_t
+        loss *= -(1.0 - eps) if w_t is None else -(1.0 - eps) * w_t
+        if eps > 0:
+            smooth = np.sum(logp if w_b is None else logp * w_b, axis=axis, keepdims=True)
+            loss -= (eps / n_classes) * smooth
+        loss[~valid] = 0
+
+        ctx.save_for_backward(p, t, valid, w_t, w_b)
+        ctx.axis, ctx.reduction, ctx.eps, ctx.n_classes = axis, reduction, eps, n_classes
+        if reduction == "none":
+            return np.squeeze(loss, axis)
+        total = np.sum(loss)
+        if reduction == "sum":
+            return total
+        ctx.denominator = np.sum(valid, dtype=z.dtype) if w_t is None else np.sum(w_t, where=valid)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(total / ctx.denominator, dtype=z.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        p, t, valid, w_t, w_b = ctx.saved_tensors
+        eps, axis, c = ctx.eps, ctx.axis, ctx.n_classes
+        if ctx.reduction == "none":
+            r = np.expand_dims(g, axis) * valid
+        elif ctx.reduction == "sum":
+            r = g * valid
+        else:  # all ignored: g/0 is inf or nan, replaced by the zeros of the ignored positions
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r = np.where(valid, g / ctx.denominator, 0).astype(p.dtype, copy=False)
+        if w_b is None:                              # A = 1:  dz = r (p - q)
+            dz = p * r
+            if eps > 0:
+                dz -= r * (eps / c)
+            r_t = r * (1.0 - eps)
+        else:                                        # dz = r (p A - w q)
+            a = (1.0 - eps) * w_t + (eps / c) * np.sum(w_b)
+            dz = p * (r * a)
+            if eps > 0:
+                dz -= (r * (eps / c)) * w_b
+            r_t = r * ((1.0 - eps) * w_t)
+        at_t = np.take_along_axis(dz, t, axis)
+        at_t -= r_t
+        np.put_along_axis(dz, t, at_t, axis)
+        return dz, None, None
+
+
+def _check(input, target, weight, ignore_index, reduction, label_smoothing, op):
+    """Validate cross-entropy arguments; return (logits, target array, weight array|None, class axis)."""
+    z = as_tensor(input, op, "input")
+    w = None if weight is None else as_tensor(weight, op, "weight")
+    check_float(op, input=z, weight=w)
+    t = int_array(target, op, "target (class indices; probability targets are not supported)")
+    if z.ndim == 0:
+        raise ValueError(f"{op}: input must have a class dimension, got a 0-d tensor")
+    axis = 0 if z.ndim == 1 else 1
+    n_classes = z.shape[axis]
+    expected = z.shape[:axis] + z.shape[axis + 1:]
+    if t.shape != expected:
+        raise ValueError(f"{op}: target shape {t.shape} does not match input shape {z.shape}: "
+                         f"expected target shape {expected} (the input's shape without the class "
+                         f"dimension {axis} of size {n_classes})")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    if not 0.0 <= float(label_smoothing) <= 1.0:
+        raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
+        raise TypeError(f"{op}: ignore_index must be an int, got {ignore_index!r}")
+    bad = ((t < 0) | (t >= n_classes)) & (t != ignore_index)
+    if bad.any():
+        raise ValueError(f"{op}: target values {describe_values(t[bad])} are out of range for "
+                         f"{n_classes} classes: expected 0 <= target < {n_classes} "
+                         f"(or ignore_index={ignore_index})")
+    if w is not None:
+        if w.shape != (n_classes,):
+            raise ValueError(f"{op}: weight must have shape ({n_classes},), one entry per class, "
+                             f"got {w.shape}")
+        if w.requires_grad and is_grad_enabled():
+            raise ValueError(f"{op}: weight cannot require grad (class weights are constants; "
+                             f"torch's nll_loss is not differentiable with respect to weight)")
+    return z, t, (None if w is None else w.data), axis
+
+
+def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy between logits and class-index targets (``torch.nn.functional.cross_entropy``).
+
+    ``input``: logits ``(C,)``, ``(N, C)`` or ``(N, C, d1, ...)``; ``target``: integer
+    class indices of the input's shape without the class dimension; ``weight``:
+    optional per-class weights ``(C,)`` (constants). See the module docstring for
+    the exact definition, including ``ignore_index`` and ``label_smoothing``.
+    """
+    z, t, w, axis = _check(input, target, weight, ignore_index, reduction, label_smoothing,
+                           "cross_entropy")
+    return CrossEntropy.apply(z, t, w, axis=axis, ignore_index=int(ignore_index), reduction=reduction,
+                              label_smoothing=float(label_smoothing))
+
+
+def cross_entropy_composite(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",
+                            label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy from primitives: ℓ = -Σ_c (w_c q_c) log_softmax(z)_c.
+
+    The weighted target distribution w ∘ q (zero at ignored positions) is a
+    constant built with NumPy; autograd differentiates log_softmax, the
+    product and the sums.
+    """
+    z, t, w, axis = _check(input, target, weight, ignore_index, reduction, label_smoothing,
+                           "cross_entropy_composite")
+    eps, n_classes = float(label_smoothing), z.shape[axis]
+    t = np.expand_dims(t, axis)
+    ignored = t == ignore_index
+    classes = np.arange(n_classes).reshape((-1,) + (1,) * (z.ndim - axis - 1))
+    q = (1.0 - eps) * (classes == t) + eps / n_classes       # smoothed one-hot, float64
+    if w is not None:
+        q = q * w.reshape(classes.shape)
+    q = np.where(ignored, 0.0, q).astype(z.dtype)
+    loss = -(log_softmax_composite(z, axis) * Tensor(q)).sum(axis)
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    w_t = np.ones(t.shape) if w is None else w[np.where(ignored, 0, t)]
+    denominator = float(np.sum(np.where(ignored, 0.0, w_t)))
+    if denominator == 0.0:
+        # 0/0 is nan, and torch's gradient is zero here. Dividing would send inf·0 = nan
+        # into the gradient; adding nan to the (zero) sum gives nan with a zero gradient.
+        return total + float("nan")
+    return total / denominator
