@@ -1,0 +1,359 @@
+"""``python -m bench`` / ``tinygrad-tx bench``: the whole benchmark, orchestrated.
+
+Process layout (why: NumPy's OpenBLAS pool and torch's OpenMP pool slow each
+other down inside one process):
+
+* a long-lived ``ours`` worker (tinygrad_tx; never imports torch),
+* a long-lived ``torch`` worker on the CPU with the same thread count,
+* a ``torch`` worker on CUDA when ``torch.cuda.is_available()`` (extra columns),
+* one accuracy process (imports both; nothing in it is timed),
+* one fresh process per framework for the peak RSS of the large training step.
+
+For every component each worker builds the case from the same seeded NumPy
+arrays, runs warm-up calls, then the parent alternates rounds — ours, torch,
+(cuda), then the other way round — asking each worker for ``n`` timed calls.
+Only one worker runs at any moment. Reported: median and min–max per
+framework, and the ratio of medians ours / torch-CPU.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import report
+from .components import REGISTRY, main_components
+from .protocol import REPO_ROOT, WorkerClient, WorkerError, child_env
+from .stats import ratio, summarize, tutorial_attention_macs
+
+MODES = ("fwd", "fwdbwd")
+
+
+def default_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class Settings:
+    """Round counts and budgets: --quick trades statistics for speed."""
+
+    def __init__(self, quick: bool, rounds: int | None):
+        self.quick = quick
+        self.rounds = rounds or (3 if quick else 7)
+        self.round_s = 0.05 if quick else 0.15      # target seconds of calls per worker per round
+        self.case_budget_s = 6.0 if quick else 40.0  # cap on one component's timed calls, all workers
+        self.warmup = 1 if quick else 2
+        self.max_n = 200
+
+
+def log(msg: str):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- interleaved timing
+
+def measure(contenders, settings: Settings, modes=MODES, seed=0):
+    """Time ``contenders`` = [(label, worker, component, cfg)] against each other.
+
+    Each contender's case is built in its worker (key = label); after warm-up the
+    rounds alternate between contenders (direction reversed every round), so slow
+    drifts of the machine hit all of them alike. Returns {label: {...}}; a
+    contender whose setup failed gets {"error": ...}.
+    """
+    results, live = {}, []
+    for label, worker, comp, cfg in contenders:
+        reply = worker.request("setup", key=label, component=comp, cfg=cfg, seed=seed)
+        if not reply.get("ok"):
+            results[label] = {"error": reply.get("error")}
+            continue
+        results[label] = {"saved_bytes": reply["saved_bytes"], "flops_fwd": reply["flops_fwd"],
+                          "flops_fwdbwd": reply["flops_fwdbwd"], "info": reply.get("info", {}),
+                          "times": {m: [] for m in modes}}
+        live.append((label, worker))
+    if not live:
+        return results
+    # warm-up, and the per-call estimate that sizes the rounds
+    est = {}
+    for label, worker in live:
+        for m in modes:
+            t = worker.call("time", key=label, mode=m, n=settings.warmup)["times"]
+            est[(label, m)] = max(sorted(t)[len(t) // 2], 1e-6)
+    n = {k: int(min(settings.max_n, max(1, round(settings.round_s / v)))) for k, v in est.items()}
+    per_round = sum(n[k] * est[k] for k in n)
+    rounds = max(3, min(settings.rounds, int(settings.case_budget_s / max(per_round, 1e-9))))
+    for r in range(rounds):
+        order = live if r % 2 == 0 else live[::-1]
+        for m in modes:
+            for label, worker in order:
+                results[label]["times"][m] += worker.call("time", key=label, mode=m, n=n[(label, m)])["times"]
+    for label, worker in live:
+        worker.call("release", key=label)
+        res = results[label]
+        res["stats"] = {m: summarize(res["times"][m]) for m in modes}
+        res["rounds"] = rounds
+    return results
+
+
+def gflops(flops, seconds):
+    return None if not flops or not seconds else flops / seconds / 1e9
+
+
+def run_components(workers, names, settings, attn_impl):
+    rows = []
+    for name in names:
+        comp = REGISTRY[name]
+        cfg = comp.config(settings.quick)
+        if attn_impl and "attn_impl" in cfg:
+            cfg["attn_impl"] = attn_impl
+        t0 = time.perf_counter()
+        res = measure([(w.label, w, name, cfg) for w in workers], settings)
+        row = {"name": name, "kind": comp.kind, "doc": comp.doc, "config": cfg, "target": comp.target,
+               "results": {}}
+        for label, r in res.items():
+            if "error" in r:
+                row["results"][label] = {"error": r["error"]}
+                continue
+            row["results"][label] = {
+                "fwd": r["stats"]["fwd"], "fwdbwd": r["stats"]["fwdbwd"], "saved_bytes": r["saved_bytes"],
+                "rounds": r["rounds"], "info": r["info"],
+                "gflops_fwd": gflops(r["flops_fwd"], r["stats"]["fwd"]["median"]),
+                "gflops_fwdbwd": gflops(r["flops_fwdbwd"], r["stats"]["fwdbwd"]["median"])}
+            row["flops_fwd"], row["flops_fwdbwd"] = r["flops_fwd"], r["flops_fwdbwd"]
+        ours, torch_ = row["results"].get("ours", {}), row["results"].get("torch", {})
+        row["available"] = "fwd" in ours and "fwd" in torch_
+        row["error"] = ours.get("error") or torch_.get("error")
+        if row["available"]:
+            row["ratio"] = {m: ratio(ours[m]["median"], torch_[m]["median"]) for m in MODES}
+            if "fwd" in row["results"].get("torch_cuda", {}):
+                cu = row["results"]["torch_cuda"]
+                row["ratio_cuda"] = {m: ratio(ours[m]["median"], cu[m]["median"]) for m in MODES}
+            log(f"  {name:18s} f+b ours {ours['fwdbwd']['median'] * 1e3:9.2f} ms  torch "
+                f"{torch_['fwdbwd']['median'] * 1e3:9.2f} ms  ratio {row['ratio']['fwdbwd']:.2f}  "
+                f"({time.perf_counter() - t0:.1f} s)")
+        else:
+            log(f"  {name:18s} unavailable: {(row['error'] or '').splitlines()[0] if row['error'] else '?'}")
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- sweeps
+
+def section11_sweep(ours, torch_w, settings, d=64, heads=4, batch=1):
+    """One causal self-attention layer (naive path, the tutorial's code) at T = 32 … 2048, fixed d."""
+    Ts = [32, 64, 128, 256] if settings.quick else [32, 64, 128, 256, 512, 1024, 2048]
+    rows = []
+    for T in Ts:
+        cfg = dict(batch=batch, T=T, d=d, heads=heads, attn_impl="naive")
+        res = measure([("ours", ours, "attn_layer", cfg), ("torch", torch_w, "attn_layer", cfg)], settings,
+                      modes=("fwdbwd",))
+        macs_proj, macs_attn = 4 * T * d * d, 2 * T * T * d
+        row = {"T": T, "d": d, "heads": heads, "batch": batch,
+               "tutorial_macs": tutorial_attention_macs(T, d), "macs_4Td2": macs_proj, "macs_2T2d": macs_attn,
+               "t2_share": macs_attn / (macs_proj + macs_attn),
+               "score_bytes_f32": batch * heads * T * T * 4, "score_bytes_f16": batch * heads * T * T * 2}
+        for label in ("ours", "torch"):
+            r = res[label]
+            row[label] = {"error": r["error"]} if "error" in r else {
+                "fwdbwd": r["stats"]["fwdbwd"], "saved_bytes": r["saved_bytes"],
+                "gflops": gflops(r["flops_fwdbwd"], r["stats"]["fwdbwd"]["median"])}
+        rows.append(row)
+        log(f"  section 11  T={T:5d}  " + "  ".join(
+            f"{lb} {row[lb]['fwdbwd']['median'] * 1e3:8.2f} ms" for lb in ("ours", "torch") if "fwdbwd" in row[lb]))
+    return rows
+
+
+def flash_sweep(ours, torch_w, settings, heads=4, d_head=16, batch=1):
+    """Attention core, naive (T×T materialised) vs tiled/flash, T up to 4096."""
+    Ts = [256, 512, 1024] if settings.quick else [256, 512, 1024, 2048, 4096]
+    paths = [("ours_naive", ours, "naive"), ("ours_flash", ours, "flash"),
+             ("torch_naive", torch_w, "naive"), ("torch_fused", torch_w, "flash")]
+    sweep_settings = Settings(settings.quick, 3)
+    sweep_settings.warmup = 1
+    rows = []
+    for T in Ts:
+        contenders = [(label, w, "attn_core", dict(batch=batch, heads=heads, T=T, d_head=d_head, impl=impl))
+                      for label, w, impl in paths]
+        res = measure(contenders, sweep_settings, modes=("fwdbwd",))
+        row = {"T": T, "heads": heads, "d_head": d_head, "batch": batch,
+               "score_bytes_f32": batch * heads * T * T * 4}
+        for label, *_ in paths:
+            r = res[label]
+            row[label] = {"error": r["error"]} if "error" in r else {
+                "fwdbwd": r["stats"]["fwdbwd"], "saved_bytes": r["saved_bytes"]}
+        rows.append(row)
+        log(f"  flash sweep T={T:5d}  " + "  ".join(
+            f"{lb} {row[lb]['fwdbwd']['median'] * 1e3:.1f} ms/{row[lb]['saved_bytes'] / 2**20:.1f} MB"
+            for lb, *_ in paths if "fwdbwd" in row[lb]))
+    return rows
+
+
+# --------------------------------------------------------------------------- separate processes
+
+def run_json(cmd, threads, timeout):
+    proc = subprocess.run([sys.executable, "-m", *cmd], cwd=str(REPO_ROOT), env=child_env(threads),
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed (code {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_accuracy(names, quick, threads, attn_impl):
+    cfgs = {}
+    for n in names:
+        cfg = REGISTRY[n].config(quick)
+        if attn_impl and "attn_impl" in cfg:
+            cfg["attn_impl"] = attn_impl
+        cfgs[n] = cfg
+    return run_json(["bench.accuracy", "--only", ",".join(names), "--cfg", json.dumps(cfgs)], threads, 1800)
+
+
+def run_rss(component, steps, threads, attn_impl):
+    cfg = dict(REGISTRY[component].full)
+    if attn_impl:
+        cfg["attn_impl"] = attn_impl
+    out = {}
+    for fw in ("ours", "torch"):
+        try:
+            out[fw] = run_json(["bench.rss", fw, component, "--steps", str(steps), "--cfg", json.dumps(cfg)],
+                               threads, 1800)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            out[fw] = {"error": str(e)}
+    return out
+
+
+# --------------------------------------------------------------------------- targets
+
+ACCURACY_GOAL, ACCURACY_LIMIT, RSS_LIMIT = 1.0, 2.0, 0.6
+
+
+def evaluate_targets(rows, accuracy, rss):
+    targets = []
+    for row in rows:
+        if row["target"] is None:
+            continue
+        value = row.get("ratio", {}).get("fwdbwd") if row.get("available") else None
+        targets.append({"name": f"{row['name']} fwd+bwd time ours/torch-CPU", "value": value,
+                        "limit": row["target"], "met": None if value is None else value <= row["target"]})
+    if rss and all("step_delta" in rss.get(f, {}) for f in ("ours", "torch")):
+        v = ratio(rss["ours"]["step_delta"], rss["torch"]["step_delta"])
+        targets.append({"name": "gpt_large peak RSS of the training step (peak − after imports) ours/torch",
+                        "value": v, "limit": RSS_LIMIT, "met": v is not None and v <= RSS_LIMIT})
+    for name, acc in (accuracy or {}).items():
+        if "error" in acc:
+            targets.append({"name": f"{name} float32 error ours/torch", "value": None, "limit": ACCURACY_GOAL,
+                            "met": None})
+            continue
+        v = acc["ratio"]
+        targets.append({"name": f"{name} float32 error ours/torch", "value": v, "limit": ACCURACY_GOAL,
+                        "met": v <= ACCURACY_GOAL, "hard_limit": ACCURACY_LIMIT, "within_hard": v <= ACCURACY_LIMIT})
+    return targets
+
+
+# --------------------------------------------------------------------------- main
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer rounds and a shorter sweep (about a minute)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads for NumPy's BLAS and torch (default: the CPUs this process may use)")
+    ap.add_argument("--only", default="", help="comma-separated components (default: all); "
+                    f"known: {', '.join(c.name for c in main_components())}")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"),
+                    help="directory for results.json, results.md and the PNG plots")
+    ap.add_argument("--rounds", type=int, default=None, help="timing rounds per component")
+    ap.add_argument("--attn-impl", choices=("naive", "fused", "flash"), default=None,
+                    help="attention implementation in both twins' models (default: naive, the tutorial's code)")
+    ap.add_argument("--no-cuda", action="store_true", help="skip the CUDA columns even if CUDA is available")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: "
+                    "components, accuracy, rss, section11, flash, plots")
+    ap.add_argument("--rss-steps", type=int, default=3)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    t_start = time.perf_counter()
+    threads = args.threads or default_threads()
+    skip = {s for s in args.skip.split(",") if s}
+    settings = Settings(args.quick, args.rounds)
+    names = [n for n in args.only.split(",") if n] or [c.name for c in main_components()]
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise SystemExit(f"unknown component(s): {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    log(f"bench: {threads} thread(s), {'quick' if args.quick else 'full'} run, results in {out_dir}")
+    results = {"meta": {"date": datetime.datetime.now().isoformat(timespec="seconds"), "quick": args.quick,
+                        "threads": threads, "python": platform.python_version(), "machine": platform.machine(),
+                        "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+                        "attn_impl": args.attn_impl or "naive"}}
+    ours = WorkerClient("ours", threads=threads)
+    torch_w = WorkerClient("torch", threads=threads)
+    workers = [ours, torch_w]
+    try:
+        results["meta"]["ours"] = ours.call("hello")
+        results["meta"]["torch"] = torch_w.call("hello")
+        if results["meta"]["torch"].get("torch_imported") is False:
+            raise WorkerError("torch worker did not import torch")
+        if results["meta"]["ours"]["torch_imported"]:
+            raise WorkerError("the ours worker imported torch")
+        if results["meta"]["torch"].get("cuda_available") and not args.no_cuda:
+            cuda = WorkerClient("torch", device="cuda", threads=threads)
+            workers.append(cuda)
+            results["meta"]["torch_cuda"] = cuda.call("hello")
+        peak_n = 512 if args.quick else 1024
+        results["meta"]["matmul_peak"] = {w.label: w.call("matmul_peak", n=peak_n, reps=5) for w in workers}
+        log(f"float32 matmul peak ({peak_n}³): " + ", ".join(
+            f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in results["meta"]["matmul_peak"].items()))
+
+        if "components" not in skip:
+            log("components:")
+            results["components"] = run_components(workers, names, settings, args.attn_impl)
+        if "section11" not in skip:
+            log("section 11 sweep (one causal self-attention layer, d = 64):")
+            results["section11"] = section11_sweep(ours, torch_w, settings)
+        if "flash" not in skip:
+            log("naive vs tiled/flash attention:")
+            results["flash_sweep"] = flash_sweep(ours, torch_w, settings)
+    finally:
+        for w in workers:
+            w.close()
+
+    if "accuracy" not in skip:
+        log("accuracy (float32 vs float64 oracle) ...")
+        try:
+            results["accuracy"] = run_accuracy(names, args.quick, threads, args.attn_impl)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            results["accuracy"] = {}
+            results["accuracy_error"] = str(e)
+            log(f"  accuracy failed: {e}")
+    if "rss" not in skip:
+        log("peak RSS of the gpt_large training step (fresh process per framework) ...")
+        results["rss"] = run_rss("gpt_large", args.rss_steps, threads, args.attn_impl)
+
+    results["targets"] = evaluate_targets(results.get("components", []), results.get("accuracy"),
+                                          results.get("rss"))
+    results["meta"]["elapsed_s"] = time.perf_counter() - t_start
+    md = report.markdown(results)
+    (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    (out_dir / "results.md").write_text(md)
+    if "plots" not in skip:
+        try:
+            results["plots"] = report.plots(results, out_dir)
+        except ImportError as e:
+            log(f"plots skipped: {e} (pip install matplotlib)")
+    print(md)
+    log(f"wrote {out_dir / 'results.json'}, {out_dir / 'results.md'}"
+        + (f" and {len(results.get('plots', []))} plots" if results.get("plots") else "")
+        + f" in {results['meta']['elapsed_s']:.0f} s")
+    return 0

@@ -1,0 +1,75 @@
+"""The parent's side of the worker protocol: spawn a worker, send a request, read its reply."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class WorkerError(RuntimeError):
+    pass
+
+
+def child_env(threads: int | None) -> dict:
+    """Environment for every child process: the repo on PYTHONPATH and, with ``threads``, the
+    same thread count for every BLAS/OpenMP pool (set before the child imports anything)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if threads:
+        for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BENCH_THREADS"):
+            env[k] = str(threads)
+    return env
+
+
+class WorkerClient:
+    """A long-lived ``python -m bench.worker`` child speaking JSON lines."""
+
+    def __init__(self, framework: str, device: str = "cpu", threads: int | None = None, label: str | None = None):
+        self.framework, self.device = framework, device
+        self.label = label or (framework if device == "cpu" else f"{framework}_{device}")
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.worker", framework, "--device", device],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(REPO_ROOT),
+                                     env=child_env(threads), text=True, bufsize=1)
+        ready = self._read()
+        if not ready.get("ok"):
+            self.close()
+            raise WorkerError(f"{self.label} worker failed to start: {ready.get('error')}\n{ready.get('traceback', '')}")
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            code = self.proc.poll()
+            raise WorkerError(f"{self.label} worker exited (code {code}) without replying")
+        return json.loads(line)
+
+    def call(self, cmd: str, **kw) -> dict:
+        """Send one request; return the reply, raising WorkerError if the worker reports failure."""
+        reply = self.request(cmd, **kw)
+        if not reply.get("ok"):
+            raise WorkerError(f"{self.label}: {cmd} failed: {reply.get('error')}\n{reply.get('traceback', '')}")
+        return reply
+
+    def request(self, cmd: str, **kw) -> dict:
+        self.proc.stdin.write(json.dumps({"cmd": cmd, **kw}) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

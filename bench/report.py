@@ -1,0 +1,333 @@
+"""Turn the benchmark's results dict into Markdown tables and PNG plots."""
+from __future__ import annotations
+
+from pathlib import Path
+
+MB = 2 ** 20
+
+
+def _ms(s):
+    return "–" if s is None else f"{s * 1e3:.3g}"
+
+
+def _cell(stats):
+    """'median (min–max)' in milliseconds."""
+    if not stats or stats.get("median") is None:
+        return "–"
+    return f"{_ms(stats['median'])} ({_ms(stats['min'])}–{_ms(stats['max'])})"
+
+
+def _num(x, fmt=".2f"):
+    return "–" if x is None else format(x, fmt)
+
+
+def _mb(b):
+    return "–" if b is None else f"{b / MB:.2f}"
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _cfg(cfg):
+    return ", ".join(f"{k}={'×'.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for k, v in cfg.items())
+
+
+def markdown(res) -> str:
+    meta = res["meta"]
+    out = ["# tinygrad_tx benchmark" + (" (quick)" if meta.get("quick") else ""), ""]
+    o, t = meta.get("ours", {}), meta.get("torch", {})
+    peaks = meta.get("matmul_peak", {})
+    out.append(f"{meta['date']}; {meta['threads']} thread(s) for NumPy's BLAS and torch "
+               f"(torch reports {t.get('torch_threads')}); numpy {o.get('numpy')}, torch {t.get('torch')}, "
+               f"python {meta['python']}; attention in the models: `{meta.get('attn_impl')}`."
+               + (f" CUDA: {meta['torch_cuda'].get('cuda_device')}." if "torch_cuda" in meta else ""))
+    if peaks:
+        out.append("Measured float32 matmul peak: " + ", ".join(
+            f"{k} {v['gflops']:.1f} GFLOP/s ({v['n']}³)" for k, v in peaks.items()) + ".")
+    out.append("Times in ms: median (min–max) over all timed calls; ratio = median ours / median torch-CPU. "
+               "Ours and torch run in separate processes, interleaved round by round, after warm-up.")
+    out.append("")
+
+    rows = res.get("components", [])
+    cuda = any("torch_cuda" in r["results"] for r in rows)
+    if rows:
+        out.append("## Time per component")
+        out.append("")
+        header = ["component", "ours fwd", "torch fwd", "fwd ratio", "ours fwd+bwd", "torch fwd+bwd",
+                  "fwd+bwd ratio", "target"]
+        if cuda:
+            header += ["torch CUDA fwd", "torch CUDA fwd+bwd"]
+        body = []
+        for r in rows:
+            if not r.get("available"):
+                body.append([r["name"], f"unavailable: {(r.get('error') or '').splitlines()[0][:80]}"]
+                            + [""] * (len(header) - 2))
+                continue
+            ours, tor = r["results"]["ours"], r["results"]["torch"]
+            ra = r["ratio"]
+            tgt = r.get("target")
+            line = [r["name"], _cell(ours["fwd"]), _cell(tor["fwd"]), _num(ra["fwd"]), _cell(ours["fwdbwd"]),
+                    _cell(tor["fwdbwd"]), f"**{_num(ra['fwdbwd'])}**",
+                    "–" if tgt is None else f"≤ {tgt:g} {'✓' if ra['fwdbwd'] <= tgt else '✗'}"]
+            if cuda:
+                cu = r["results"].get("torch_cuda", {})
+                line += [_cell(cu.get("fwd")), _cell(cu.get("fwdbwd"))]
+            body.append(line)
+        out.append(_table(header, body))
+        out.append("")
+        out.append("Configurations: " + "; ".join(f"`{r['name']}` {_cfg(r['config'])}" for r in rows) + ".")
+        out.append("")
+
+    acc = res.get("accuracy") or {}
+    if rows or acc:
+        out.append("## Accuracy (float32 vs a float64 oracle) and memory held for backward")
+        out.append("")
+        out.append("Error = max over the output and every gradient of max|x − oracle| / max|oracle| "
+                   "(random cotangent); oracle = torch float64 on the same float32-rounded inputs. "
+                   "Saved = peak bytes held for backward: ours counted by the engine per op (`SavedMemory`), "
+                   "torch's by `saved_tensors_hooks` (storages counted once). GFLOP/s from analytic FLOPs.")
+        out.append("")
+        header = ["component", "ours f32 err", "torch f32 err", "err ratio", "worst item", "ours f64 err",
+                  "saved MB ours", "saved MB torch", "GFLOP/s f+b ours", "GFLOP/s f+b torch"]
+        body = []
+        names = [r["name"] for r in rows] or list(acc)
+        by_name = {r["name"]: r for r in rows}
+        for name in names:
+            a = acc.get(name, {})
+            r = by_name.get(name, {})
+            res_ = r.get("results", {})
+            ours, tor = res_.get("ours", {}), res_.get("torch", {})
+            if "error" in a:
+                err = ["unavailable", "", "", "", ""]
+            elif a:
+                err = [f"{a['ours']:.2e}", f"{a['torch']:.2e}", f"**{a['ratio']:.2f}**", a["worst_item"],
+                       "–" if a.get("ours_f64") is None else f"{a['ours_f64']:.1e}"]
+            else:
+                err = ["–"] * 5
+            body.append([name] + err + [_mb(ours.get("saved_bytes")), _mb(tor.get("saved_bytes")),
+                                        _num(ours.get("gflops_fwdbwd"), ".1f"), _num(tor.get("gflops_fwdbwd"), ".1f")])
+        out.append(_table(header, body))
+        out.append("")
+
+    steps = [r for r in rows if r.get("kind") == "train" and r.get("available")]
+    if steps and peaks:
+        out.append("## Training steps: achieved GFLOP/s against the measured matmul peak")
+        out.append("")
+        out.append("FLOPs per step = 6·tokens·N_matmul + 12·layers·batch·T²·d (2 FLOPs per multiply-add; "
+                   "N_matmul = layers·12d² + d·vocab; see `bench/stats.py`). Peak = best float32 "
+                   "n×n×n matmul of each framework in its own worker.")
+        out.append("")
+        body = []
+        for r in steps:
+            ours, tor = r["results"]["ours"], r["results"]["torch"]
+            po, pt = peaks.get("ours", {}).get("gflops"), peaks.get("torch", {}).get("gflops")
+            go, gt = ours.get("gflops_fwdbwd"), tor.get("gflops_fwdbwd")
+            body.append([r["name"], f"{r['flops_fwdbwd'] / 1e9:.3f}", ours.get("info", {}).get("params", "–"),
+                         _num(go, ".2f"), "–" if not (go and po) else f"{100 * go / po:.1f}%",
+                         _num(gt, ".2f"), "–" if not (gt and pt) else f"{100 * gt / pt:.1f}%"])
+        out.append(_table(["step", "GFLOP / step", "params", "ours GFLOP/s", "% of NumPy peak", "torch GFLOP/s",
+                           "% of torch peak"], body))
+        out.append("")
+
+    rss = res.get("rss")
+    if rss:
+        out.append("## Peak RSS of the gpt_large training step (fresh process per framework)")
+        out.append("")
+        body = []
+        for fw in ("ours", "torch"):
+            r = rss.get(fw, {})
+            if "error" in r:
+                body.append([fw, "error", "", "", "", ""])
+                continue
+            body.append([fw, _mb(r["after_imports"]), _mb(r["after_build"]), _mb(r["peak"]), _mb(r["step_delta"]),
+                         _ms(r["seconds_per_step"])])
+        out.append(_table(["framework", "MB after imports", "MB after build", "MB peak", "MB peak − imports",
+                           "ms / step"], body))
+        out.append("")
+
+    s11 = res.get("section11")
+    if s11:
+        d = s11[0]["d"]
+        out.append(f"## Section 11: one causal self-attention layer, d = {d}, {s11[0]['heads']} heads, "
+                   f"batch {s11[0]['batch']} (naive path)")
+        out.append("")
+        out.append(f"Tutorial: ≈ 4Td² + 2T²d multiply-adds per layer; the T² term takes over at T = 2d = {2 * d}. "
+                   "Score memory = T·T·heads numbers (float32 here; the tutorial quotes 2 bytes for fp16).")
+        out.append("")
+        body = []
+        for r in s11:
+            o, tt = r.get("ours", {}), r.get("torch", {})
+            body.append([r["T"], f"{r['macs_4Td2'] / 1e6:.2f}", f"{r['macs_2T2d'] / 1e6:.2f}",
+                         f"{100 * r['t2_share']:.0f}%", _mb(r["score_bytes_f32"]),
+                         _cell(o.get("fwdbwd")), _cell(tt.get("fwdbwd")),
+                         _num(None if "fwdbwd" not in o else o["fwdbwd"]["median"] / tt["fwdbwd"]["median"]
+                              if "fwdbwd" in tt else None),
+                         _mb(o.get("saved_bytes")), _mb(tt.get("saved_bytes"))])
+        out.append(_table(["T", "4Td² (M MAC)", "2T²d (M MAC)", "T² share", "scores MB", "ours f+b ms",
+                           "torch f+b ms", "ratio", "saved MB ours", "saved MB torch"], body))
+        out.append("")
+
+    fs = res.get("flash_sweep")
+    if fs:
+        out.append(f"## Memory-efficient attention: naive vs tiled/flash (causal, {fs[0]['heads']} heads, "
+                   f"d_head {fs[0]['d_head']}, batch {fs[0]['batch']}), forward+backward")
+        out.append("")
+        out.append("ours_naive: F.softmax(QKᵀ/√d + mask) V from primitives; ours_flash: "
+                   "`tinygrad_tx.ops.flash_attention` (tiled, online softmax, recomputing backward); "
+                   "torch_naive: the same primitives in torch; torch_fused: `F.scaled_dot_product_attention`.")
+        out.append("")
+        labels = ["ours_naive", "ours_flash", "torch_naive", "torch_fused"]
+        body = []
+        for r in fs:
+            body.append([r["T"], _mb(r["score_bytes_f32"])]
+                        + [_cell(r.get(lb, {}).get("fwdbwd")) for lb in labels]
+                        + [_mb(r.get(lb, {}).get("saved_bytes")) for lb in labels])
+        out.append(_table(["T", "scores MB"] + [f"{lb} ms" for lb in labels] + [f"{lb} saved MB" for lb in labels],
+                          body))
+        out.append("")
+
+    tg = res.get("targets")
+    if tg:
+        out.append("## Targets")
+        out.append("")
+        body = []
+        for t in tg:
+            met = "n/a" if t["met"] is None else ("met" if t["met"] else "**missed**")
+            if t.get("hard_limit") is not None and t["met"] is False:
+                met += f" (within {t['hard_limit']:g}×)" if t.get("within_hard") else f" (worse than {t['hard_limit']:g}×)"
+            body.append([t["name"], _num(t["value"]), f"≤ {t['limit']:g}", met])
+        out.append(_table(["target", "measured", "limit", "status"], body))
+        n_met = sum(1 for t in tg if t["met"])
+        n_known = sum(1 for t in tg if t["met"] is not None)
+        out.append("")
+        out.append(f"{n_met} of {n_known} measured targets met.")
+        out.append("")
+    out.append(f"Total benchmark time: {meta.get('elapsed_s', 0):.0f} s.")
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- plots
+
+def plots(res, out_dir) -> list:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    written = []
+    rows = [r for r in res.get("components", []) if r.get("available")]
+    if rows:
+        # time per component (fwd+bwd), log scale, min–max as error bars
+        labels = [r["name"] for r in rows]
+        series = [("ours", "tinygrad_tx"), ("torch", "torch CPU"), ("torch_cuda", "torch CUDA")]
+        series = [(k, n) for k, n in series if any(k in r["results"] and "fwdbwd" in r["results"][k] for r in rows)]
+        fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.5))
+        h = 0.8 / len(series)
+        for i, (key, nice) in enumerate(series):
+            med, lo, hi, ys = [], [], [], []
+            for j, r in enumerate(rows):
+                s = r["results"].get(key, {}).get("fwdbwd")
+                if not s:
+                    continue
+                ys.append(j + i * h)
+                med.append(s["median"] * 1e3)
+                lo.append((s["median"] - s["min"]) * 1e3)
+                hi.append((s["max"] - s["median"]) * 1e3)
+            ax.barh(ys, med, height=h, xerr=[lo, hi], label=nice, capsize=2)
+        ax.set_yticks([j + h * (len(series) - 1) / 2 for j in range(len(rows))], labels)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("forward + backward time per call, ms (median, min–max)")
+        ax.legend()
+        ax.set_title("Time per component")
+        fig.tight_layout()
+        written.append(_save(fig, out_dir / "time_per_component.png"))
+
+        # ours / torch ratio with targets
+        fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.5))
+        y = range(len(rows))
+        ax.barh([j - 0.2 for j in y], [r["ratio"]["fwd"] for r in rows], height=0.4, label="forward")
+        ax.barh([j + 0.2 for j in y], [r["ratio"]["fwdbwd"] for r in rows], height=0.4, label="forward + backward")
+        for j, r in enumerate(rows):
+            if r.get("target") is not None:
+                ax.plot([r["target"]] * 2, [j - 0.45, j + 0.45], color="red", lw=2)
+        ax.axvline(1.0, color="black", lw=0.8)
+        ax.set_yticks(list(y), labels)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("time ratio tinygrad_tx / torch CPU (median; red: target)")
+        ax.legend()
+        ax.set_title("tinygrad_tx / torch")
+        fig.tight_layout()
+        written.append(_save(fig, out_dir / "ratio.png"))
+
+    s11 = res.get("section11")
+    if s11:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+        T = [r["T"] for r in s11]
+        d = s11[0]["d"]
+        for key, nice in (("ours", "tinygrad_tx"), ("torch", "torch CPU")):
+            pts = [(r["T"], r[key]["fwdbwd"]["median"] * 1e3) for r in s11 if "fwdbwd" in r.get(key, {})]
+            if pts:
+                a1.plot(*zip(*pts), "o-", label=f"{nice} fwd+bwd")
+        ax2 = a1.twinx()
+        ax2.plot(T, [r["macs_4Td2"] / 1e6 for r in s11], "--", color="gray", label="4Td² (M MAC)")
+        ax2.plot(T, [r["macs_2T2d"] / 1e6 for r in s11], ":", color="gray", label="2T²d (M MAC)")
+        ax2.set_yscale("log")
+        ax2.set_ylabel("analytic multiply-adds (millions)")
+        ax2.legend(loc="lower right", fontsize=8)
+        a1.axvline(2 * d, color="red", lw=0.8)
+        a1.text(2 * d, a1.get_ylim()[0] if a1.lines else 1, f" T = 2d = {2 * d}", color="red", fontsize=8)
+        for a in (a1, a2):
+            a.set_xscale("log", base=2)
+            a.set_xlabel("sequence length T")
+        a1.set_yscale("log")
+        a1.set_ylabel("ms per call")
+        a1.legend(loc="upper left", fontsize=8)
+        a1.set_title(f"One attention layer, d = {d}: time")
+        for key, nice in (("ours", "tinygrad_tx"), ("torch", "torch CPU")):
+            pts = [(r["T"], r[key]["saved_bytes"] / 2 ** 20) for r in s11 if "saved_bytes" in r.get(key, {})]
+            if pts:
+                a2.plot(*zip(*pts), "o-", label=f"{nice} saved for backward")
+        a2.plot(T, [r["score_bytes_f32"] / 2 ** 20 for r in s11], "--", color="gray", label="T·T·heads scores (f32)")
+        a2.axvline(2 * d, color="red", lw=0.8)
+        a2.set_yscale("log")
+        a2.set_ylabel("MB")
+        a2.legend(fontsize=8)
+        a2.set_title("memory held for backward")
+        fig.tight_layout()
+        written.append(_save(fig, out_dir / "scaling_section11.png"))
+
+    fs = res.get("flash_sweep")
+    if fs:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+        for key in ("ours_naive", "ours_flash", "torch_naive", "torch_fused"):
+            t_pts = [(r["T"], r[key]["fwdbwd"]["median"] * 1e3) for r in fs if "fwdbwd" in r.get(key, {})]
+            m_pts = [(r["T"], r[key]["saved_bytes"] / 2 ** 20) for r in fs if "saved_bytes" in r.get(key, {})]
+            style = "o-" if "naive" in key else "s--"
+            if t_pts:
+                a1.plot(*zip(*t_pts), style, label=key)
+            if m_pts:
+                a2.plot(*zip(*m_pts), style, label=key)
+        a2.plot([r["T"] for r in fs], [r["score_bytes_f32"] / 2 ** 20 for r in fs], ":", color="gray",
+                label="one T×T×heads array")
+        for a, yl, title in ((a1, "ms per fwd+bwd", "time"), (a2, "MB held for backward", "memory")):
+            a.set_xscale("log", base=2)
+            a.set_yscale("log")
+            a.set_xlabel("sequence length T")
+            a.set_ylabel(yl)
+            a.set_title(f"naive vs tiled/flash attention: {title}")
+            a.legend(fontsize=8)
+        fig.tight_layout()
+        written.append(_save(fig, out_dir / "flash_vs_naive.png"))
+    return written
+
+
+def _save(fig, path):
+    import matplotlib.pyplot as plt
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
