@@ -1,0 +1,104 @@
+"""Gradient clipping (``torch.nn.utils.clip_grad_norm_`` and friends), in place on ``p.grad``.
+
+``clip_grad_norm_`` treats all gradients as one long vector ``G``, computes its
+p-norm ``|G|_p`` (the p-norm of the per-tensor p-norms) and, when that exceeds
+``max_norm``, scales every gradient by ``max_norm / (|G|_p + 1e-6)``, so the
+clipped vector keeps its direction and has norm just under ``max_norm``. Like
+torch it always multiplies, by ``min(max_norm / (|G|_p + 1e-6), 1)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+
+
+def _as_list(parameters) -> list:
+    return [parameters] if isinstance(parameters, Tensor) else list(parameters)
+
+
+def _grads(parameters) -> list[np.ndarray]:
+    """The gradients to clip in place, as arrays.
+
+    A gradient that is not an ndarray (a Tensor, or the NumPy scalar that
+    arithmetic on 0-d arrays returns) is first replaced on its parameter by an
+    array in the parameter's dtype, so that the in-place update reaches ``p.grad``.
+    """
+    grads = []
+    for p in parameters:
+        if p.grad is None:
+            continue
+        if not isinstance(p.grad, np.ndarray):
+            p.grad = np.array(p.grad.data if isinstance(p.grad, Tensor) else p.grad, dtype=p.data.dtype)
+        grads.append(p.grad)
+    return grads
+
+
+def _vector_norm(x: np.ndarray, norm_type: float) -> np.float64:
+    """The p-norm of ``x`` viewed as a vector, accumulated in float64.
+
+    inf: max |x|; -inf: min |x|; 0: number of non-zeros; otherwise
+    ``(sum |x|^p)^(1/p)``.
+    """
+    a = np.abs(x.astype(np.float64, copy=False)).ravel()
+    if norm_type == np.inf:
+        return a.max(initial=0.0)
+    if norm_type == -np.inf:
+        if a.size == 0:
+            raise ValueError("the -inf norm of an empty gradient is undefined")
+        return a.min()
+    if norm_type == 0:
+        return np.float64(np.count_nonzero(a))
+    if norm_type == 1:
+        return a.sum()
+    if norm_type == 2:
+        return np.sqrt(np.dot(a, a))
+    return np.sum(a ** norm_type) ** (1.0 / norm_type)
+
+
+def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> np.ndarray:
+    """The p-norm of the norms of ``tensors`` (arrays), as a 0-d array of their common dtype."""
+    tensors = [t.data if isinstance(t, Tensor) else np.asarray(t) for t in _as_list(tensors)]
+    norm_type = float(norm_type)
+    if len(tensors) == 0:
+        return np.zeros((), dtype=np.float32)
+    norms = np.array([_vector_norm(t, norm_type) for t in tensors])
+    dtype = np.result_type(*[t.dtype for t in tensors])
+    total = np.asarray(_vector_norm(norms, norm_type), dtype=dtype)
+    if error_if_nonfinite and not np.isfinite(total):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite "
+                           f"({float(total)}), so it cannot be clipped. To disable this error and scale the "
+                           f"gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm: float, total_norm) -> None:
+    """Scale every ``p.grad`` in place by ``min(max_norm / (total_norm + 1e-6), 1)``."""
+    parameters = _as_list(parameters)
+    total_norm = np.asarray(total_norm)
+    coef = np.minimum(float(max_norm) / (total_norm + total_norm.dtype.type(1e-6)), total_norm.dtype.type(1.0))
+    with np.errstate(invalid="ignore"):  # an inf gradient times a 0 coefficient is nan, as in torch
+        for g in _grads(parameters):
+            g *= coef.astype(g.dtype)
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False) -> np.ndarray:
+    """Clip the gradients of ``parameters`` (a Tensor or an iterable of them) to a total p-norm.
+
+    Returns the total norm *before* clipping, a 0-d array in the gradients'
+    dtype (``float(...)`` or ``.item()`` give a Python float). ``norm_type``:
+    any float, ``inf`` for the max-norm. ``error_if_nonfinite``: raise
+    ``RuntimeError`` instead of scaling by a nan/inf norm.
+    """
+    parameters = _as_list(parameters)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
+    clip_grads_with_norm_(parameters, max_norm, total)
+    return total
+
+
+def clip_grad_value_(parameters, clip_value: float) -> None:
+    """Clamp every ``p.grad`` in place to ``[-clip_value, clip_value]``."""
+    clip_value = float(clip_value)
+    for g in _grads(_as_list(parameters)):
+        np.clip(g, -clip_value, clip_value, out=g)

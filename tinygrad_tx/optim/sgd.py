@@ -1,0 +1,65 @@
+"""Stochastic gradient descent with momentum, Nesterov momentum and weight decay (``torch.optim.SGD``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    r"""``torch.optim.SGD``: same signature, defaults, update and state (``momentum_buffer``).
+
+    One step for parameter :math:`\theta` with gradient :math:`g` (lr
+    :math:`\gamma`, momentum :math:`\mu`, dampening :math:`\tau`, weight decay
+    :math:`\lambda`)::
+
+        g <- -g                         if maximize
+        g <- g + lambda * theta         if weight_decay != 0  (L2 penalty lambda/2 |theta|^2)
+        if momentum != 0:
+            b <- g                      at the first step (no dampening applied)
+            b <- mu * b + (1 - tau) g   afterwards
+            g <- g + mu * b             if nesterov
+            g <- b                      otherwise
+        theta <- theta - gamma * g
+
+    Note the momentum form: torch (and this class) accumulates gradients in
+    ``b`` and multiplies by ``lr`` at the update, unlike Sutskever et al.'s
+    ``v <- mu v + lr g``; the two differ when ``lr`` changes during training.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError(f"Nesterov momentum requires a momentum and zero dampening "
+                             f"(got momentum={momentum}, dampening={dampening})")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient; return ``closure()``'s loss if given."""
+        loss = self._evaluate_closure(closure)
+        for group in self.param_groups:
+            lr, momentum, dampening = float(group["lr"]), float(group["momentum"]), float(group["dampening"])
+            weight_decay, nesterov = float(group["weight_decay"]), group["nesterov"]
+            for p, grad in self._params_with_grad(group):  # grad already negated if maximize
+                if weight_decay != 0:
+                    grad = grad + weight_decay * p.data
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = np.array(grad, dtype=p.data.dtype)  # a copy; an array even when 0-d
+                        state["momentum_buffer"] = buf
+                    else:
+                        buf *= momentum
+                        buf += (1 - dampening) * grad
+                    grad = grad + momentum * buf if nesterov else buf
+                p.data -= lr * grad
+        return loss
