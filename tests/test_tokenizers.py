@@ -209,11 +209,28 @@ def test_bpe_reused_id_matches_huggingface_random(s):
     assert tok.encode(s) == hf_ids(hf_bpe(tok), s)
 
 
+def test_bpe_overlapping_pairs_merge_leftmost_first():
+    """In 'aaa' the pair (a, a) occurs twice, overlapping: the leftmost is merged -> [aa, a]."""
+    tok = BPETokenizer([(97, 97)])
+    assert tok.tokenize("aaa") == [b"aa", b"a"]
+    assert tok.encode("aaaaa") == [256, 256, 97]
+    assert tok.encode("aaa") == hf_ids(hf_bpe(tok), "aaa")
+
+
+@given(st.text(alphabet="aab ", max_size=30))
+def test_bpe_runs_match_huggingface(s):
+    tok = BPETokenizer([(97, 97), (97, 98), (256, 256), (256, 97), (97, 256), (258, 97)])
+    assert tok.vocab[259] == b"aaa" and tok.merges[(97, 256)] == 259      # "aaa" reached two ways
+    assert tok.encode(s) == hf_ids(hf_bpe(tok), s)
+
+
 def test_bpe_split_pattern_words():
     tok = BPETokenizer()
-    assert tok._words("hello  world\n\nfoo \t bar  ") == [
+    assert tok.pretokenize("hello  world\n\nfoo \t bar  ") == [
         "hello", " ", " world", "\n", "\n", "foo", " \t", " bar", "  "]
-    assert BPETokenizer(split_pattern=None)._words("a b") == ["a b"]
+    assert BPETokenizer(split_pattern=None).pretokenize("a b") == ["a b"]
+    assert BPETokenizer(split_pattern=None).pretokenize("") == []
+    assert BPETokenizer([(97, 98), (32, 256)]).tokenize("ab abé") == [b"ab", b" ab", b"\xc3", b"\xa9"]
 
 
 @needs_names_txt

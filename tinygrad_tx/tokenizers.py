@@ -257,7 +257,7 @@ class BPETokenizer:
         if min_frequency < 1:
             raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
         tok = cls(split_pattern=split_pattern)
-        word_freqs = Counter(w for text in texts for w in tok._words(text))
+        word_freqs = Counter(w for text in texts for w in tok.pretokenize(text))
         state = _PairMerger([list(w.encode("utf-8")) for w in word_freqs], word_freqs.values())
         # Max-heap of (-count, pair) with lazy deletion: an entry is stale when its
         # count is no longer the pair's count; stale entries are skipped when popped.
@@ -276,7 +276,8 @@ class BPETokenizer:
         return tok
 
     # ---------------------------------------------------------- encode/decode
-    def _words(self, text: str) -> list[str]:
+    def pretokenize(self, text: str) -> list[str]:
+        """The words of ``text`` under ``split_pattern`` (their concatenation is ``text``)."""
         if not isinstance(text, str):
             raise TypeError(f"expected str, got {type(text).__name__}")
         if self._split is None:
@@ -299,7 +300,7 @@ class BPETokenizer:
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (any Unicode string)."""
         ids = []
-        for word in self._words(text):
+        for word in self.pretokenize(text):
             cached = self._cache.get(word)
             if cached is None:
                 if len(self._cache) >= 100_000:
@@ -307,6 +308,10 @@ class BPETokenizer:
                 cached = self._cache[word] = self._encode_word(word)
             ids.extend(cached)
         return ids
+
+    def tokenize(self, text: str) -> list[bytes]:
+        """The tokens of ``text`` as byte strings (a multi-byte character may be split across tokens)."""
+        return [self.vocab[i] for i in self.encode(text)]
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text of ``ids``; byte sequences that are not valid UTF-8 decode to U+FFFD."""
