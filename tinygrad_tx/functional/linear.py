@@ -101,6 +101,19 @@ def embedding_composite(input, weight, padding_idx=None) -> Tensor:
 
 # ============================================================================ linear
 
+def _affine(x, weight, bias):
+    """x Wᵀ + b for x (..., in), W (out, in), b (out,) or None."""
+    y = np.matmul(x, weight.T)
+    if bias is not None:
+        y += bias
+    return y
+
+
+def _weight_grad(g, x):
+    """Σ over all rows of gᵀ x: one (out, N)·(N, in) product over the flattened leading dims."""
+    return g.reshape(-1, g.shape[-1]).T @ x.reshape(-1, x.shape[-1])
+
+
 class Linear(Function):
     """y = x Wᵀ + b with x (..., in), W (out, in), b (out,).
 
@@ -115,18 +128,14 @@ class Linear(Function):
     def forward(ctx, x, weight, bias):
         nx, nw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         ctx.save_for_backward(x if nw else None, weight if nx else None)
-        y = np.matmul(x, weight.T)
-        if bias is not None:
-            y += bias
-        return y
+        return _affine(x, weight, bias)
 
     @staticmethod
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
         dx = np.matmul(g, weight) if nx else None
-        dw = g.reshape(-1, g.shape[-1]).T @ x.reshape(-1, x.shape[-1]) if nw else None
-        return dx, dw, (g if nb else None)
+        return dx, (_weight_grad(g, x) if nw else None), (g if nb else None)
 
 
 def _check_linear(input, weight, bias, op):
@@ -188,10 +197,7 @@ class PatchEmbed(Function):
         w_flat = weight.reshape(weight.shape[0], -1)
         ctx.save_for_backward(patches if nw else None, w_flat if nx else None)
         ctx.x_shape, ctx.w_shape, ctx.ph, ctx.pw = x.shape, weight.shape, ph, pw
-        y = np.matmul(patches, w_flat.T)
-        if bias is not None:
-            y += bias
-        return y
+        return _affine(patches, w_flat, bias)
 
     @staticmethod
     def backward(ctx, g):
@@ -204,7 +210,7 @@ class PatchEmbed(Function):
             dp = np.matmul(g, w_flat).reshape(b, h // ph, w // pw, c, ph, pw)
             dx = dp.transpose(0, 3, 1, 4, 2, 5).reshape(ctx.x_shape)
         if nw:
-            dw = (g.reshape(-1, g.shape[-1]).T @ patches.reshape(-1, patches.shape[-1])).reshape(ctx.w_shape)
+            dw = _weight_grad(g, patches).reshape(ctx.w_shape)
         return dx, dw, (g if nb else None)
 
 

@@ -25,7 +25,8 @@ def _shifted(x: np.ndarray, axis):
 
     ``initial=-inf`` makes the max of an empty slice -inf instead of an error.
     """
-    return np.asarray(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))  # 0-d: an array, not a scalar
+    with np.errstate(invalid="ignore"):  # an all -inf slice gives nan, as in torch
+        return np.asarray(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))  # 0-d: an array
 
 
 class Softmax(Function):
