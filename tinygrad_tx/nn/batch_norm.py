@@ -1,0 +1,154 @@
+"""Batch normalisation: one fused Function with a hand-written backward, and ``batch_norm``.
+
+Batch norm normalises each **channel** (axis 1) with statistics taken across the
+batch (and, for (N, C, L) input, the length axis too); layer norm (the
+Transformer's choice, tutorial section 7.2) normalises each **sample** across its
+own features instead. That is why batch norm needs running averages of the
+statistics for inference, and why it behaves differently in train and eval
+mode, while layer norm does the same thing in both.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+from ..tensor import Tensor
+
+
+def _channel_shape(ndim: int, c: int):
+    """Shape that broadcasts a per-channel vector against (N, C, *rest)."""
+    return (1, c) + (1,) * (ndim - 2)
+
+
+class BatchNorm(Function):
+    """y = γ x̂ + β per channel c, with x̂ = (x − μ) r and r = 1/sqrt(σ² + ε).
+
+    ``training=True``: μ, σ² are the batch statistics of channel c over its m
+    values (m = N, or N·L), σ² the biased variance (1/m) Σ (x_i − μ)².
+    ``training=False``: μ, σ² are given constants (the running estimates).
+    In training mode forward also updates ``running_mean`` / ``running_var`` in
+    place when they are given (momentum update, unbiased variance), as torch's
+    kernel does; that side effect plays no part in the derivative.
+
+    Backward (sums run over the m values of one channel; g = dL/dy):
+
+        dL/dβ = Σ_i g_i            dL/dγ = Σ_i g_i x̂_i
+
+    Eval mode: μ and r are constants, so dL/dx_i = γ r g_i.
+
+    Training mode: μ and σ² depend on every x_j of the channel. With
+    d_i = dL/dx̂_i = γ g_i,
+
+        ∂μ/∂x_j = 1/m,   ∂σ²/∂x_j = (2/m)(x_j − μ),   ∂r/∂x_j = −½ r³ ∂σ²/∂x_j = −(r³/m)(x_j − μ)
+        ∂x̂_i/∂x_j = r(δ_ij − 1/m) + (x_i − μ) ∂r/∂x_j = (r/m)(m δ_ij − 1 − x̂_i x̂_j)
+
+    hence
+
+        dL/dx_j = Σ_i d_i ∂x̂_i/∂x_j = (r/m) (m d_j − Σ_i d_i − x̂_j Σ_i d_i x̂_i).
+
+    Saved: x and, per channel, μ and r; x̂ is recomputed in the backward.
+    γ and β come in already shaped to broadcast against x — (C,) for (N, C)
+    input, (C, 1) for (N, C, L) — so the backward returns g x̂ and g in x's
+    shape and the engine's ``reduce_grad_to_input`` performs the sums over N
+    (and L), the one place broadcasting is undone.
+
+    Precision: the arithmetic runs in float64 also for float32 input (the
+    result is rounded once at the end), as torch's CPU kernel accumulates the
+    statistics in double. It matters for small batches: with m = 2 the two x̂
+    are ±sqrt(σ²/(σ² + ε)), and the bracket above is (d_1 − d_2)/2 · ε/(σ² + ε),
+    a difference of nearly equal terms that float32 would resolve only to a
+    few digits.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
+        axes = (0,) + tuple(range(2, x.ndim))
+        cs = _channel_shape(x.ndim, x.shape[1])
+        acc = np.promote_types(x.dtype, np.float64)
+        xa = x.astype(acc, copy=False)
+        if training:
+            mean = xa.mean(axis=axes)
+            centered = xa - mean.reshape(cs)
+            var = (centered * centered).mean(axis=axes)
+            m = x.size // x.shape[1]
+            # the side effect torch's kernel has too: update the running estimates in place
+            if running_mean is not None:
+                running_mean[...] = (1 - momentum) * running_mean + momentum * mean
+            if running_var is not None:
+                running_var[...] = (1 - momentum) * running_var + momentum * (var * (m / (m - 1)))
+        else:
+            mean, var = running_mean.astype(acc), running_var.astype(acc)
+            centered = xa - mean.reshape(cs)
+        r = 1 / np.sqrt(var + eps)
+        xhat = centered * r.reshape(cs)
+        y = xhat if weight is None else xhat * weight
+        if bias is not None:
+            y = y + bias
+        ctx.save_for_backward(x, mean, r, weight)
+        ctx.training, ctx.axes, ctx.cs = training, axes, cs
+        return y.astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, mean, r, weight = ctx.saved_tensors
+        axes, cs = ctx.axes, ctx.cs
+        nx, nw, nb = ctx.needs_input_grad[:3]
+        xhat = (x.astype(mean.dtype) - mean.reshape(cs)) * r.reshape(cs)
+        gx = None
+        if nx:
+            d = g.astype(mean.dtype) if weight is None else g * weight.astype(mean.dtype)
+            if ctx.training:
+                m = x.size // x.shape[1]
+                sum_d = d.sum(axis=axes).reshape(cs)
+                sum_dx = (d * xhat).sum(axis=axes).reshape(cs)
+                gx = (r.reshape(cs) / m) * (m * d - sum_d - xhat * sum_dx)
+            else:
+                gx = d * r.reshape(cs)
+            gx = gx.astype(x.dtype, copy=False)
+        return gx, (g * xhat if nw else None), (g if nb else None), None, None, None, None, None
+
+
+def _array(t):
+    return None if t is None else (t.data if isinstance(t, Tensor) else np.asarray(t))
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """``torch.nn.functional.batch_norm``: normalise (N, C, *) input per channel.
+
+    In training mode the batch statistics are used, and when ``running_mean`` /
+    ``running_var`` are given they are updated **in place** (as torch does):
+    ``running = (1 − momentum) · running + momentum · batch_stat``, where the
+    running variance takes the unbiased batch variance (σ² · m/(m − 1)).
+    In eval mode the running statistics are used and must be given.
+    """
+    if not isinstance(input, Tensor):
+        input = Tensor(input)
+    x = input.data
+    if x.ndim < 2:
+        raise ValueError(f"batch_norm: expected input of shape (N, C, *) with at least 2 dimensions, "
+                         f"got shape {x.shape}")
+    if x.dtype.kind != "f":
+        raise TypeError(f"batch_norm: expected a floating point input, got dtype {x.dtype}")
+    c = x.shape[1]
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        if t is not None and _array(t).shape != (c,):
+            raise ValueError(f"batch_norm: {name} has shape {_array(t).shape} but the input has {c} channels "
+                             f"at dim 1 (input shape {x.shape})")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and _array(t).dtype != x.dtype:
+            raise TypeError(f"batch_norm: {name} has dtype {_array(t).dtype} but the input has dtype {x.dtype}; "
+                            "cast the module (.double() / .float()) or the input")
+    rm, rv = _array(running_mean), _array(running_var)
+    if not training and (rm is None or rv is None):
+        raise ValueError("batch_norm: running_mean and running_var are required when training=False")
+    m = x.size // c if c else 0
+    if training and m <= 1:
+        raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
+                         f"got input of shape {x.shape}")
+    if x.ndim > 2:  # per-channel parameters broadcast as (C, 1, ...) against (N, C, L, ...)
+        trailing = (1,) * (x.ndim - 2)
+        weight = None if weight is None else weight.reshape((c,) + trailing)
+        bias = None if bias is None else bias.reshape((c,) + trailing)
+    return BatchNorm.apply(input, weight, bias, rm, rv, training, momentum, eps)

@@ -1,0 +1,141 @@
+"""Weight initialisation, in place, with torch's names and distributions.
+
+Every function fills ``tensor.data`` in place (keeping its dtype and its
+identity, so tied weights stay tied) and returns the tensor, as
+``torch.nn.init`` does. Random draws come from ``generator`` when given, else
+from the global generator ``tinygrad_tx.tensor.default_generator()`` (seeded by
+``tinygrad_tx.manual_seed``). Values are drawn in float64 and rounded to the
+tensor's dtype.
+
+The layer defaults (what ``reset_parameters`` of each layer uses, as torch):
+
+* Linear / Conv2d weight: ``kaiming_uniform_(w, a=sqrt(5))``. With
+  ``gain = sqrt(2 / (1 + a^2)) = sqrt(1/3)`` and ``bound = gain * sqrt(3 / fan_in)``
+  this is ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``; the bias is drawn from the
+  same interval (``fan_in`` = in_features, or in_channels * kh * kw).
+* Embedding weight: ``N(0, 1)``.
+* LayerNorm / BatchNorm: weight ones, bias zeros.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..tensor import Tensor, default_generator
+
+
+def _gen(generator):
+    return default_generator() if generator is None else generator
+
+
+def _fill(tensor, values):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"init: expected a Tensor or Parameter, got {type(tensor).__name__}")
+    tensor.data[...] = values
+    return tensor
+
+
+def calculate_gain(nonlinearity: str, param=None) -> float:
+    """The recommended gain for a nonlinearity (torch's table)."""
+    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d", "sigmoid")
+    if nonlinearity in linear:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = float(param)
+        else:
+            raise ValueError(f"calculate_gain: negative_slope {param!r} is not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    """fan_in = size(1) * receptive field, fan_out = size(0) * receptive field (torch's rule:
+    the receptive field is the product of the dims after the first two)."""
+    shape = tensor.shape
+    if len(shape) < 2:
+        raise ValueError(f"init: fan in and fan out cannot be computed for a tensor with fewer "
+                         f"than 2 dimensions (shape {shape})")
+    receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1
+    return shape[1] * receptive, shape[0] * receptive
+
+
+def _fan(tensor, mode):
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
+    """Fill with draws from U(a, b)."""
+    if not a <= b:
+        raise ValueError(f"uniform_: expects a <= b, got a={a}, b={b}")
+    return _fill(tensor, _gen(generator).uniform(a, b, size=tensor.shape))
+
+
+def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
+    """Fill with draws from N(mean, std^2)."""
+    if std < 0:
+        raise ValueError(f"normal_: std must be non-negative, got {std}")
+    return _fill(tensor, _gen(generator).normal(mean, std, size=tensor.shape))
+
+
+def constant_(tensor, val: float):
+    return _fill(tensor, val)
+
+
+def ones_(tensor):
+    return _fill(tensor, 1)
+
+
+def zeros_(tensor):
+    return _fill(tensor, 0)
+
+
+def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     generator=None):
+    """U(-bound, bound) with bound = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity, a)."""
+    if 0 in tensor.shape:
+        return tensor
+    fan = _fan(tensor, mode)
+    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
+    return uniform_(tensor, -bound, bound, generator=generator)
+
+
+def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                    generator=None):
+    """N(0, std^2) with std = gain / sqrt(fan)."""
+    if 0 in tensor.shape:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std, generator=generator)
+
+
+def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
+    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(tensor, -bound, bound, generator=generator)
+
+
+def xavier_normal_(tensor, gain: float = 1.0, generator=None):
+    """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator=generator)
+
+
+def fan_in_uniform_(tensor, fan_in: int, generator=None):
+    """U(-1/sqrt(fan_in), 1/sqrt(fan_in)): the bias default of Linear and Conv2d (0 when fan_in == 0)."""
+    bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+    return uniform_(tensor, -bound, bound, generator=generator)

@@ -1,0 +1,398 @@
+"""The layers: Linear, Embedding, Conv2d (patch case), LayerNorm, BatchNorm1d, Dropout, GELU, ReLU, Tanh.
+
+Each layer owns its Parameters and buffers, initialises them as torch does
+(``reset_parameters``, distributions documented in :mod:`tinygrad_tx.nn.init`),
+checks its input with a ValueError/TypeError that names the shapes or values
+involved, and computes its forward with the functional ops of
+``tinygrad_tx.functional`` (or :func:`tinygrad_tx.nn.batch_norm.batch_norm`),
+whose backwards are written by hand. Constructor arguments, attribute names,
+state-dict keys and reprs follow ``torch.nn``; ``dtype=`` (default float32) is
+torch's factory keyword.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .. import functional as F
+from ..tensor import DEFAULT_FLOAT, Tensor
+from . import init
+from .batch_norm import batch_norm
+from .module import Module, _float_dtype
+from .parameter import Parameter
+
+
+# ============================================================================ argument helpers
+
+def _param_dtype(dtype, layer: str) -> np.dtype:
+    return np.dtype(DEFAULT_FLOAT) if dtype is None else _float_dtype(dtype, layer)
+
+
+def _size(value, name: str, layer: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{layer}: {name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{layer}: {name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _pair(value, name: str, layer: str):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return (int(value), int(value))
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
+        return tuple(int(v) for v in value)
+    raise TypeError(f"{layer}: {name} must be an int or a pair of ints, got {value!r}")
+
+
+def _input(x, layer: str) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return Tensor(x)
+    raise TypeError(f"{layer}: expected a Tensor (or a NumPy array) as input, got {type(x).__name__}")
+
+
+# ============================================================================ layers with weights
+
+class _FanInLayer(Module):
+    """Linear and Conv2d: a weight (out, in, *kernel) and an optional bias (out,), both
+    initialised as torch does from fan_in = in · prod(kernel):
+    ``kaiming_uniform_(weight, a=sqrt(5))`` = U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the
+    bias from the same interval."""
+
+    def _create_parameters(self, weight_shape, bias: bool, dtype, layer: str) -> None:
+        dt = _param_dtype(dtype, layer)
+        self.weight = Parameter(np.empty(weight_shape, dtype=dt))
+        if bias:
+            self.bias = Parameter(np.empty(weight_shape[:1], dtype=dt))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            init.fan_in_uniform_(self.bias, int(np.prod(self.weight.shape[1:])))
+
+
+class Linear(_FanInLayer):
+    """y = x Wᵀ + b over the last dimension: weight (out_features, in_features), bias (out_features,).
+
+    Init (torch's): W ~ U(-k, k) and b ~ U(-k, k) with k = 1/sqrt(in_features)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
+        super().__init__()
+        self.in_features = _size(in_features, "in_features", "Linear")
+        self.out_features = _size(out_features, "out_features", "Linear")
+        self._create_parameters((self.out_features, self.in_features), bias, dtype, "Linear")
+
+    def forward(self, input):
+        return F.linear(_input(input, "Linear"), self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Embedding(Module):
+    """A lookup table: ``forward(ids)`` returns ``weight[ids]``, shape ids.shape + (embedding_dim,).
+
+    Init (torch's): weight ~ N(0, 1), with the ``padding_idx`` row (if given)
+    zeroed. The padding row never receives a gradient, so it stays as it is."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, dtype=None, _weight=None):
+        super().__init__()
+        self.num_embeddings = _size(num_embeddings, "num_embeddings", "Embedding")
+        self.embedding_dim = _size(embedding_dim, "embedding_dim", "Embedding")
+        if padding_idx is not None:
+            n = self.num_embeddings
+            if isinstance(padding_idx, bool) or not isinstance(padding_idx, numbers.Integral) \
+                    or not -n <= padding_idx < n:
+                raise ValueError(f"Embedding: padding_idx must be an int in [-{n}, {n}) "
+                                 f"(num_embeddings={n}), got {padding_idx!r}")
+            padding_idx = int(padding_idx) % n
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(np.empty((self.num_embeddings, self.embedding_dim),
+                                             dtype=_param_dtype(dtype, "Embedding")))
+            self.reset_parameters()
+        else:
+            weight = _weight if isinstance(_weight, Parameter) else Parameter(_weight)
+            if weight.shape != (self.num_embeddings, self.embedding_dim):
+                raise ValueError(f"Embedding: _weight has shape {weight.shape}, expected "
+                                 f"{(self.num_embeddings, self.embedding_dim)}")
+            self.weight = weight
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None):
+        """An Embedding whose weight is ``embeddings`` (a 2-D array or Tensor, not copied);
+        ``freeze=True`` makes it non-trainable, as in torch."""
+        data = embeddings.data if isinstance(embeddings, Tensor) else np.asarray(embeddings)
+        if data.ndim != 2:
+            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape {data.shape}")
+        module = cls(data.shape[0], data.shape[1], padding_idx=padding_idx, _weight=Parameter(data))
+        module.weight.requires_grad = not freeze
+        return module
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.data[self.padding_idx] = 0
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, padding_idx=self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
+
+
+class Conv2d(_FanInLayer):
+    """2-D convolution, implemented for the Vision Transformer's patch case only.
+
+    With ``stride == kernel_size``, ``padding=0``, ``dilation=1`` and
+    ``groups=1`` the kernel windows tile the image without overlap, and the
+    convolution *is* a linear map of each flattened (C, kh, kw) patch:
+    ``out[b, d, i, j] = Σ_{c,u,v} W[d, c, u, v] x[b, c, i·kh+u, j·kw+v] + bias[d]``.
+    It is computed as reshape + matmul (``F.patch_embed``) with torch's weight
+    layout (out_channels, in_channels, kh, kw), and the result is returned in
+    torch's layout (B, out_channels, H/kh, W/kw); a 3-D (C, H, W) input gives
+    (out_channels, H/kh, W/kw), as in torch. Any other setting raises
+    NotImplementedError at construction.
+
+    Init (torch's): weight and bias ~ U(-k, k), k = 1/sqrt(in_channels·kh·kw).
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype=None):
+        super().__init__()
+        self.in_channels = _size(in_channels, "in_channels", "Conv2d", 1)
+        self.out_channels = _size(out_channels, "out_channels", "Conv2d", 1)
+        self.kernel_size = _pair(kernel_size, "kernel_size", "Conv2d")
+        self.stride = _pair(stride, "stride", "Conv2d")
+        self.padding = padding if padding == "valid" else _pair(padding, "padding", "Conv2d")
+        self.dilation = _pair(dilation, "dilation", "Conv2d")
+        self.groups = groups
+        self.padding_mode = padding_mode
+        unsupported = []
+        if min(self.kernel_size) < 1:
+            raise ValueError(f"Conv2d: kernel_size must be positive, got {self.kernel_size}")
+        if self.stride != self.kernel_size:
+            unsupported.append(f"stride={self.stride} differs from kernel_size={self.kernel_size}")
+        if self.padding not in ("valid", (0, 0)):
+            unsupported.append(f"padding={self.padding}")
+        if self.dilation != (1, 1):
+            unsupported.append(f"dilation={self.dilation}")
+        if groups != 1:
+            unsupported.append(f"groups={groups}")
+        if padding_mode != "zeros":
+            unsupported.append(f"padding_mode={padding_mode!r}")
+        if unsupported:
+            raise NotImplementedError(
+                "Conv2d: only the non-overlapping patch case is implemented (stride == kernel_size, "
+                "padding=0, dilation=1, groups=1), as reshape + matmul; got " + "; ".join(unsupported))
+        self._create_parameters((self.out_channels, self.in_channels) + self.kernel_size, bias, dtype, "Conv2d")
+
+    def forward(self, input):
+        x = _input(input, "Conv2d")
+        unbatched = x.ndim == 3
+        if x.ndim not in (3, 4):
+            raise ValueError(f"Conv2d: expected a 4-D (B, C, H, W) or 3-D (C, H, W) input, got shape {x.shape}")
+        if unbatched:
+            x = x.unsqueeze(0)
+        b, _, h, w = x.shape
+        kh, kw = self.kernel_size
+        # patch_embed checks the channel count and that (kh, kw) divides (H, W), naming the shapes
+        tokens = F.patch_embed(x, self.weight, self.bias, self.kernel_size)   # (B, N, D), N = (H/kh)(W/kw)
+        out = tokens.transpose(1, 2).reshape(b, self.out_channels, h // kh, w // kw)
+        return out[0] if unbatched else out
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing ``normalized_shape`` dimensions of each sample, then
+    scale by ``weight`` and shift by ``bias`` (init ones / zeros, as torch)."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
+                 dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(_size(n, "normalized_shape", "LayerNorm", 1) for n in normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        dt = _param_dtype(dtype, "LayerNorm")
+        if elementwise_affine:
+            self.weight = Parameter(np.empty(self.normalized_shape, dtype=dt))
+            if bias:
+                self.bias = Parameter(np.empty(self.normalized_shape, dtype=dt))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.layer_norm(_input(input, "LayerNorm"), self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
+
+
+class BatchNorm1d(Module):
+    """Batch normalisation of (N, C) or (N, C, L) input, per channel C.
+
+    Training mode normalises with the batch's statistics and updates the
+    running estimates: ``running = (1 − momentum)·running + momentum·batch``
+    (the variance estimate unbiased), or, with ``momentum=None``, their
+    cumulative average (factor 1/num_batches_tracked). Eval mode normalises
+    with the running estimates. ``track_running_stats=False`` keeps none and
+    always uses batch statistics. Contrast with LayerNorm (tutorial 7.2), which
+    normalises each sample over its own features and needs no running state.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
+                 track_running_stats: bool = True, dtype=None, *, bias: bool = True):
+        super().__init__()
+        self.num_features = _size(num_features, "num_features", "BatchNorm1d", 1)
+        if momentum is not None and not 0 <= momentum <= 1:
+            raise ValueError(f"BatchNorm1d: momentum must be in [0, 1] or None, got {momentum!r}")
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        dt = _param_dtype(dtype, "BatchNorm1d")
+        c = self.num_features
+        if affine:
+            self.weight = Parameter(np.empty((c,), dtype=dt))
+            if bias:
+                self.bias = Parameter(np.empty((c,), dtype=dt))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", np.zeros((c,), dtype=dt))
+            self.register_buffer("running_var", np.ones((c,), dtype=dt))
+            self.register_buffer("num_batches_tracked", np.zeros((), dtype=np.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.data[...] = 0
+            self.running_var.data[...] = 1
+            self.num_batches_tracked.data[...] = 0
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        x = _input(input, "BatchNorm1d")
+        if x.ndim not in (2, 3):
+            raise ValueError(f"BatchNorm1d: expected 2-D (N, C) or 3-D (N, C, L) input, got shape {x.shape}")
+        if x.shape[1] != self.num_features:
+            raise ValueError(f"BatchNorm1d: expected {self.num_features} channels (num_features) at dim 1, "
+                             f"got shape {x.shape}")
+        factor = 0.0 if self.momentum is None else self.momentum
+        count = self.num_batches_tracked
+        update = self.training and self.track_running_stats and count is not None
+        if update and self.momentum is None:
+            factor = 1.0 / float(count.data + 1)  # cumulative moving average
+        # batch statistics in training mode, and whenever there are no running estimates
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        keep = not self.training or self.track_running_stats
+        out = batch_norm(x, self.running_mean if keep else None, self.running_var if keep else None,
+                         self.weight, self.bias, use_batch, factor, self.eps)
+        if update:
+            count.data[...] = count.data + 1
+        return out
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+# ============================================================================ parameter-free layers
+
+class Dropout(Module):
+    """In training mode zero each element with probability p and scale the rest by 1/(1-p);
+    the identity in eval mode. The mask is drawn from the global generator."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
+            raise ValueError(f"Dropout: probability p has to be between 0 and 1, but got {p!r}")
+        if inplace:
+            raise NotImplementedError("Dropout: inplace=True is not supported (tensors are not modified in place)")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.dropout(_input(input, "Dropout"), self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class GELU(Module):
+    """x Φ(x) (``approximate='none'``) or its tanh approximation (``'tanh'``)."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(_input(input, "GELU"), approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class ReLU(Module):
+    """max(x, 0)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        if inplace:
+            raise NotImplementedError("ReLU: inplace=True is not supported (tensors are not modified in place)")
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.relu(_input(input, "ReLU"))
+
+
+class Tanh(Module):
+    """tanh(x)."""
+
+    def forward(self, input):
+        return F.tanh(_input(input, "Tanh"))

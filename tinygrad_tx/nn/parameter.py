@@ -1,0 +1,52 @@
+"""``Parameter``: a Tensor that a Module registers as a learnable weight.
+
+Exactly as in torch, a Parameter *is* a Tensor (every op works on it and
+produces plain Tensors); the subclass only tells ``Module.__setattr__`` to
+register it in ``_parameters`` so that ``parameters()``, ``state_dict()``,
+``zero_grad()`` and ``.to(dtype)`` find it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A learnable tensor: ``requires_grad=True`` by default, floating dtype.
+
+    ``Parameter(data)`` accepts a NumPy array, a Tensor, or anything ``Tensor``
+    accepts (Python floats become float32). Like ``torch.nn.Parameter`` it
+    shares memory with an array or Tensor it is built from (no copy) and is
+    always a leaf: building one from a non-leaf Tensor detaches it.
+
+    >>> w = Parameter(np.zeros((2, 3)))
+    >>> w.requires_grad, w.dtype
+    (True, dtype('float64'))
+    """
+
+    __slots__ = ()
+
+    def __init__(self, data=None, requires_grad: bool = True):
+        if data is None:
+            data = np.empty((0,), dtype=np.float32)
+        super().__init__(data)
+        if self.data.dtype.kind != "f":
+            raise TypeError(f"Parameter: only floating point data can be a Parameter, got dtype "
+                            f"{self.data.dtype} (shape {self.data.shape}); cast it with .astype(np.float32) "
+                            "or register it as a buffer")
+        self.requires_grad = requires_grad
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __reduce_ex__(self, protocol):
+        # copy.deepcopy / pickle: rebuild as a Parameter with its own copy of the data (the
+        # memo keeps tied parameters tied), keeping requires_grad and any gradient.
+        return (_rebuild_parameter, (self.data, self._requires_grad, self.grad))
+
+
+def _rebuild_parameter(data, requires_grad, grad):
+    p = Parameter(np.array(data, copy=True), requires_grad=requires_grad)
+    p.grad = None if grad is None else np.array(grad, copy=True)
+    return p
