@@ -104,7 +104,7 @@ def test_vocab_round_trip(s):
 # ---------------------------------------------------------------------------- corpora
 def test_load_names_file_cleaning(tmp_path):
     path = tmp_path / "names.txt"
-    path.write_text("Emma\n\n  OLIVIA \r\nmary-ann\nzoë\n\t\nava\nava\n", encoding="utf-8")
+    path.write_text("\ufeffEmma\n\n  OLIVIA \r\nmary-ann\nzoë\n\t\nava\nava\n", encoding="utf-8")
     with pytest.warns(UserWarning, match=r"dropped 2 name\(s\).*\['-', 'ë'\].*line 4: 'mary-ann'"):
         names = load_names(path)
     assert names == ["emma", "olivia", "ava", "ava"]          # duplicates and order kept

@@ -307,8 +307,16 @@ def test_wordpiece_round_trip_names(wp_names, s):
     assert wp_names.decode(wp_names.encode(s)) == s
 
 
-words_st = st.text(st.characters(exclude_categories=("Zs", "Zl", "Zp", "Cc", "Cs")), min_size=1, max_size=8)
+words_st = st.text(st.characters(exclude_categories=("Zs", "Zl", "Zp", "Cc", "Cs")), min_size=1,
+                   max_size=8).filter(lambda w: not w.startswith("##"))
 whitespace_st = st.text(alphabet=sorted(UNICODE_WHITESPACE), min_size=1, max_size=3)
+
+
+def test_wordpiece_round_trip_exceptions():
+    tok = WordPieceTokenizer(["[UNK]", "a", "##a", "##b", "#", "##"])
+    assert tok.decode(tok.encode("aa  ab\tb")) == "aa ab [UNK]"          # unknown words are lost
+    assert tok.tokenize("a ##") == ["a", "##"]
+    assert tok.decode(tok.encode("a ##")) == "a"           # a word starting with '##' glues on
 
 
 @given(st.lists(words_st, min_size=1, max_size=6), st.lists(whitespace_st, min_size=7, max_size=7),

@@ -55,10 +55,12 @@ does (``BertPreTokenizer``).
 ``decode`` joins tokens with single spaces and glues ``##`` pieces onto the
 previous token (Hugging Face's WordPiece decoder with ``cleanup=False``), so
 what round-trips is the *word sequence*: whenever no word became
-``unk_token``, ``decode(encode(s)) == " ".join(pretokenize(s))``, which is
-``s`` itself when ``s`` is words separated by single spaces (and, with
-punctuation splitting, contains no punctuation). Whitespace amount and kind
-are not preserved.
+``unk_token`` and no word starts with the continuation prefix (a word
+``"##x"`` would decode glued to the previous word),
+``decode(encode(s)) == " ".join(pretokenize(s))``, which is ``s`` itself
+when ``s`` is words separated by single spaces (and, with punctuation
+splitting, contains no punctuation). Whitespace amount and kind are not
+preserved.
 
 ``WordPieceTokenizer.train`` builds a vocabulary with the WordPiece
 likelihood criterion: like BPE it merges adjacent pieces, but it picks the

@@ -6,14 +6,14 @@ Two sources, one cleaning rule
 makemore ``names.txt`` (one name per line). ``load_names()`` with no path uses
 an offline default that works right after ``pip install``: the first-name
 lists of the 1990 US Census, which the small PyPI package ``names`` (MIT,
-0.8 MB, a runtime dependency of tinygrad_tx) ships as data files inside its
+a 0.8 MB download, a runtime dependency of tinygrad_tx) ships as data files inside its
 package directory. We read those files ourselves through
 ``importlib.resources``; the ``names`` package's own random-name functions are
 not used.
 
 Every line goes through the same explicit cleaning:
 
-1. decode as UTF-8 (the census files are ASCII),
+1. decode as UTF-8 (a leading byte-order mark is ignored; the census files are ASCII),
 2. strip surrounding whitespace and lower-case (``str.lower``),
 3. skip empty lines,
 4. check every character against the vocabulary (by default ``CharVocab.tutorial()``,
@@ -103,7 +103,7 @@ def load_names(path: str | os.PathLike | None = None, *, vocab: CharVocab | None
     if path is None:
         seen = dict.fromkeys(name for name, _ in load_census_first_names())
         return clean_names(seen, vocab=vocab, on_invalid=on_invalid, source="the US Census first names")
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:      # utf-8, tolerating a byte-order mark
         lines = f.read().splitlines()
     return clean_names(lines, vocab=vocab, on_invalid=on_invalid, source=os.fspath(path))
 
