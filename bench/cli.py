@@ -88,7 +88,7 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
             est[(label, m)] = max(sorted(t)[len(t) // 2], 1e-6)
     n = {k: int(min(settings.max_n, max(1, round(settings.round_s / v)))) for k, v in est.items()}
     per_round = sum(n[k] * est[k] for k in n)
-    rounds = max(3, min(settings.rounds, int(settings.case_budget_s / max(per_round, 1e-9))))
+    rounds = max(min(3, settings.rounds), min(settings.rounds, int(settings.case_budget_s / max(per_round, 1e-9))))
     for r in range(rounds):
         order = live if r % 2 == 0 else live[::-1]
         for m in modes:
@@ -217,7 +217,7 @@ def run_accuracy(names, quick, threads, attn_impl):
 
 def run_rss(component, steps, threads, attn_impl):
     cfg = dict(REGISTRY[component].full)
-    if attn_impl:
+    if attn_impl and "attn_impl" in cfg:
         cfg["attn_impl"] = attn_impl
     out = {}
     for fw in ("ours", "torch"):
@@ -244,7 +244,8 @@ def evaluate_targets(rows, accuracy, rss):
                         "limit": row["target"], "met": None if value is None else value <= row["target"]})
     if rss and all("step_delta" in rss.get(f, {}) for f in ("ours", "torch")):
         v = ratio(rss["ours"]["step_delta"], rss["torch"]["step_delta"])
-        targets.append({"name": "gpt_large peak RSS of the training step (peak − after imports) ours/torch",
+        targets.append({"name": f"{rss['ours']['component']} peak RSS of the training step "
+                                "(peak − after imports) ours/torch",
                         "value": v, "limit": RSS_LIMIT, "met": v is not None and v <= RSS_LIMIT})
     for name, acc in (accuracy or {}).items():
         if "error" in acc:
@@ -275,7 +276,9 @@ def parse_args(argv):
     ap.add_argument("--no-cuda", action="store_true", help="skip the CUDA columns even if CUDA is available")
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: "
                     "components, accuracy, rss, section11, flash, plots")
-    ap.add_argument("--rss-steps", type=int, default=3)
+    ap.add_argument("--rss-steps", type=int, default=None, help="training steps in each RSS process "
+                    "(default 3, quick 1)")
+    ap.add_argument("--rss-component", default="gpt_large", help="training step whose peak RSS is measured")
     return ap.parse_args(argv)
 
 
@@ -338,8 +341,9 @@ def main(argv=None) -> int:
             results["accuracy_error"] = str(e)
             log(f"  accuracy failed: {e}")
     if "rss" not in skip:
-        log("peak RSS of the gpt_large training step (fresh process per framework) ...")
-        results["rss"] = run_rss("gpt_large", args.rss_steps, threads, args.attn_impl)
+        log(f"peak RSS of the {args.rss_component} training step (fresh process per framework) ...")
+        steps = args.rss_steps or (1 if args.quick else 3)
+        results["rss"] = run_rss(args.rss_component, steps, threads, args.attn_impl)
 
     results["targets"] = evaluate_targets(results.get("components", []), results.get("accuracy"),
                                           results.get("rss"))

@@ -134,7 +134,9 @@ def markdown(res) -> str:
 
     rss = res.get("rss")
     if rss:
-        out.append("## Peak RSS of the gpt_large training step (fresh process per framework)")
+        comp = next((v.get("component") for v in rss.values() if "component" in v), "?")
+        steps = next((v.get("steps") for v in rss.values() if "steps" in v), "?")
+        out.append(f"## Peak RSS of the {comp} training step ({steps} steps, fresh process per framework)")
         out.append("")
         body = []
         for fw in ("ours", "torch"):

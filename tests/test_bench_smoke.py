@@ -1,0 +1,68 @@
+"""Smoke test of the benchmark's plumbing (no timing assertions): one tiny component through the
+real worker processes, the JSON and Markdown written, the RSS probe, and the accuracy measure."""
+import importlib.util
+import io
+import json
+from contextlib import redirect_stdout
+
+import numpy as np
+import pytest
+
+from bench import cli, rss
+from bench.accuracy import item_errors
+from bench.components import REGISTRY
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+
+
+@needs_torch
+def test_gpt_tiny_through_workers(tmp_path, capsys):
+    code = cli.main(["--quick", "--only", "gpt_tiny", "--rounds", "2", "--threads", "1", "--out", str(tmp_path),
+                     "--skip", "accuracy,section11,flash,rss,plots", "--no-cuda"])
+    assert code == 0
+    res = json.loads((tmp_path / "results.json").read_text())
+    meta = res["meta"]
+    assert meta["ours"]["torch_imported"] is False          # the ours worker never imports torch
+    assert meta["torch"]["torch_imported"] is True
+    assert meta["matmul_peak"]["ours"]["gflops"] > 0 and meta["matmul_peak"]["torch"]["gflops"] > 0
+    (row,) = res["components"]
+    assert row["name"] == "gpt_tiny" and row["available"], row.get("error")
+    for fw in ("ours", "torch"):
+        r = row["results"][fw]
+        for mode in ("fwd", "fwdbwd"):
+            s = r[mode]
+            assert s["n"] >= 2 and 0 < s["min"] <= s["median"] <= s["max"]
+        assert r["saved_bytes"] > 0 and r["rounds"] == 2 and r["gflops_fwdbwd"] > 0
+    assert row["ratio"]["fwdbwd"] == pytest.approx(row["results"]["ours"]["fwdbwd"]["median"]
+                                                   / row["results"]["torch"]["fwdbwd"]["median"])
+    (target,) = res["targets"]
+    assert target["name"].startswith("gpt_tiny fwd+bwd") and target["limit"] == 0.5
+    md = (tmp_path / "results.md").read_text()
+    assert "## Time per component" in md and "| gpt_tiny |" in md and "## Targets" in md
+    assert md in capsys.readouterr().out
+
+
+def test_rss_probe_of_ours_never_imports_torch():
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        assert rss.main(["ours", "gpt_tiny", "--steps", "1", "--cfg", json.dumps(REGISTRY["gpt_tiny"].full)]) == 0
+    out = json.loads(buf.getvalue())
+    assert out["framework"] == "ours" and out["steps"] == 1
+    assert out["peak"] >= out["after_build"] >= out["after_imports"] > 0
+    assert out["step_delta"] == out["peak"] - out["after_imports"]
+
+
+def test_accuracy_errors_relative_and_structurally_zero_gradients():
+    oracle = {"output": np.array([2.0, -4.0]), "grad[w]": np.array([1.0, 10.0]), "grad[b_k]": np.array([1e-17, 0.0])}
+    runs = {"ours32": {"output": np.array([2.0, -4.004]), "grad[w]": np.array([1.0, 10.0]),
+                       "grad[b_k]": np.array([2e-6, 0.0])}}
+    detail, zero = item_errors(runs, oracle)
+    assert detail["output"]["ours32"] == pytest.approx(0.004 / 4)
+    assert detail["grad[w]"]["ours32"] == 0.0
+    # zero in exact arithmetic: measured against the largest gradient (10), not against 1e-17
+    assert zero == {"grad[b_k]"} and detail["grad[b_k]"]["ours32"] == pytest.approx(2e-6 / 10)
+
+
+def test_unknown_component_is_rejected():
+    with pytest.raises(SystemExit, match="unknown component"):
+        cli.main(["--only", "no_such_thing"])
