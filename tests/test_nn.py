@@ -224,6 +224,7 @@ def test_parameter_free_layers_parity(kind, shape, dtype, seed):
         "dropout_p0": (nn.Dropout(0.0), tnn.Dropout(0.0)),
     }[kind]
     x = values(shape, seed, domain="away_from_zero" if kind == "relu" else "real")
+    x.flat[0] = abs(x.flat[0])  # ReLU passes a gradient somewhere
     check_parity(f"nn.{type(ours).__name__}", ours, theirs, [x], dtype)
 
 
@@ -456,6 +457,22 @@ def test_train_eval_zero_grad_requires_grad():
     with tg.no_grad():
         pass
     assert not m(ids).requires_grad
+
+
+def test_embedding_from_pretrained_and_none_buffers():
+    table = np.arange(12.0).reshape(4, 3)
+    frozen = nn.Embedding.from_pretrained(table)
+    ref = tnn.Embedding.from_pretrained(torch.from_numpy(table))
+    assert frozen.weight.data is table and not frozen.weight.requires_grad
+    assert frozen.weight.requires_grad == ref.weight.requires_grad and repr(frozen) == repr(ref)
+    assert np.array_equal(frozen(np.array([3, 0])).data, table[[3, 0]])
+    assert nn.Embedding.from_pretrained(table, freeze=False).weight.requires_grad
+    m = nn.Module()
+    m.register_buffer("maybe", None)
+    m.register_buffer("tmp", np.zeros(2), persistent=False)
+    assert list(m.state_dict()) == [] and [n for n, _ in m.named_buffers()] == ["tmp"]
+    m.maybe = tg.ones(1)
+    assert list(m.state_dict()) == ["maybe"]
 
 
 def test_dropout_module_train_and_eval():

@@ -126,15 +126,6 @@ def _float_dtype(dtype, where: str) -> np.dtype:
     return dt
 
 
-def _check_name(module, name, kind: str):
-    if not isinstance(name, str):
-        raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
-    if name == "":
-        raise KeyError(f'{kind} name can\'t be empty string ""')
-    if "." in name:
-        raise KeyError(f'{kind} name can\'t contain ".", got {name!r}')
-
-
 class Module:
     """Base class of layers and models (``torch.nn.Module``).
 
@@ -240,13 +231,22 @@ class Module:
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
 
+    def _check_new_name(self, name, kind: str, store: str) -> None:
+        """torch's checks before registering ``name`` in ``store``."""
+        if store not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain ".", got {name!r}')
+        if hasattr(self, name) and name not in self.__dict__[store]:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_parameter(self, name: str, param) -> None:
         """Add a Parameter (or None, a declared-but-absent parameter such as ``bias=False``)."""
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        _check_name(self, name, "parameter")
-        if hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name(name, "parameter", "_parameters")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                             "(a tinygrad_tx.nn.Parameter or None required)")
@@ -257,11 +257,7 @@ class Module:
 
         Persistent buffers are part of ``state_dict()``; non-persistent ones (a
         causal mask that can be rebuilt) are not, as in torch."""
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
-        _check_name(self, name, "buffer")
-        if hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name(name, "buffer", "_buffers")
         if isinstance(tensor, np.ndarray):
             tensor = Tensor(tensor)
         if tensor is not None and not isinstance(tensor, Tensor):
@@ -277,9 +273,7 @@ class Module:
         """Add a child module (or None) under ``name``."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        _check_name(self, name, "module")
-        if hasattr(self, name) and name not in self._modules:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name(name, "module", "_modules")
         self._modules[name] = module
 
     register_module = add_module
