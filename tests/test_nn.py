@@ -54,7 +54,7 @@ def module_parity(name, ours, theirs, x, dtype, *, allow_zero_grad=()):
 
     def torch_fn(x, *ps):
         dt = ps[0].dtype if ps else x.dtype
-        theirs.to(dt)
+        theirs.to(device=x.device, dtype=dt)  # buffers follow the harness's device and dtype
         return torch.func.functional_call(theirs, dict(zip(names, ps)), (x,))
 
     grad = None if float_x else tuple(range(1, 1 + len(params)))  # integer ids: parameters only
