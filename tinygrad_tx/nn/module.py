@@ -348,8 +348,9 @@ class Module:
         """Set training mode here and in every descendant (Dropout, BatchNorm depend on it)."""
         if not isinstance(mode, bool):
             raise TypeError(f"train: training mode is expected to be a bool, got {mode!r}")
-        for m in self.modules():
-            object.__setattr__(m, "training", mode)
+        object.__setattr__(self, "training", mode)
+        for child in self.children():  # each child's own train(), which a subclass may override
+            child.train(mode)
         return self
 
     def eval(self):
