@@ -3,8 +3,8 @@
 The only changes to the tutorial's code: its ``assert``s became ``ValueError``s with the
 values named (shared checks in ``tinygrad_tx.models.inputs``), token ids and targets
 are range-checked, and the attention can optionally run through torch's fused
-``F.scaled_dot_product_attention`` (``attn_impl="fused"``) for speed comparisons; the default
-``"naive"`` is the tutorial's masked_fill + softmax.
+``F.scaled_dot_product_attention`` (``attn_impl="fused"`` or ``"flash"``, the names our twin
+uses) for speed comparisons; the default ``"naive"`` is the tutorial's masked_fill + softmax.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tinygrad_tx.models.inputs import (check_heads, check_seq_len, check_targets
 
 from ._twin import TwinModule, np_of
 
-ATTN_IMPLS = ("naive", "fused")
+ATTN_IMPLS = ("naive", "fused", "flash")  # "flash" also runs torch's fused kernel
 
 
 def lm_loss(logits, targets):
@@ -66,7 +66,7 @@ class CausalSelfAttention(TwinModule):
         k = k.view(B, T, self.n_heads, self.d_k).transpose(1, 2)
         v = v.view(B, T, self.n_heads, self.d_k).transpose(1, 2)
 
-        if self.attn_impl == "fused":
+        if self.attn_impl != "naive":
             p = self.attn_dropout.p if self.training else 0.0
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
         else:

@@ -59,7 +59,7 @@ class MultiHeadAttention(TwinModule):
 
         if mask is not None:
             mask = torch.as_tensor(mask, device=x.device)
-        if self.attn_impl == "fused":
+        if self.attn_impl != "naive":
             p = self.attn_dropout.p if self.training else 0.0
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         else:

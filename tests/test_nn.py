@@ -121,10 +121,12 @@ def test_conv2d_patch_parity(c, d, kh, kw, hp, wp, b, bias, unbatched, dtype, se
     module_parity("nn.Conv2d(patch)", ours, theirs, values(shape, seed), dtype)
 
 
-@given(lead=lead_shapes(2), norm=st.lists(st.integers(2, 5), min_size=1, max_size=2).map(tuple),
+@given(lead=lead_shapes(2), norm=st.one_of(st.integers(3, 6).map(lambda n: (n,)),
+                                            st.tuples(st.integers(2, 4), st.integers(2, 4))),
        affine=st.booleans(), bias=st.booleans(), eps=st.sampled_from([1e-5, 1e-3, 0.1]),
        dtype=float_dtypes, seed=seeds)
 def test_layernorm_parity(lead, norm, affine, bias, eps, dtype, seed):
+    """At least 3 normalised elements (see batchnorm_cases for why 2 is ill-conditioned)."""
     tg.manual_seed(seed)
     ours = nn.LayerNorm(norm, eps=eps, elementwise_affine=affine, bias=bias)
     theirs = tnn.LayerNorm(norm, eps=eps, elementwise_affine=affine, bias=bias)
@@ -135,11 +137,15 @@ def test_layernorm_parity(lead, norm, affine, bias, eps, dtype, seed):
     module_parity("nn.LayerNorm", ours, theirs, values(lead + norm, seed, scale=3.0), dtype)
 
 
+# Two values per normalised group are excluded from the gradient comparisons: the two x̂ are then
+# ±sqrt(σ²/(σ² + ε)) and dL/dx = (r/2)(d_1 − d_2) · ε/(σ² + ε) is a difference of nearly equal terms,
+# so torch's float64 result itself carries a relative rounding noise of about 1e-16 (σ² + ε)/ε
+# (measured over 2000 draws with m = 2: up to 5e-8 between torch's and our float64 gradients), far above F64_RTOL.
 @st.composite
 def batchnorm_cases(draw):
     c = draw(st.integers(1, 5))
-    n = draw(st.integers(2, 6))
     length = draw(st.one_of(st.none(), st.integers(1, 4)))
+    n = draw(st.integers(3 if length in (None, 1) else 2, 6))   # at least 3 values per channel
     return dict(c=c, shape=(n, c) if length is None else (n, c, length),
                 affine=draw(st.booleans()), bias=draw(st.booleans()),
                 track=draw(st.booleans()), momentum=draw(st.sampled_from([0.1, 0.5, None])),
@@ -228,7 +234,7 @@ def test_parameter_free_layers_parity(kind, shape, dtype, seed):
     check_parity(f"nn.{type(ours).__name__}", ours, theirs, [x], dtype)
 
 
-@given(d=st.integers(1, 5), hidden=st.integers(2, 6), out=st.integers(1, 4), dtype=float_dtypes, seed=seeds)
+@given(d=st.integers(1, 5), hidden=st.integers(3, 6), out=st.integers(1, 4), dtype=float_dtypes, seed=seeds)
 def test_composed_model_parity(d, hidden, out, dtype, seed):
     """A nested model: every parameter (in named_parameters order, matching torch's) gets its gradient."""
     tg.manual_seed(seed)

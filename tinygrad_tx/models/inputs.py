@@ -126,8 +126,10 @@ def as_pair(size, name: str):
 
 
 def check_patch_grid(image_size, patch_size):
-    """(H, W) and P must give a whole grid of P x P patches; returns (H // P, W // P)."""
+    """(H, W) and a square patch P must give a whole grid of P x P patches; returns (H // P, W // P)."""
     (H, W), (P, Q) = as_pair(image_size, "image_size"), as_pair(patch_size, "patch_size")
+    if P != Q:
+        raise ValueError(f"patches must be square (P x P), got patch_size {(P, Q)}")
     if min(H, W, P, Q) <= 0:
         raise ValueError(f"image_size {(H, W)} and patch_size {(P, Q)} must be positive")
     if H % P or W % Q:

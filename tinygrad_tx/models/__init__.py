@@ -1,0 +1,22 @@
+"""The tutorial's architectures on tinygrad_tx, each with a PyTorch twin of the same name in
+``reference/`` (same attribute names and state-dict keys).
+
+* ``gpt``: ``CausalSelfAttention``, ``FeedForward``, ``TransformerBlock``, ``GPTLanguageModel``
+  (section 7.3);
+* ``transformer``: ``MultiHeadAttention``, ``EncoderBlock``, ``DecoderBlock``,
+  ``TransformerEncoder``, ``Encoder`` (BERT-style), ``TransformerDecoder``, ``EncoderDecoder``
+  (sections 7.1, 8);
+* ``vit``: ``PatchEmbedding``, ``ViT`` (section 10);
+* ``baselines``: ``BigramCountModel``, ``NeuralBigram`` (section 3), ``FlattenMLP`` (section 5.3).
+"""
+from .baselines import BigramCountModel, FlattenMLP, NeuralBigram
+from .gpt import ATTN_IMPLS, CausalSelfAttention, FeedForward, GPTLanguageModel, TransformerBlock
+from .transformer import (DecoderBlock, Encoder, EncoderBlock, EncoderDecoder, MultiHeadAttention,
+                          TransformerDecoder, TransformerEncoder)
+from .vit import PatchEmbedding, ViT
+
+__all__ = [
+    "ATTN_IMPLS", "BigramCountModel", "CausalSelfAttention", "DecoderBlock", "Encoder", "EncoderBlock",
+    "EncoderDecoder", "FeedForward", "FlattenMLP", "GPTLanguageModel", "MultiHeadAttention", "NeuralBigram",
+    "PatchEmbedding", "TransformerBlock", "TransformerDecoder", "TransformerEncoder", "ViT",
+]
