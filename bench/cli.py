@@ -48,9 +48,10 @@ class Settings:
     def __init__(self, quick: bool, rounds: int | None):
         self.quick = quick
         self.rounds = rounds or (3 if quick else 7)
+        self.min_rounds = min(2 if quick else 3, self.rounds)  # even when the budget is exceeded
         self.round_s = 0.05 if quick else 0.15      # target seconds of calls per worker per round
-        self.case_budget_s = 6.0 if quick else 40.0  # cap on one component's timed calls, all workers
-        self.warmup = 1 if quick else 2
+        self.case_budget_s = 4.0 if quick else 40.0  # cap on one component's timed calls, all workers
+        self.warmup = 1 if quick else 2              # quick: setup's forward+backward is the fwdbwd warm-up
         self.max_n = 200
 
 
@@ -74,7 +75,8 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
         if not reply.get("ok"):
             results[label] = {"error": reply.get("error")}
             continue
-        results[label] = {"saved_bytes": reply["saved_bytes"], "flops_fwd": reply["flops_fwd"],
+        results[label] = {"saved_bytes": reply["saved_bytes"], "first_fwdbwd_s": reply["first_fwdbwd_s"],
+                          "flops_fwd": reply["flops_fwd"],
                           "flops_fwdbwd": reply["flops_fwdbwd"], "info": reply.get("info", {}),
                           "times": {m: [] for m in modes}}
         live.append((label, worker))
@@ -84,11 +86,14 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
     est = {}
     for label, worker in live:
         for m in modes:
+            if m == "fwdbwd" and settings.quick:
+                est[(label, m)] = max(results[label]["first_fwdbwd_s"], 1e-6)
+                continue
             t = worker.call("time", key=label, mode=m, n=settings.warmup)["times"]
             est[(label, m)] = max(sorted(t)[len(t) // 2], 1e-6)
     n = {k: int(min(settings.max_n, max(1, round(settings.round_s / v)))) for k, v in est.items()}
     per_round = sum(n[k] * est[k] for k in n)
-    rounds = max(min(3, settings.rounds), min(settings.rounds, int(settings.case_budget_s / max(per_round, 1e-9))))
+    rounds = max(settings.min_rounds, min(settings.rounds, int(settings.case_budget_s / max(per_round, 1e-9))))
     for r in range(rounds):
         order = live if r % 2 == 0 else live[::-1]
         for m in modes:
@@ -111,7 +116,7 @@ def run_components(workers, names, settings, attn_impl):
     for name in names:
         comp = REGISTRY[name]
         cfg = comp.config(settings.quick)
-        if attn_impl and "attn_impl" in cfg:
+        if attn_impl and "attn_impl" in cfg and not comp.variant:
             cfg["attn_impl"] = attn_impl
         t0 = time.perf_counter()
         res = measure([(w.label, w, name, cfg) for w in workers], settings)
@@ -175,7 +180,7 @@ def flash_sweep(ours, torch_w, settings, heads=4, d_head=16, batch=1):
     Ts = [256, 512, 1024] if settings.quick else [256, 512, 1024, 2048, 4096]
     paths = [("ours_naive", ours, "naive"), ("ours_flash", ours, "flash"),
              ("torch_naive", torch_w, "naive"), ("torch_fused", torch_w, "flash")]
-    sweep_settings = Settings(settings.quick, 3)
+    sweep_settings = Settings(settings.quick, 2 if settings.quick else 3)
     sweep_settings.warmup = 1
     rows = []
     for T in Ts:
@@ -209,10 +214,11 @@ def run_accuracy(names, quick, threads, attn_impl):
     cfgs = {}
     for n in names:
         cfg = REGISTRY[n].config(quick)
-        if attn_impl and "attn_impl" in cfg:
+        if attn_impl and "attn_impl" in cfg and not REGISTRY[n].variant:
             cfg["attn_impl"] = attn_impl
         cfgs[n] = cfg
-    return run_json(["bench.accuracy", "--only", ",".join(names), "--cfg", json.dumps(cfgs)], threads, 1800)
+    cmd = ["bench.accuracy", "--only", ",".join(names), "--cfg", json.dumps(cfgs)] + (["--quick"] if quick else [])
+    return run_json(cmd, threads, 1800)
 
 
 def run_rss(component, steps, threads, attn_impl):
@@ -288,7 +294,7 @@ def main(argv=None) -> int:
     threads = args.threads or default_threads()
     skip = {s for s in args.skip.split(",") if s}
     settings = Settings(args.quick, args.rounds)
-    names = [n for n in args.only.split(",") if n] or [c.name for c in main_components()]
+    names = [n for n in args.only.split(",") if n] or [c.name for c in main_components(args.quick)]
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         raise SystemExit(f"unknown component(s): {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
@@ -314,7 +320,7 @@ def main(argv=None) -> int:
             cuda = WorkerClient("torch", device="cuda", threads=threads)
             workers.append(cuda)
             results["meta"]["torch_cuda"] = cuda.call("hello")
-        peak_n = 512 if args.quick else 1024
+        peak_n = 1024
         results["meta"]["matmul_peak"] = {w.label: w.call("matmul_peak", n=peak_n, reps=5) for w in workers}
         log(f"float32 matmul peak ({peak_n}³): " + ", ".join(
             f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in results["meta"]["matmul_peak"].items()))

@@ -14,6 +14,10 @@ Adding one is a few lines::
 inputs (and calling ``B.prepare(module, rng)`` for module weights) in the same
 order makes both frameworks see the same numbers.
 
+``--quick`` uses each component's ``quick`` configuration: batch 4 instead of 16
+for the single ops and modules; the training steps keep the sizes the issue
+defines (tiny, tutorial, large).
+
 Timing modes: ``fwd`` runs ``Case.forward`` (graph recording on, as in
 training); ``fwdbwd`` clears the leaves' gradients, runs the forward, the
 backward with a fixed random cotangent (``loss.backward()`` for scalar losses)
@@ -55,6 +59,7 @@ class Component:
     target: float | None = None   # limit on median fwd+bwd time ratio ours / torch-CPU
     kind: str = "op"               # "op", "module", "train" (main table) or "sweep"
     doc: str = ""
+    variant: bool = False          # an extra row (full run only) whose attn_impl --attn-impl does not change
 
     def config(self, quick: bool) -> dict:
         return dict(self.quick if quick else self.full)
@@ -63,16 +68,17 @@ class Component:
 REGISTRY: dict[str, Component] = {}
 
 
-def component(name, full, quick=None, target=None, kind="op"):
+def component(name, full, quick=None, target=None, kind="op", variant=False):
     def deco(fn):
         REGISTRY[name] = Component(name, fn, dict(full), dict(quick if quick is not None else full),
-                                   target, kind, (fn.__doc__ or "").strip().split("\n")[0])
+                                   target, kind, (fn.__doc__ or "").strip().split("\n")[0], variant)
         return fn
     return deco
 
 
-def main_components():
-    return [c for c in REGISTRY.values() if c.kind != "sweep"]
+def main_components(quick: bool = False):
+    """The main table's components (``--quick`` leaves out the variant rows)."""
+    return [c for c in REGISTRY.values() if c.kind != "sweep" and not (quick and c.variant)]
 
 
 def build_case(B, name, cfg, seed):
@@ -91,10 +97,11 @@ def cotangent(shape, seed) -> np.ndarray:
 # =========================================================================== single ops
 
 D, T_LARGE, BATCH = 256, 128, 16          # the "large" GPT's activation shape (16, 128, 256)
-ACT = (BATCH, T_LARGE, D)
+QB = 4                                    # --quick: batch 4 instead of 16 for single ops and modules
+ACT, ACT_Q = (BATCH, T_LARGE, D), (QB, T_LARGE, D)
 
 
-@component("embedding", full=dict(vocab=4096, d=D, shape=(BATCH, T_LARGE)))
+@component("embedding", full=dict(vocab=4096, d=D, shape=(BATCH, T_LARGE)), quick=dict(vocab=4096, d=D, shape=(QB, T_LARGE)))
 def embedding(B, rng, c):
     """F.embedding: a row gather; the backward scatter-adds rows into the table's gradient."""
     w = B.leaf(draw_float(rng, (c["vocab"], c["d"])))
@@ -102,7 +109,7 @@ def embedding(B, rng, c):
     return Case(lambda: B.F.embedding(idx, w), [("weight", w)])
 
 
-@component("linear", full=dict(shape=ACT, d_out=4 * D), target=1.10)
+@component("linear", full=dict(shape=ACT, d_out=4 * D), quick=dict(shape=ACT_Q, d_out=4 * D), target=1.10)
 def linear(B, rng, c):
     """F.linear x Wᵀ + b, (16,128,256) -> 1024 (the MLP's up-projection)."""
     d_in = c["shape"][-1]
@@ -114,21 +121,23 @@ def linear(B, rng, c):
                 flops=linear_flops(tokens, d_in, c["d_out"]))
 
 
-@component("softmax", full=dict(shape=(BATCH, 8, T_LARGE, T_LARGE)), target=2.0)
+@component("softmax", full=dict(shape=(BATCH, 8, T_LARGE, T_LARGE)), quick=dict(shape=(QB, 8, T_LARGE, T_LARGE)),
+           target=2.0)
 def softmax(B, rng, c):
     """F.softmax over the last dim of attention-score-shaped input (16, 8, 128, 128)."""
     x = B.leaf(draw_float(rng, c["shape"], 2.0))
     return Case(lambda: B.F.softmax(x, dim=-1), [("x", x)])
 
 
-@component("log_softmax", full=dict(shape=(BATCH * T_LARGE, 1024)))
+@component("log_softmax", full=dict(shape=(BATCH * T_LARGE, 1024)), quick=dict(shape=(QB * T_LARGE, 1024)))
 def log_softmax(B, rng, c):
     """F.log_softmax over the last dim of (2048, 1024) logits."""
     x = B.leaf(draw_float(rng, c["shape"], 2.0))
     return Case(lambda: B.F.log_softmax(x, dim=-1), [("x", x)])
 
 
-@component("cross_entropy", full=dict(shape=(BATCH * T_LARGE, 1024)), target=2.0)
+@component("cross_entropy", full=dict(shape=(BATCH * T_LARGE, 1024)), quick=dict(shape=(QB * T_LARGE, 1024)),
+           target=2.0)
 def cross_entropy(B, rng, c):
     """F.cross_entropy (log-softmax + mean NLL) of (2048, 1024) logits: a scalar loss."""
     x = B.leaf(draw_float(rng, c["shape"], 2.0))
@@ -136,7 +145,7 @@ def cross_entropy(B, rng, c):
     return Case(lambda: B.F.cross_entropy(x, t), [("logits", x)])
 
 
-@component("layer_norm", full=dict(shape=ACT), target=2.0)
+@component("layer_norm", full=dict(shape=ACT), quick=dict(shape=ACT_Q), target=2.0)
 def layer_norm(B, rng, c):
     """F.layer_norm over the last dim with gain and bias, (16, 128, 256)."""
     d = c["shape"][-1]
@@ -146,14 +155,15 @@ def layer_norm(B, rng, c):
     return Case(lambda: B.F.layer_norm(x, (d,), w, b, 1e-5), [("x", x), ("weight", w), ("bias", b)])
 
 
-@component("gelu", full=dict(shape=(BATCH, T_LARGE, 4 * D)), target=2.0)
+@component("gelu", full=dict(shape=(BATCH, T_LARGE, 4 * D)), quick=dict(shape=(QB, T_LARGE, 4 * D)), target=2.0)
 def gelu(B, rng, c):
     """F.gelu (exact, erf) on the MLP's hidden activation (16, 128, 1024)."""
     x = B.leaf(draw_float(rng, c["shape"]))
     return Case(lambda: B.F.gelu(x), [("x", x)])
 
 
-@component("sdpa", full=dict(batch=BATCH, heads=8, T=T_LARGE, d_head=D // 8))
+@component("sdpa", full=dict(batch=BATCH, heads=8, T=T_LARGE, d_head=D // 8),
+           quick=dict(batch=QB, heads=8, T=T_LARGE, d_head=D // 8))
 def sdpa(B, rng, c):
     """F.scaled_dot_product_attention(q, k, v, is_causal=True), the fused attention core."""
     shape = (c["batch"], c["heads"], c["T"], c["d_head"])
@@ -174,7 +184,7 @@ def self_attention_flops(batch, T, d):
 
 
 @component("self_attention", full=dict(batch=BATCH, T=T_LARGE, d=D, heads=8, attn_impl="naive"),
-           target=1.10, kind="module")
+           quick=dict(batch=QB, T=T_LARGE, d=D, heads=8, attn_impl="naive"), target=1.10, kind="module")
 def self_attention(B, rng, c):
     """models.gpt.CausalSelfAttention (c_attn, causal softmax attention, c_proj)."""
     m = B.prepare(B.model("gpt", "CausalSelfAttention")(c["d"], c["heads"], c["T"], dropout=0.0,
@@ -185,7 +195,7 @@ def self_attention(B, rng, c):
 
 
 @component("cross_attention", full=dict(batch=BATCH, T=T_LARGE, T_ctx=64, d=D, heads=8, attn_impl="naive"),
-           target=1.10, kind="module")
+           quick=dict(batch=QB, T=T_LARGE, T_ctx=64, d=D, heads=8, attn_impl="naive"), target=1.10, kind="module")
 def cross_attention(B, rng, c):
     """models.transformer.MultiHeadAttention(x, context): queries from x, keys/values from context."""
     m = B.prepare(B.model("transformer", "MultiHeadAttention")(c["d"], c["heads"], dropout=0.0,
@@ -197,7 +207,8 @@ def cross_attention(B, rng, c):
     return Case(lambda: m(x, context=ctx), _module_leaves(B, m, [("x", x), ("context", ctx)]), flops=flops)
 
 
-@component("patch_embed", full=dict(batch=64, image=32, patch=4, channels=3, d=D), kind="module")
+@component("patch_embed", full=dict(batch=64, image=32, patch=4, channels=3, d=D),
+           quick=dict(batch=16, image=32, patch=4, channels=3, d=D), kind="module")
 def patch_embed(B, rng, c):
     """models.vit.PatchEmbedding: P×P stride-P patch projection (torch: Conv2d) of 32×32 images."""
     m = B.prepare(B.model("vit", "PatchEmbedding")(c["image"], c["patch"], c["channels"], c["d"]), rng)
@@ -208,7 +219,7 @@ def patch_embed(B, rng, c):
 
 
 @component("transformer_block", full=dict(batch=BATCH, T=T_LARGE, d=D, heads=8, attn_impl="naive"),
-           kind="module")
+           quick=dict(batch=QB, T=T_LARGE, d=D, heads=8, attn_impl="naive"), kind="module")
 def transformer_block(B, rng, c):
     """models.gpt.TransformerBlock: pre-LN causal attention + GELU MLP with residuals."""
     m = B.prepare(B.model("gpt", "TransformerBlock")(c["d"], c["heads"], c["T"], dropout=0.0,
@@ -247,6 +258,12 @@ def gpt_step(B, rng, c):
 
 for _size, _target in (("tiny", 0.5), ("tutorial", 0.85), ("large", 1.10)):
     component(f"gpt_{_size}", full=dict(GPT_SIZES[_size], attn_impl="naive"), target=_target, kind="train")(gpt_step)
+# the large step with the other attention paths of both twins: "fused" (ours: one SDPA Function
+# saving the probabilities; torch: F.scaled_dot_product_attention) and "flash" (ours: the tiled
+# flash_attention; torch's twin runs its fused kernel for both)
+for _impl in ("fused", "flash"):
+    component(f"gpt_large_{_impl}", full=dict(GPT_SIZES["large"], attn_impl=_impl), kind="train",
+              variant=True)(gpt_step)
 
 
 @component("vit_step", full=dict(batch=32, image=32, patch=4, channels=3, classes=10, d=64, heads=4, layers=4,
