@@ -160,6 +160,8 @@ def flash_attention(query, key, value, attn_mask=None, is_causal=False, scale=No
                              f"scores' shape {batch + (qs[-2], ks[-2])}") from None
         if mask.dtype != np.bool_:
             mask = mask.astype(query.dtype, copy=False)
+        if mask.ndim < 2:  # e.g. a (T_k,) key mask: give it the (T_q, T_k) axes the tiles slice
+            mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)
     if not isinstance(query, Tensor):
         query = Tensor(query)
     return FlashAttention.apply(query, key, value, mask, is_causal=bool(is_causal), scale=scale,
