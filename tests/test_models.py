@@ -39,27 +39,22 @@ NAMES = Path(__file__).resolve().parents[2] / "shared" / "data" / "names.txt"
 
 # ============================================================================ harness
 
-class _OursCall(tnn.Module):
-    """Wraps ``fn(model, *args)`` (a forward, ``classify``, ``masked_lm``...) as a module call,
-    so ``functional_call`` can swap the model's parameters for test inputs."""
+def _caller(base):
+    """A module class (on ``base``) wrapping ``fn(model, *args)`` -- a forward, ``classify``,
+    ``masked_lm`` -- as a module call, so ``functional_call`` can swap the model's parameters
+    for test inputs."""
+    class Call(base):
+        def __init__(self, model, fn):
+            super().__init__()
+            self.model = model
+            self.fn = fn
 
-    def __init__(self, model, fn):
-        super().__init__()
-        self.model = model
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(self.model, *args)
+        def forward(self, *args):
+            return self.fn(self.model, *args)
+    return Call
 
 
-class _TwinCall(torch.nn.Module):
-    def __init__(self, model, fn):
-        super().__init__()
-        self.model = model
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(self.model, *args)
+_OursCall, _TwinCall = _caller(tnn.Module), _caller(torch.nn.Module)
 
 
 def _flat_ours(outs):

@@ -124,26 +124,37 @@ class DecoderBlock(nn.Module):
         return x
 
 
-class TransformerEncoder(nn.Module):
-    """Token + learned positional embeddings, bidirectional encoder blocks, final LayerNorm:
-    ``forward(idx, padding_mask=None)`` -> hidden states (B, T, d_model)."""
+class TokenStack(nn.Module):
+    """What the encoder and decoder stacks share: token and learned positional embeddings."""
 
-    def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=4, block_size=16, dropout=0.1,
-                 attn_impl="fused"):
+    def __init__(self, vocab_size, d_model, n_heads, block_size):
         super().__init__()
         check_heads(d_model, n_heads)
         self.vocab_size = vocab_size
         self.block_size = block_size
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         self.pos_embedding = nn.Embedding(block_size, d_model)
+
+    def embed(self, idx, name="idx", what="sequence"):
+        """(B, T) token ids -> token + position embeddings (B, T, d_model), ids and T checked."""
+        idx = as_ids(idx, self.vocab_size, name)
+        T = idx.shape[1]
+        check_seq_len(T, self.block_size, what)
+        return self.token_embedding(idx) + self.pos_embedding(arange(0, T))
+
+
+class TransformerEncoder(TokenStack):
+    """Token + learned positional embeddings, bidirectional encoder blocks, final LayerNorm:
+    ``forward(idx, padding_mask=None)`` -> hidden states (B, T, d_model)."""
+
+    def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=4, block_size=16, dropout=0.1,
+                 attn_impl="fused"):
+        super().__init__(vocab_size, d_model, n_heads, block_size)
         self.blocks = nn.ModuleList([EncoderBlock(d_model, n_heads, dropout, attn_impl) for _ in range(n_layers)])
         self.ln_f = nn.LayerNorm(d_model)
 
     def forward(self, idx, padding_mask=None):
-        idx = as_ids(idx, self.vocab_size)
-        B, T = idx.shape
-        check_seq_len(T, self.block_size)
-        x = self.token_embedding(idx) + self.pos_embedding(arange(0, T))
+        x = self.embed(idx)
         for block in self.blocks:
             x = block(x, padding_mask)
         return self.ln_f(x)
@@ -187,28 +198,20 @@ class Encoder(TransformerEncoder):
         return logits, loss
 
 
-class TransformerDecoder(nn.Module):
+class TransformerDecoder(TokenStack):
     """Token + learned positional embeddings, decoder blocks, final LayerNorm, tied lm_head:
     ``forward(idx, memory, padding_mask=None, memory_padding_mask=None)`` -> logits."""
 
     def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=4, block_size=16, dropout=0.1,
                  attn_impl="fused"):
-        super().__init__()
-        check_heads(d_model, n_heads)
-        self.vocab_size = vocab_size
-        self.block_size = block_size
-        self.token_embedding = nn.Embedding(vocab_size, d_model)
-        self.pos_embedding = nn.Embedding(block_size, d_model)
+        super().__init__(vocab_size, d_model, n_heads, block_size)
         self.blocks = nn.ModuleList([DecoderBlock(d_model, n_heads, dropout, attn_impl) for _ in range(n_layers)])
         self.ln_f = nn.LayerNorm(d_model)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         self.token_embedding.weight = self.lm_head.weight
 
     def forward(self, idx, memory, padding_mask=None, memory_padding_mask=None):
-        idx = as_ids(idx, self.vocab_size, "tgt")
-        B, T = idx.shape
-        check_seq_len(T, self.block_size, "target sequence")
-        x = self.token_embedding(idx) + self.pos_embedding(arange(0, T))
+        x = self.embed(idx, "tgt", "target sequence")
         for block in self.blocks:
             x = block(x, memory, padding_mask, memory_padding_mask)
         return self.lm_head(self.ln_f(x))
