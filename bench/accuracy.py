@@ -64,23 +64,31 @@ def item_errors(runs, oracle):
     return detail, zero
 
 
-def compare(name, cfg, seed, backends):
-    runs = {label: run_case(B, name, cfg, seed) for label, B in backends.items()}
-    oracle = runs.pop("torch64")
-    detail, zero = item_errors(runs, oracle)
+def compare(name, cfg, seeds, backends):
+    """Worst errors over ``seeds`` (each seed: new inputs, weights and cotangent)."""
+    detail, zero = {}, set()
+    for seed in seeds:
+        runs = {label: run_case(B, name, cfg, seed) for label, B in backends.items()}
+        oracle = runs.pop("torch64")
+        d, z = item_errors(runs, oracle)
+        zero |= z
+        for key, errs in d.items():
+            prev = detail.setdefault(key, {})
+            for label, e in errs.items():
+                prev[label] = max(prev.get(label, 0.0), e)
     worst = {label: max(d[label] for d in detail.values()) for label in runs}
     return {"ours": worst["ours32"], "torch": worst["torch32"], "ours_f64": worst.get("ours64"),
             "ratio": (worst["ours32"] / worst["torch32"]) if worst["torch32"] > 0 else
             (0.0 if worst["ours32"] == 0 else float("inf")),
             "worst_item": max(detail, key=lambda k: detail[k]["ours32"]),
-            "zero_grads": sorted(zero), "detail": detail}
+            "zero_grads": sorted(zero), "seeds": list(seeds), "detail": detail}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench.accuracy")
     ap.add_argument("--quick", action="store_true", help="quick configurations; no float64 check of ours")
     ap.add_argument("--only", default="", help="comma-separated component names")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, default=None, help="number of seeds, worst error kept (default 3, quick 1)")
     ap.add_argument("--cfg", default="", help="JSON {component: cfg} overriding the defaults")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or [c.name for c in main_components(args.quick)]
@@ -93,7 +101,7 @@ def main(argv=None):
     for name in names:
         cfg = overrides.get(name) or REGISTRY[name].config(args.quick)
         try:
-            results[name] = compare(name, cfg, args.seed, backends)
+            results[name] = compare(name, cfg, range(args.seeds or (1 if args.quick else 3)), backends)
         except Exception as e:  # a component whose API has not landed: report, continue
             results[name] = {"error": f"{type(e).__name__}: {e}"}
     json.dump(results, sys.stdout)
