@@ -425,6 +425,22 @@ def test_generate_cached_uncached_and_twin_agree(kw):
     assert np.array_equal(G.generate(model, prompt, n, seed=42, stop_token=None, **kw), cached)  # reproducible
 
 
+def test_cache_handles_long_prompts_and_unrelated_sequences():
+    """A prompt longer than block_size is cropped like the tutorial's; a sequence that does not
+    continue the cached tokens makes NextLogits refill the cache instead of reusing it."""
+    model = _gpt(7, 8, 2, 2, 5, 9)
+    long_prompt = np.random.default_rng(0).integers(0, 7, (2, 9))
+    a = G.generate(model, long_prompt, 4, seed=0, stop_token=None)
+    assert np.array_equal(a, G.generate(model, long_prompt, 4, seed=0, stop_token=None, use_cache=False))
+    assert np.array_equal(a[:, :9], long_prompt)
+    with tg.no_grad():
+        step = G.NextLogits(model, 1, use_cache=True)
+        step(np.array([[1, 2, 3]]))
+        other = step(np.array([[4, 2, 3, 1]]))   # not a continuation of [1, 2, 3]
+        assert rel_err(other, model(np.array([[4, 2, 3, 1]]))[0].data[:, -1]) <= CACHE_TOL
+        assert step.cache.tokens[0, :4].tolist() == [4, 2, 3, 1] and step.cache.length == 4
+
+
 def test_generate_stops_at_sentinel_per_row():
     """A bigram table that walks i -> i+1 (mod V) greedily: from 3 the names sentinel '$' (0)
     comes after V-1; rows stop separately and are then filled with '$'."""
@@ -538,3 +554,20 @@ def test_time_generation_reports_both_paths():
         assert r["first_step_s"] > 0 and r["per_token_s"] > 0 and r["total_s"] >= r["first_step_s"]
     with pytest.raises(ValueError, match="n_tokens >= 2"):
         G.time_generation(model, 3, 1, True)
+
+
+def test_twin_multinomial_path_samples_the_same_support():
+    """Without uniforms the twin is the tutorial's torch.multinomial loop: reproducible with a
+    seeded torch.Generator, and it only ever picks tokens our filtered distribution allows."""
+    model = _gpt(9, 8, 2, 1, 6, 6)
+    twin = _twin_gpt(model)
+    prompt = torch.tensor([[0, 1, 2]])
+    kw = dict(temperature=0.8, top_k=3, top_p=0.9)
+    a = RG.generate(twin, prompt, 5, stop_token=None, generator=torch.Generator().manual_seed(0), **kw)
+    b = RG.generate(twin, prompt, 5, stop_token=None, generator=torch.Generator().manual_seed(0), **kw)
+    assert torch.equal(a, b) and a.shape == (1, 8)
+    with tg.no_grad():
+        for t in range(3, 8):
+            allowed = G.next_token_probs(model(a[:, max(0, t - 6):t].numpy())[0].data[:, -1], **kw) > 0
+            assert allowed[0, a[0, t].item()]
+    assert twin.training  # the mode it had before
