@@ -128,7 +128,7 @@ def run_components(workers, names, settings, attn_impl):
                 continue
             row["results"][label] = {
                 "fwd": r["stats"]["fwd"], "fwdbwd": r["stats"]["fwdbwd"], "saved_bytes": r["saved_bytes"],
-                "rounds": r["rounds"], "info": r["info"],
+                "rounds": r["rounds"], "info": r["info"], "times": r["times"],
                 "gflops_fwd": gflops(r["flops_fwd"], r["stats"]["fwd"]["median"]),
                 "gflops_fwdbwd": gflops(r["flops_fwdbwd"], r["stats"]["fwdbwd"]["median"])}
             row["flops_fwd"], row["flops_fwdbwd"] = r["flops_fwd"], r["flops_fwdbwd"]
@@ -151,7 +151,7 @@ def run_components(workers, names, settings, attn_impl):
 
 # --------------------------------------------------------------------------- sweeps
 
-def section11_sweep(ours, torch_w, settings, d=64, heads=4, batch=1):
+def section11_sweep(ours, torch_w, settings, d=64, heads=4, batch=4):
     """One causal self-attention layer (naive path, the tutorial's code) at T = 32 … 2048, fixed d."""
     Ts = [32, 64, 128, 256] if settings.quick else [32, 64, 128, 256, 512, 1024, 2048]
     rows = []
@@ -339,6 +339,8 @@ def main(argv=None) -> int:
         if "flash" not in skip:
             log("naive vs tiled/flash attention:")
             results["flash_sweep"] = flash_sweep(ours, torch_w, settings)
+        if ours.call("hello")["torch_imported"]:
+            raise WorkerError("the ours worker imported torch while running the components")
     finally:
         for w in workers:
             w.close()

@@ -288,8 +288,10 @@ def plots(res, out_dir) -> list:
         ax2.set_yscale("log")
         ax2.set_ylabel("analytic multiply-adds (millions)")
         ax2.legend(loc="lower right", fontsize=8)
-        a1.axvline(2 * d, color="red", lw=0.8)
-        a1.text(2 * d, a1.get_ylim()[0] if a1.lines else 1, f" T = 2d = {2 * d}", color="red", fontsize=8)
+        for a in (a1, a2):
+            a.axvline(2 * d, color="red", lw=0.8)
+            a.annotate(f" T = 2d = {2 * d}", xy=(2 * d, 0.5), xycoords=("data", "axes fraction"), color="red",
+                       fontsize=8)
         for a in (a1, a2):
             a.set_xscale("log", base=2)
             a.set_xlabel("sequence length T")
@@ -302,7 +304,6 @@ def plots(res, out_dir) -> list:
             if pts:
                 a2.plot(*zip(*pts), "o-", label=f"{nice} saved for backward")
         a2.plot(T, [r["score_bytes_f32"] / 2 ** 20 for r in s11], "--", color="gray", label="T·T·heads scores (f32)")
-        a2.axvline(2 * d, color="red", lw=0.8)
         a2.set_yscale("log")
         a2.set_ylabel("MB")
         a2.legend(fontsize=8)
