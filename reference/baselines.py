@@ -37,8 +37,9 @@ class BigramCountModel(TwinModule):
     def fit(self, sequences, stoi=None, boundary=None):
         """Add the bigram counts of ``sequences`` (id lists, or strings with ``stoi``)."""
         prev, nxt = self._pairs(sequences, stoi, boundary)
-        # N(c_i, c_j) += 1 for every consecutive pair (ch1, ch2)
-        self.counts.index_put_((prev, nxt), torch.ones(len(prev), dtype=torch.int32), accumulate=True)
+        # N(c_i, c_j) += 1 for every consecutive pair (ch1, ch2): count each flat index i * V + j
+        V = self.vocab_size
+        self.counts += torch.bincount(prev * V + nxt, minlength=V * V).view(V, V).to(self.counts.dtype)
         return self
 
     def _pairs(self, sequences, stoi, boundary):

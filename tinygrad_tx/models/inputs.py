@@ -195,22 +195,30 @@ def encode_sequences(sequences, stoi=None, boundary=None):
     """Token-id lists: id sequences pass through; strings are encoded with ``stoi`` and, when
     ``boundary`` is given, wrapped in it on both sides ('$' + name + '$')."""
     out = []
+    wrap = boundary or ""
     for seq in sequences:
         if isinstance(seq, str):
             if stoi is None:
                 raise ValueError(f"got the string {seq!r}: pass stoi to encode strings")
-            seq = (boundary or "") + seq + (boundary or "")
-            missing = sorted(set(seq) - set(stoi))
-            if missing:
-                raise ValueError(f"characters {missing} of {seq!r} are not in stoi")
-            seq = [stoi[c] for c in seq]
-        out.append([int(i) for i in seq])
+            seq = wrap + seq + wrap
+            try:
+                out.append([stoi[c] for c in seq])
+            except KeyError:
+                missing = sorted(set(seq) - set(stoi))
+                raise ValueError(f"characters {missing} of {seq!r} are not in stoi") from None
+        else:
+            out.append([int(i) for i in seq])
     return out
 
 
 def bigram_pairs(sequences, vocab_size: int):
     """All consecutive (previous, next) id pairs of id sequences, as two int64 arrays, range-checked."""
-    prev = np.array([i for s in sequences for i in s[:-1]], dtype=np.int64)
-    nxt = np.array([i for s in sequences for i in s[1:]], dtype=np.int64)
-    check_token_ids(np.concatenate([prev, nxt]), vocab_size, "sequence", ndim=(1,))
-    return prev, nxt
+    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+    flat = np.fromiter((i for s in sequences for i in s), dtype=np.int64, count=int(lengths.sum()))
+    check_token_ids(flat, vocab_size, "sequence", ndim=(1,))
+    ends = np.cumsum(lengths)[lengths > 0]
+    not_last = np.ones(flat.size, dtype=bool)
+    not_last[ends - 1] = False                        # a sequence's last id has no successor
+    not_first = np.ones(flat.size, dtype=bool)
+    not_first[ends - lengths[lengths > 0]] = False    # and its first id no predecessor
+    return flat[not_last], flat[not_first]
