@@ -1,0 +1,285 @@
+"""The ``tinygrad-tx`` command (also ``python -m tinygrad_tx``).
+
+::
+
+    tinygrad-tx train gpt                  # the tutorial's GPT on the offline names corpus
+    tinygrad-tx train gpt --data names.txt --steps 3000
+    tinygrad-tx sample --num-samples 20 --temperature 0.8 --top-k 10
+    tinygrad-tx train bigram --data names.txt
+    tinygrad-tx train vit | encoder | seq2seq
+    tinygrad-tx train gpt --compare-torch --steps 200 --dtype float64
+
+Every hyperparameter is a flag (``tinygrad-tx train gpt --help``); they are the fields of
+the dataclasses in :mod:`tinygrad_tx.training.config`, and the same training runs from
+Python as ``tinygrad_tx.training.train_gpt(steps=...)``.
+
+Errors (a bad flag, a missing file, an empty corpus, a value out of range) print one line
+to stderr -- ``tinygrad-tx: error: ...`` -- and exit with status 2 (bad command line) or 1
+(anything else); ``--debug`` shows the traceback instead. torch is imported only by
+``--compare-torch``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import warnings
+from pathlib import Path
+
+PROG = "tinygrad-tx"
+
+
+class CommandLineError(Exception):
+    """Raised by the parser instead of printing usage; main() turns it into one line."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (no usage block)."""
+
+    def error(self, message):
+        raise CommandLineError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
+
+
+def _number(kind, lo=None, hi=None):
+    """An argparse ``type`` that parses ``kind`` and checks ``lo <= value <= hi``."""
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if kind is float and value != value:
+            raise argparse.ArgumentTypeError("nan is not allowed")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            bounds = f">= {lo}" if hi is None else f"<= {hi}" if lo is None else f"in [{lo}, {hi}]"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def add_config_flags(parser, config_cls, skip=()):
+    """One ``--flag`` per dataclass field, with its help, choices and bounds."""
+    for f in dataclasses.fields(config_cls):
+        if f.name in skip:
+            continue
+        meta = f.metadata
+        flag = "--" + f.name.replace("_", "-")
+        help_text = meta.get("help", "")
+        if isinstance(f.default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default,
+                                help=f"{help_text} (default: {'on' if f.default else 'off'})")
+            continue
+        kind = meta.get("type") or type(f.default)
+        if kind in (int, float):
+            kind = _number(kind, meta.get("min"), meta.get("max"))
+        shown = "" if f.default in (None, "") else " (default: %(default)s)"
+        parser.add_argument(flag, type=kind, default=f.default, choices=meta.get("choices"),
+                            metavar=meta.get("metavar"), help=help_text + shown)
+
+
+def config_from_args(config_cls, args):
+    return config_cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config_cls)})
+
+
+# --------------------------------------------------------------------------- commands
+
+TRAIN_HELP = {
+    "gpt": "the tutorial's GPT (d_model 64, 4 heads, 4 layers, block 16) on a names corpus",
+    "bigram": "the bigram count model: its NLL per character",
+    "vit": "the Vision Transformer on scikit-learn's 8x8 digits: test accuracy",
+    "encoder": "the BERT-style encoder: first-name gender (US Census lists), held-out accuracy",
+    "seq2seq": "the encoder-decoder: spelled-out dates -> ISO dates (or reversed names), exact match",
+}
+
+LOSS_NOTE = ("Loss = mean negative log-likelihood per character (nats) of every character of "
+             "'$' + name + '$' after the first, each predicted from the characters before it "
+             "(the quantity of the tutorial's 'bigram ~ 2.45').")
+
+
+def _configs():
+    from .training import config
+    return {"gpt": config.GPTConfig, "bigram": config.BigramConfig, "vit": config.ViTConfig,
+            "encoder": config.EncoderConfig, "seq2seq": config.Seq2SeqConfig}
+
+
+def _task(kind, cfg):
+    if kind == "gpt":
+        from .training.gpt import GPTTask
+        return GPTTask(cfg)
+    if kind == "vit":
+        from .training.vit import ViTTask
+        return ViTTask(cfg)
+    if kind == "encoder":
+        from .training.encoder import EncoderTask
+        return EncoderTask(cfg)
+    from .training.seq2seq import Seq2SeqTask
+    return Seq2SeqTask(cfg)
+
+
+def _trainer(kind):
+    from . import training
+    from .training import bigram, encoder, seq2seq, vit
+    return {"gpt": training.train_gpt, "bigram": bigram.train_bigram, "vit": vit.train_vit,
+            "encoder": encoder.train_encoder, "seq2seq": seq2seq.train_seq2seq}[kind]
+
+
+def compare_torch(kind, cfg) -> int:
+    """``--compare-torch``: both frameworks from the same weights on the same batches."""
+    try:
+        from reference.train import compare
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(f"--compare-torch needs PyTorch and the reference package ({e.msg}); "
+                                  "pip install torch") from None
+    from .training.plots import plot_compare
+    if cfg.dropout:
+        print(f"note: dropout {cfg.dropout} -> 0 for the comparison (the frameworks draw different masks)")
+        cfg = cfg.replace(dropout=0.0)
+    task = _task(kind, cfg)
+    print(f"comparing tinygrad_tx with its PyTorch twin: {kind}, {cfg.steps} steps, {cfg.dtype}, "
+          f"same initial weights and batches, AdamW + warmup/cosine + clipping on both")
+    result = compare(task)
+    tol = 1e-8 if cfg.dtype == "float64" else 1e-4
+    verdict = "within" if result["max_rel_diff"] <= tol else "NOT within"
+    print(f"max relative difference of the loss curves over {cfg.steps} steps: {result['max_rel_diff']:.3e} "
+          f"({verdict} {tol:g}); time per step: tinygrad_tx {1e3 * result['seconds_ours'] / cfg.steps:.1f} ms, "
+          f"torch {1e3 * result['seconds_torch'] / cfg.steps:.1f} ms")
+    out = Path(cfg.plot or f"runs/{kind}/compare_{cfg.dtype}.png")
+    plot_compare(result["step"], result["ours"], result["torch"], out,
+                 f"{kind}: tinygrad_tx vs PyTorch twin ({cfg.dtype}, same init and batches)")
+    print(f"plot: {out}")
+    return 0
+
+
+def cmd_train(args) -> int:
+    kind = args.model
+    cfg = config_from_args(_configs()[kind], args)
+    if getattr(cfg, "compare_torch", False):
+        return compare_torch(kind, cfg)
+    _trainer(kind)(cfg)
+    return 0
+
+
+def cmd_sample(args) -> int:
+    from .training.gpt import describe, load_gpt, load_split, mark_novel, sample_names
+    model, vocab, info = load_gpt(args.checkpoint)
+    print(f"{args.checkpoint}: {describe(info)}")
+    names = sample_names(model, vocab, args.num_samples, layout=info.get("layout", "full"), prefix=args.prefix,
+                         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, greedy=args.greedy,
+                         seed=args.seed, max_len=args.max_len)
+    lines = names
+    if args.mark:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                corpus, train, _, _ = load_split(info.get("data"), info.get("split_seed", 42))
+            lines = mark_novel(names, train, corpus)
+        except (OSError, ValueError) as e:
+            print(f"note: cannot reload the training corpus to mark new names ({_one_line(e)})")
+    for line in lines:
+        print(line)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    try:
+        from bench.cli import main as bench_main
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError("the benchmark lives in the source checkout's bench/ directory: "
+                                  "run 'tinygrad-tx bench' (or 'python -m bench') from the repository root") from None
+    return bench_main(args.args) or 0
+
+
+# --------------------------------------------------------------------------- parser
+
+def build_parser() -> Parser:
+    from . import __version__
+    parser = Parser(prog=PROG, description="Train and sample the Transformers of tinygrad_tx "
+                                           "(NumPy autograd, hand-written backward passes).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    commands.required = True
+
+    train = commands.add_parser("train", help="train a model", description="Train a model; each prints "
+                                "its held-out metric and writes a checkpoint and a loss plot under runs/.")
+    models = train.add_subparsers(dest="model", metavar="MODEL", parser_class=Parser)
+    models.required = True
+    for kind, cls in _configs().items():
+        p = models.add_parser(kind, help=TRAIN_HELP[kind], description=TRAIN_HELP[kind] + "." +
+                              (" " + LOSS_NOTE if kind in ("gpt", "bigram") else ""))
+        add_config_flags(p, cls)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        p.set_defaults(func=cmd_train)
+
+    sample = commands.add_parser("sample", help="generate names from a 'train gpt' checkpoint",
+                                 description="Generate names from a checkpoint written by 'train gpt', with any "
+                                             "sampling strategy (tutorial section 9.2).")
+    sample.add_argument("--checkpoint", default="runs/gpt/model.safetensors", metavar="PATH",
+                        help="checkpoint written by 'train gpt' (default: %(default)s)")
+    sample.add_argument("-n", "--num-samples", type=_number(int, 0), default=10, help="names (default: %(default)s)")
+    sample.add_argument("--temperature", type=_number(float, 0.0), default=1.0,
+                        help="softmax temperature; < 1 sharpens, > 1 flattens (default: %(default)s)")
+    sample.add_argument("--top-k", type=_number(int, 1), default=None, help="keep the k most likely characters")
+    sample.add_argument("--top-p", type=_number(float, 1e-12, 1.0), default=None,
+                        help="nucleus: keep the most likely characters up to this total probability")
+    sample.add_argument("--greedy", action="store_true", help="always take the most likely character")
+    sample.add_argument("--seed", type=int, default=None, help="seed of the draws (default: fresh randomness)")
+    sample.add_argument("--prefix", default="", help="start every name with these letters")
+    sample.add_argument("--max-len", type=_number(int, 1), default=None,
+                        help="longest name in letters (default: block_size - 1)")
+    sample.add_argument("--mark", action=argparse.BooleanOptionalAction, default=True,
+                        help="mark each name as new, in the training set, or held out (default: on)")
+    sample.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    sample.set_defaults(func=cmd_sample)
+
+    bench = commands.add_parser("bench", add_help=False, help="run the benchmark (from a source checkout; "
+                                "'tinygrad-tx bench --help' for its flags)")
+    bench.add_argument("args", nargs=argparse.REMAINDER)
+    bench.set_defaults(func=cmd_bench)
+    return parser
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, FileNotFoundError) and e.filename:
+        return f"file not found: {e.filename}"
+    if isinstance(e, IsADirectoryError) and e.filename:
+        return f"is a directory, not a file: {e.filename}"
+    text = str(e) or type(e).__name__
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"{PROG}: warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}",
+          file=sys.stderr)
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 error, 2 bad command line)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+    except CommandLineError as e:
+        print(_one_line(e), file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help, --version
+        return e.code if isinstance(e.code, int) else 0
+    previous = warnings.showwarning
+    warnings.showwarning = _show_warning
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError, ImportError, FloatingPointError) as e:
+        if debug:
+            raise
+        print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    finally:
+        warnings.showwarning = previous
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""PNG plots of training runs (matplotlib, Agg backend: no display needed)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError("plots need matplotlib (pip install matplotlib)") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def smooth(values, window: int) -> np.ndarray:
+    """Trailing moving average (the first points average what exists so far)."""
+    v = np.asarray(values, dtype=np.float64)
+    if window <= 1 or v.size == 0:
+        return v
+    c = np.cumsum(np.insert(v, 0, 0.0))
+    idx = np.arange(1, v.size + 1)
+    lo = np.maximum(idx - window, 0)
+    return (c[idx] - c[lo]) / (idx - lo)
+
+
+def plot_history(history: dict, path, title: str, metric: str | None = None, reference: dict | None = None):
+    """Train loss per step (raw and smoothed) and the dev evaluations; ``metric`` (e.g.
+    ``'dev_acc'``) goes on a second axis; ``reference`` = {label: y} draws horizontal lines."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    steps, loss = np.asarray(history["step"]), np.asarray(history["loss"])
+    ax.plot(steps, loss, color="tab:blue", alpha=0.25, lw=0.8, label="train loss (per step)")
+    ax.plot(steps, smooth(loss, max(len(loss) // 50, 1)), color="tab:blue", lw=1.6, label="train loss (smoothed)")
+    evals = history.get("evals", [])
+    loss_keys = [k for k in (evals[0] if evals else {}) if k.endswith("_loss")]
+    for k in loss_keys:
+        ax.plot([e["step"] for e in evals], [e[k] for e in evals], "o-", color="tab:orange", lw=1.6,
+                label=k.replace("_", " "))
+    for label, y in (reference or {}).items():
+        ax.axhline(y, color="gray", ls="--", lw=1)
+        ax.annotate(label, (steps[-1], y), xytext=(-4, 3), textcoords="offset points", ha="right",
+                    fontsize=8, color="gray")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (nats)")
+    ax.set_title(title)
+    lo = min([float(np.percentile(loss, 1))] + [e[k] for e in evals for k in loss_keys] + list((reference or {}).values()))
+    hi = float(np.percentile(loss, 99)) if loss.size > 20 else float(loss.max())
+    ax.set_ylim(lo - 0.05 * (hi - lo + 1e-9), hi + 0.05 * (hi - lo + 1e-9))
+    handles, labels = ax.get_legend_handles_labels()
+    if metric and evals and metric in evals[0]:
+        ax2 = ax.twinx()
+        h = ax2.plot([e["step"] for e in evals], [e[metric] for e in evals], "s-", color="tab:green", lw=1.4,
+                     label=metric.replace("_", " "))
+        ax2.set_ylabel(metric.replace("_", " "))
+        handles += h
+        labels += [metric.replace("_", " ")]
+    ax.legend(handles, labels, loc="upper right", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_compare(steps, ours, theirs, path, title: str):
+    """The two loss curves of ``--compare-torch`` and their relative difference (log scale)."""
+    plt = _pyplot()
+    steps, ours, theirs = (np.asarray(a, dtype=np.float64) for a in (steps, ours, theirs))
+    rel = np.abs(ours - theirs) / np.maximum(np.abs(theirs), 1e-300)
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(8, 6), dpi=110, sharex=True,
+                                  gridspec_kw={"height_ratios": [2, 1]})
+    ax.plot(steps, theirs, color="tab:red", lw=3, alpha=0.5, label="PyTorch twin")
+    ax.plot(steps, ours, color="tab:blue", lw=1.2, label="tinygrad_tx")
+    ax.set_ylabel("training loss")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    ax2.semilogy(steps, np.where(rel > 0, rel, np.nan), color="black", lw=1)
+    ax2.set_ylabel("|ours - torch| / |torch|")
+    ax2.set_xlabel("step")
+    ax2.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
