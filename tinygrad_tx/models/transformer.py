@@ -22,6 +22,8 @@ Classes
 * ``EncoderBlock``: ln1 -> bidirectional attn -> residual, ln2 -> mlp -> residual.
 * ``DecoderBlock``: ln1 -> causal self_attn, ln2 -> cross_attn(context = encoder output),
   ln3 -> mlp, each with a residual.
+* ``TokenStack``: the base of the two stacks below: ``token_embedding``, ``pos_embedding``
+  (learned, ``block_size`` positions) and ``embed(idx)`` (ids and length checked).
 * ``TransformerEncoder``: token + learned position embeddings, encoder blocks, ``ln_f``;
   ``forward(idx, padding_mask)`` -> hidden states (B, T, d_model).
 * ``Encoder`` (BERT-style): the encoder plus heads. ``classify`` pools position 0 (the
