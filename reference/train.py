@@ -53,11 +53,23 @@ def torch_optimizer(twin, config, schedule):
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, schedule)
 
 
-def compare(task, log=print) -> dict:
+def compare(task, log=print, torch_threads: int | None = 1) -> dict:
     """Train ``task.build_model()`` and its twin for ``task.config.steps`` steps on identical
     batches; returns ``{"step", "ours", "torch", "rel_diff", "max_rel_diff", "seconds_ours",
-    "seconds_torch"}``."""
+    "seconds_torch"}``.
+
+    ``torch_threads``: torch's intra-op threads while comparing (default 1; None leaves
+    torch's setting). The two frameworks take turns in one process, and torch's OpenMP
+    pool spinning next to NumPy's BLAS pool made tiny steps ~40x slower on a busy machine.
+    """
     cfg = task.config
+    if torch_threads is not None:
+        previous = torch.get_num_threads()
+        torch.set_num_threads(torch_threads)
+        try:
+            return compare(task, log, torch_threads=None)
+        finally:
+            torch.set_num_threads(previous)
     if cfg.dropout != 0:
         raise ValueError(f"--compare-torch needs dropout 0 (the frameworks draw different masks), got {cfg.dropout}")
     dtype = torch.float64 if cfg.dtype == "float64" else torch.float32

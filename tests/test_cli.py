@@ -1,0 +1,369 @@
+"""Tests of the ``tinygrad-tx`` command line and the training loops under it.
+
+Most tests call ``tinygrad_tx.cli.main(argv)`` in-process (capsys) on tiny models and a tiny
+corpus written to ``tmp_path``; one runs ``python -m tinygrad_tx`` as a subprocess. Besides
+"it runs", they check properties: the reported bigram NLL equals the count formula, the
+trimmed batches and the evaluation compute the documented per-character loss, a checkpoint
+rebuilds the same model, sampling is reproducible and honours the prefix, ``--compare-torch``
+curves agree to 1e-8 in float64, and every bad input gives one line on stderr, no traceback.
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tinygrad_tx import cli
+from tinygrad_tx.data import CharVocab, FullSequenceDataset
+from tinygrad_tx.training import GPTConfig, GPTTask, load_gpt, sample_names, train_gpt
+from tinygrad_tx.training.loop import eval_batches, summed_loss, trailing_columns
+
+REPO = Path(__file__).resolve().parents[1]
+NAMES = ["emma", "olivia", "ava", "isabella", "sophia", "charlotte", "mia", "amelia", "harper", "evelyn",
+         "abigail", "emily", "liam", "noah", "oliver", "elijah", "james", "william", "benjamin", "lucas"]
+TINY = ["--d-model", "16", "--n-heads", "2", "--n-layers", "1", "--no-progress"]
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    path = tmp_path / "names.txt"
+    path.write_text("\n".join(NAMES) + "\n")
+    return path
+
+
+def run(argv, capsys):
+    """``main(argv)`` -> (exit status, stdout, stderr)."""
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code, err, expected_code, *fragments):
+    assert code == expected_code
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert "error:" in lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+# ---------------------------------------------------------------------------- entry points
+
+def test_python_m_help_runs_as_a_process():
+    proc = subprocess.run([sys.executable, "-m", "tinygrad_tx", "--help"], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "train" in proc.stdout and "sample" in proc.stdout
+
+
+def test_missing_file_as_a_process_gives_one_line_and_status_1(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "tinygrad_tx", "train", "bigram", "--data",
+                           str(tmp_path / "nope.txt")], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"tinygrad-tx: error: file not found: {tmp_path / 'nope.txt'}"
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_cli_and_training_modules_do_not_import_torch():
+    code = ("import sys; import tinygrad_tx.cli as c; c.build_parser(); import tinygrad_tx.training, "
+            "tinygrad_tx.training.vit, tinygrad_tx.training.encoder, tinygrad_tx.training.seq2seq, "
+            "tinygrad_tx.training.bigram, tinygrad_tx.training.plots; "
+            "print('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("kind", ["gpt", "bigram", "vit", "encoder", "seq2seq"])
+def test_every_config_field_is_a_flag_with_its_default(kind):
+    import dataclasses
+    parser = cli.build_parser()
+    cls = cli._configs()[kind]
+    args = parser.parse_args(["train", kind])
+    assert cli.config_from_args(cls, args) == cls()
+    for f in dataclasses.fields(cls):
+        assert any(a.dest == f.name for a in parser._subparsers._group_actions[0].choices["train"]
+                   ._subparsers._group_actions[0].choices[kind]._actions), f.name
+
+
+def test_flags_reach_the_config():
+    args = cli.build_parser().parse_args(["train", "gpt", "--lr", "0.01", "--batch-size", "7", "--dtype",
+                                          "float64", "--no-progress", "--top-k", "3", "--dataset", "prefix"])
+    cfg = cli.config_from_args(GPTConfig, args)
+    assert (cfg.lr, cfg.batch_size, cfg.dtype, cfg.progress, cfg.top_k, cfg.dataset) == \
+        (0.01, 7, "float64", False, 3, "prefix")
+
+
+# ---------------------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["train", "gpt", "--bogus"], "unrecognized arguments: --bogus"),
+    (["train", "gpt", "--steps", "0"], "--steps: must be >= 1"),
+    (["train", "gpt", "--lr", "fast"], "--lr: expected a number"),
+    (["train", "gpt", "--dtype", "float16"], "invalid choice"),
+    (["train", "vit", "--patch-size", "3"], "invalid choice"),
+    (["train", "gpt", "--top-p", "1.5"], "--top-p: must be in"),
+    (["train", "transformer"], "invalid choice"),
+    (["train"], "required"),
+    ([], "required"),
+    (["sample", "--num-samples", "-1"], "must be >= 0"),
+])
+def test_bad_flags_give_one_line_and_status_2(argv, fragment, capsys):
+    code, out, err = run(argv, capsys)
+    assert_one_line_error(code, err, 2, fragment)
+
+
+def test_missing_corpus_empty_corpus_and_missing_checkpoint_give_one_line(tmp_path, capsys):
+    code, _, err = run(["train", "gpt", "--data", tmp_path / "missing.txt", *TINY], capsys)
+    assert_one_line_error(code, err, 1, "file not found", "missing.txt")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    for kind in ("gpt", "bigram"):
+        code, _, err = run(["train", kind, "--data", empty], capsys)
+        assert_one_line_error(code, err, 1, "no names left", "empty.txt")
+    code, _, err = run(["train", "seq2seq", "--task", "reverse", "--data", empty, *TINY], capsys)
+    assert_one_line_error(code, err, 1, "no names left")
+    code, _, err = run(["sample", "--checkpoint", tmp_path / "none.safetensors"], capsys)
+    assert_one_line_error(code, err, 1, "checkpoint not found")
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"not a checkpoint")
+    code, _, err = run(["sample", "--checkpoint", junk], capsys)
+    assert_one_line_error(code, err, 1, "not a readable safetensors checkpoint")
+
+
+def test_invalid_characters_are_dropped_with_a_one_line_warning(tmp_path, capsys):
+    path = tmp_path / "mixed.txt"
+    path.write_text("anna\nbob-by\nclara\ndora\n")
+    code, out, err = run(["train", "bigram", "--data", path, "--num-samples", "0"], capsys)
+    assert code == 0
+    assert err.count("\n") == 1 and err.startswith("tinygrad-tx: warning: dropped 1 name(s)")
+    assert "4 names" not in out and "3 names" in out
+
+
+def test_a_sampling_flag_out_of_range_for_the_model_is_one_line(tmp_path, corpus, capsys):
+    ckpt = tmp_path / "m.safetensors"
+    assert run(["train", "gpt", "--data", corpus, "--steps", "1", "--block-size", "12", "--out", ckpt,
+                "--num-samples", "0", *TINY], capsys)[0] == 0
+    code, _, err = run(["sample", "--checkpoint", ckpt, "--prefix", "ab1"], capsys)
+    assert_one_line_error(code, err, 1, "not in the vocabulary")
+
+
+# ---------------------------------------------------------------------------- train gpt / sample
+
+def test_train_gpt_then_sample(tmp_path, corpus, capsys):
+    ckpt = tmp_path / "gpt" / "model.safetensors"
+    code, out, err = run(["train", "gpt", "--data", corpus, "--steps", "5", "--block-size", "12", "--eval-every",
+                          "2", "--batch-size", "8", "--out", ckpt, "--num-samples", "4", *TINY], capsys)
+    assert code == 0, err
+    assert "loss = mean negative log-likelihood per character" in out
+    assert [line.split(":")[0].strip() for line in out.splitlines() if line.startswith("step")] == \
+        ["step      2/5", "step      4/5", "step      5/5"]
+    assert "dev loss" in out and "test loss" in out
+    assert ckpt.exists() and (tmp_path / "gpt" / "model.history.json").exists()
+    assert (tmp_path / "gpt" / "model.loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    generated = out.split("generated names:")[1].strip().splitlines()
+    assert len(generated) == 4 and all(g.strip().endswith(")") for g in generated)
+    history = json.loads((tmp_path / "gpt" / "model.history.json").read_text())
+    assert history["step"] == [1, 2, 3, 4, 5] and [e["step"] for e in history["evals"]] == [2, 4, 5]
+
+    code, out1, err = run(["sample", "--checkpoint", ckpt, "-n", "6", "--seed", "3", "--prefix", "em",
+                           "--top-k", "5", "--no-mark"], capsys)
+    assert code == 0, err
+    names = out1.splitlines()[1:]
+    assert len(names) == 6 and all(n.startswith("em") and set(n) <= set("abcdefghijklmnopqrstuvwxyz")
+                                   for n in names)
+    assert run(["sample", "--checkpoint", ckpt, "-n", "6", "--seed", "3", "--prefix", "em", "--top-k", "5",
+                "--no-mark"], capsys)[1] == out1                                 # same seed, same names
+    code, out, _ = run(["sample", "--checkpoint", ckpt, "-n", "3", "--greedy"], capsys)
+    greedy = out.splitlines()[1:]
+    assert code == 0 and len(set(greedy)) == 1                                 # greedy: one answer
+    assert greedy[0].endswith(("(new)", "(in training set)", "(in the corpus, held out)"))
+
+
+def test_progress_bar_reports_loss_and_throughput(tmp_path, corpus, capsys):
+    code, out, err = run(["train", "gpt", "--data", corpus, "--steps", "3", "--block-size", "12", "--out",
+                          tmp_path / "m.safetensors", "--num-samples", "0", "--d-model", "16", "--n-heads",
+                          "2", "--n-layers", "1"], capsys)
+    assert code == 0
+    assert "loss=" in err and "tok/s=" in err and "3/3" in err
+
+
+def test_checkpoint_rebuilds_the_trained_model(tmp_path, corpus):
+    result = train_gpt(data=str(corpus), steps=3, d_model=16, n_heads=2, n_layers=1, block_size=12,
+                       progress=False, num_samples=0, out=str(tmp_path / "m.safetensors"), log=lambda *_: None)
+    model, vocab, info = load_gpt(tmp_path / "m.safetensors")
+    assert vocab == CharVocab.tutorial() and info["layout"] == "full"
+    ours = result["model"].state_dict()
+    loaded = model.state_dict()
+    assert list(ours) == list(loaded)
+    for k in ours:
+        np.testing.assert_array_equal(ours[k], loaded[k])
+    a = sample_names(result["model"], vocab, 5, seed=11)
+    b = sample_names(model, vocab, 5, seed=11)
+    assert a == b
+
+
+def tiny_task(names, layout="full", dtype="float64"):
+    cfg = GPTConfig(d_model=16, n_heads=2, n_layers=1, block_size=12, dataset=layout, dtype=dtype, seed=1)
+    return GPTTask(cfg, names=(names, names[:12], names[12:16], names[16:]))
+
+
+def test_reported_loss_is_the_per_character_nll_of_every_prefix():
+    """evaluate() = mean over every character of '$name$' after the first of -log p(char | prefix),
+    each prefix run through the model on its own (no batching, no padding)."""
+    task = tiny_task(NAMES)
+    model = task.build_model()
+    model.eval()
+    v = task.vocab
+    nll = []
+    for name in task.dev_names:
+        ids = v.encode("$" + name + "$")
+        for t in range(1, len(ids)):
+            logits = model(np.array([ids[:t]]))[0].data[0, -1].astype(np.float64)
+            logp = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
+            nll.append(-logp[ids[t]])
+    assert task.evaluate(model, "dev")["dev_loss"] == pytest.approx(np.mean(nll), rel=1e-12)
+    # the prefix layout scores the same characters (with its left-padded context)
+    prefix = tiny_task(NAMES, layout="prefix")
+    total, n = summed_loss(model, eval_batches(prefix._eval["dev"]), prefix)
+    assert n == len(nll)
+
+
+def test_trimming_padding_columns_does_not_change_the_loss():
+    task = tiny_task(NAMES)
+    model = task.build_model()
+    x, y = FullSequenceDataset(task.train_names, task.vocab, 12)[np.arange(6)]
+    xt, yt = task.trim((x, y))
+    assert xt.shape[1] == trailing_columns(y != -100) == max(len(n) for n in task.train_names[:6]) + 1 < 12
+    full = model(x, y)[1].item()
+    trimmed = model(xt, yt)[1].item()
+    assert trimmed == pytest.approx(full, rel=1e-13)
+
+
+def test_prefix_layout_trains_and_samples(tmp_path, corpus, capsys):
+    ckpt = tmp_path / "p.safetensors"
+    code, out, err = run(["train", "gpt", "--data", corpus, "--dataset", "prefix", "--steps", "2",
+                          "--block-size", "6", "--out", ckpt, "--num-samples", "2", *TINY], capsys)
+    assert code == 0, err
+    code, out, err = run(["sample", "--checkpoint", ckpt, "-n", "3", "--seed", "0", "--max-len", "20"], capsys)
+    assert code == 0, err and "prefix layout" in out.splitlines()[0]
+    assert len(out.splitlines()) == 4
+
+
+# ---------------------------------------------------------------------------- bigram
+
+def test_bigram_nll_is_the_smoothed_count_formula(corpus, capsys):
+    from tinygrad_tx.training.gpt import load_split
+    code, out, err = run(["train", "bigram", "--data", corpus, "--alpha", "0.5", "--num-samples", "3"], capsys)
+    assert code == 0, err
+    _, train, dev, _ = load_split(str(corpus), 42)
+    counts = Counter((a, b) for n in train for a, b in zip("$" + n, n + "$"))
+    row = Counter()
+    for (a, _), c in counts.items():
+        row[a] += c
+    nll = -np.mean([math.log((counts[(a, b)] + 0.5) / (row[a] + 0.5 * 27))
+                    for n in dev for a, b in zip("$" + n, n + "$")])
+    line = next(line for line in out.splitlines() if "NLL per character" in line)
+    assert f"dev {nll:.4f}" in line
+    assert len(out.split("sampled names:")[1].strip().splitlines()) == 3
+
+
+# ---------------------------------------------------------------------------- vit / encoder / seq2seq
+
+def test_train_vit_smoke(tmp_path, capsys):
+    code, out, err = run(["train", "vit", "--steps", "2", "--patch-size", "4", "--batch-size", "16",
+                          "--out", tmp_path / "v.safetensors", *TINY], capsys)
+    assert code == 0, err
+    assert "test accuracy" in out and "1437 train, 179 dev, 181 test" in out
+    assert (tmp_path / "v.loss.png").exists()
+
+
+def test_random_shift_moves_images_by_at_most_one_pixel():
+    from tinygrad_tx.training.vit import random_shift
+    rng = np.random.default_rng(0)
+    images = rng.normal(size=(50, 1, 8, 8))
+    shifted = random_shift(images, np.random.default_rng(1), background=-9.0)
+    rng = np.random.default_rng(1)                         # the draws random_shift makes: dy, then dx
+    dy, dx = rng.integers(-1, 2, size=50), rng.integers(-1, 2, size=50)
+    assert {-1, 0, 1} <= set(dy) and {-1, 0, 1} <= set(dx)
+    for i in range(50):
+        expected = np.full((8, 8), -9.0)                  # out[r, c] = image[r - dy, c - dx]
+        src = images[i, 0]
+        ys, xs = slice(max(dy[i], 0), 8 + min(dy[i], 0)), slice(max(dx[i], 0), 8 + min(dx[i], 0))
+        expected[ys, xs] = src[max(-dy[i], 0):8 - max(dy[i], 0), max(-dx[i], 0):8 - max(dx[i], 0)]
+        np.testing.assert_array_equal(shifted[i, 0], expected)
+
+
+def test_train_encoder_smoke_and_its_data(tmp_path, capsys):
+    from tinygrad_tx.training.encoder import gender_data
+    (train, dev, test), ambiguous = gender_data(42)
+    assert ambiguous == 331 and len(train) + len(dev) + len(test) == 5163 - 331
+    names = [n for n, _ in train + dev + test]
+    assert len(set(names)) == len(names) and not set(n for n, _ in train) & set(n for n, _ in test)
+    code, out, err = run(["train", "encoder", "--steps", "2", "--batch-size", "16", "--out",
+                          tmp_path / "e.safetensors", *TINY], capsys)
+    assert code == 0, err
+    assert "331 names on both" in out and "test accuracy" in out and "majority class" in out
+
+
+def test_train_seq2seq_dates_and_reverse_smoke(tmp_path, corpus, capsys):
+    code, out, err = run(["train", "seq2seq", "--steps", "2", "--num-examples", "60", "--batch-size", "16",
+                          "--out", tmp_path / "s.safetensors", *TINY], capsys)
+    assert code == 0, err
+    assert "test exact match" in out and "(expected" in out or "(ok)" in out
+    code, out, err = run(["train", "seq2seq", "--task", "reverse", "--data", corpus, "--steps", "2",
+                          "--out", tmp_path / "r.safetensors", *TINY], capsys)
+    assert code == 0, err and "test exact match" in out
+
+
+def test_every_date_has_its_own_spelling_in_the_vocabulary():
+    import datetime
+    from tinygrad_tx.training.seq2seq import FIRST_DAY, LAST_DAY, date_vocabulary, spell_date
+    vocab = set(date_vocabulary())
+    for form in range(3):
+        seen = set()
+        day = FIRST_DAY
+        while day <= LAST_DAY:
+            words = tuple(spell_date(day, form))
+            assert set(words) <= vocab and words not in seen
+            seen.add(words)
+            day += datetime.timedelta(days=1)
+    assert spell_date(datetime.date(1905, 3, 21), 1) == \
+        ["the", "twenty", "first", "of", "march", "nineteen", "oh", "five"]
+    assert spell_date(datetime.date(2000, 12, 30), 0) == ["december", "thirtieth", "two", "thousand"]
+
+
+# ---------------------------------------------------------------------------- --compare-torch
+
+def test_compare_torch_float64_curves_agree_to_1e_8(tmp_path, corpus, capsys):
+    pytest.importorskip("torch")
+    png = tmp_path / "compare.png"
+    code, out, err = run(["train", "gpt", "--data", corpus, "--steps", "3", "--block-size", "12", "--dtype",
+                          "float64", "--compare-torch", "--compare-every", "1", "--plot", png, "--batch-size",
+                          "8", "--dropout", "0.1", *TINY], capsys)
+    assert code == 0, err
+    assert "dropout 0.1 -> 0" in out
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[0]) for r in rows] == [1, 2, 3]
+    for _, ours, theirs, _ in rows:
+        assert abs(float(ours) - float(theirs)) <= 1e-8 * abs(float(theirs))
+    assert "(within 1e-08)" in out and png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("kind,extra", [("vit", ["--patch-size", "4"]), ("encoder", []),
+                                        ("seq2seq", ["--num-examples", "60"])])
+def test_compare_torch_api_other_models(kind, extra, tmp_path):
+    pytest.importorskip("torch")
+    from reference.train import compare
+    args = cli.build_parser().parse_args(["train", kind, "--steps", "2", "--dtype", "float64", "--batch-size",
+                                          "8", "--dropout", "0", *TINY, *extra])
+    task = cli._task(kind, cli.config_from_args(cli._configs()[kind], args))
+    result = compare(task, log=lambda *_: None)
+    assert len(result["ours"]) == 2 and result["max_rel_diff"] <= 1e-8
