@@ -78,7 +78,7 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
         results[label] = {"saved_bytes": reply["saved_bytes"], "first_fwdbwd_s": reply["first_fwdbwd_s"],
                           "flops_fwd": reply["flops_fwd"],
                           "flops_fwdbwd": reply["flops_fwdbwd"], "info": reply.get("info", {}),
-                          "times": {m: [] for m in modes}}
+                          "times": {m: [] for m in modes}, "cpu_times": {m: [] for m in modes}}
         live.append((label, worker))
     if not live:
         return results
@@ -98,11 +98,14 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
         order = live if r % 2 == 0 else live[::-1]
         for m in modes:
             for label, worker in order:
-                results[label]["times"][m] += worker.call("time", key=label, mode=m, n=n[(label, m)])["times"]
+                reply = worker.call("time", key=label, mode=m, n=n[(label, m)])
+                results[label]["times"][m] += reply["times"]
+                results[label]["cpu_times"][m] += reply["cpu_times"]
     for label, worker in live:
         worker.call("release", key=label)
         res = results[label]
         res["stats"] = {m: summarize(res["times"][m]) for m in modes}
+        res["cpu_stats"] = {m: summarize(res["cpu_times"][m]) for m in modes}
         res["rounds"] = rounds
     return results
 
@@ -128,7 +131,7 @@ def run_components(workers, names, settings, attn_impl):
                 continue
             row["results"][label] = {
                 "fwd": r["stats"]["fwd"], "fwdbwd": r["stats"]["fwdbwd"], "saved_bytes": r["saved_bytes"],
-                "rounds": r["rounds"], "info": r["info"], "times": r["times"],
+                "rounds": r["rounds"], "info": r["info"], "times": r["times"], "cpu": r["cpu_stats"],
                 "gflops_fwd": gflops(r["flops_fwd"], r["stats"]["fwd"]["median"]),
                 "gflops_fwdbwd": gflops(r["flops_fwdbwd"], r["stats"]["fwdbwd"]["median"])}
             row["flops_fwd"], row["flops_fwdbwd"] = r["flops_fwd"], r["flops_fwdbwd"]
@@ -137,6 +140,8 @@ def run_components(workers, names, settings, attn_impl):
         row["error"] = ours.get("error") or torch_.get("error")
         if row["available"]:
             row["ratio"] = {m: ratio(ours[m]["median"], torch_[m]["median"]) for m in MODES}
+            # CPU-time medians: less sensitive to other processes when each worker runs one thread
+            row["ratio_cpu"] = {m: ratio(ours["cpu"][m]["median"], torch_["cpu"][m]["median"]) for m in MODES}
             if "fwd" in row["results"].get("torch_cuda", {}):
                 cu = row["results"]["torch_cuda"]
                 row["ratio_cuda"] = {m: ratio(ours[m]["median"], cu[m]["median"]) for m in MODES}
@@ -154,6 +159,7 @@ def run_components(workers, names, settings, attn_impl):
 def section11_sweep(ours, torch_w, settings, d=64, heads=4, batch=4):
     """One causal self-attention layer (naive path, the tutorial's code) at T = 32 … 2048, fixed d."""
     Ts = [32, 64, 128, 256] if settings.quick else [32, 64, 128, 256, 512, 1024, 2048]
+    settings = Settings(settings.quick, min(settings.rounds, 3 if settings.quick else 5))
     rows = []
     for T in Ts:
         cfg = dict(batch=batch, T=T, d=d, heads=heads, attn_impl="naive")

@@ -9,7 +9,8 @@ Requests (``cmd``):
   hello                       -> framework, device, thread counts, versions
   setup key component cfg seed -> builds a case under ``key``, runs one forward+backward
                                  while counting the bytes saved for backward; returns them
-  time key mode n             -> n per-call times (seconds) of ``fwd`` or ``fwdbwd``
+  time key mode n             -> n per-call wall-clock times (seconds) of ``fwd`` or ``fwdbwd``,
+                                 and the process's CPU time of each call
   matmul_peak n reps          -> best float32 n×n×n matmul GFLOP/s of this framework
   release [key]               -> drop one case (or all)
   quit
@@ -101,16 +102,17 @@ class Worker:
             raise RuntimeError(f"time: no case {key!r} set up (send setup first)")
         fn = self.cases[key][req["mode"]]
         n = int(req.get("n", 1))
-        sync, clock = self.B.sync, time.perf_counter
-        times = []
+        sync, clock, cpu = self.B.sync, time.perf_counter, time.process_time
+        times, cpu_times = [], []
         for _ in range(n):
             sync()
-            t0 = clock()
+            c0, t0 = cpu(), clock()
             out = fn()
             sync()
             times.append(clock() - t0)
+            cpu_times.append(cpu() - c0)   # CPU seconds of this process, all its threads
             del out           # freeing the graph is not part of the timed call
-        return {"times": times}
+        return {"times": times, "cpu_times": cpu_times}
 
     def matmul_peak(self, req):
         n, reps = int(req.get("n", 1024)), int(req.get("reps", 5))
