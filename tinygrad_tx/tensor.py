@@ -133,13 +133,15 @@ class Tensor:
         return value replaces the gradient (torch's ``Tensor.register_hook``)."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        self._hooks = self._hooks + (hook,)
+        def entry(grad):  # one object per registration, so a handle removes exactly its own
+            return hook(grad)
+        self._hooks = self._hooks + (entry,)
 
         tensor = self
 
         class _Handle:
             def remove(self_inner):
-                tensor._hooks = tuple(h for h in tensor._hooks if h is not hook)
+                tensor._hooks = tuple(h for h in tensor._hooks if h is not entry)
         return _Handle()
 
     def backward(self, gradient=None, retain_graph: bool = False) -> None:
