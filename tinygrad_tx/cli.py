@@ -237,6 +237,9 @@ def build_parser() -> Parser:
                                 "'tinygrad-tx bench --help' for its flags)")
     bench.add_argument("args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=cmd_bench)
+
+    from .viz.commands import register_study_commands
+    register_study_commands(commands)  # graph, trace, explain, plot
     return parser
 
 

@@ -1,0 +1,608 @@
+"""The study tools (tinygrad_tx.viz): graph export, backward trace, hooks, explain, pictures, CLI.
+
+The trace and the hooks are checked against PyTorch: a float64 GPT TransformerBlock and its
+reference twin share one state_dict, and the gradient norms our trace (and our Tensor hooks)
+report for every parameter and for intermediate tensors must equal the norms torch's
+``register_hook`` sees on the twin, to 1e-10 relative.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import reference
+import tinygrad_tx as tg
+from tinygrad_tx import autograd
+from tinygrad_tx import functional as F
+from tinygrad_tx import nn
+from tinygrad_tx.cli import main
+from tinygrad_tx.models import CausalSelfAttention, GPTLanguageModel, TransformerBlock
+from tinygrad_tx.viz import (EXAMPLES, EXPLAINABLE_OPS, GraphvizNotFound, attention_maps, attention_weights,
+                             bigram_counts, example_graph, explain, graph_summary, live_check, name_activations,
+                             plot_attention, plot_bigram, plot_embeddings_3d, to_dot, trace_backward,
+                             vowel_gathering, write_graph)
+from tinygrad_tx.viz import graph as graph_mod
+
+RTOL = 1e-10
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(b), 1e-300)
+
+
+def dot_nodes(text):
+    """{node id: label} of the DOT text written by to_dot."""
+    return {m.group(1): m.group(2).replace("\\n", "\n")
+            for m in re.finditer(r'^\s+(n\d+) \[label="((?:[^"\\]|\\.)*)"', text, re.M)}
+
+
+def dot_edges(text):
+    return re.findall(r"^\s+(n\d+) -> (n\d+);", text, re.M)
+
+
+# =========================================================================== to_dot
+
+def test_to_dot_nodes_edges_and_names():
+    lin = nn.Linear(3, 2).double()
+    x = tg.Tensor(np.ones((4, 3)), requires_grad=True)
+    x.name = "x"
+    y = F.softmax(lin(x), dim=-1)
+    text = to_dot(y, lin)
+    nodes = dot_nodes(text)
+    labels = sorted(nodes.values())
+    assert labels == sorted(["Softmax\n(4, 2)", "Linear\n(4, 2)", "x\n(4, 3)", "weight\n(2, 3)", "bias\n(2,)"])
+    by_label = {v.split("\n")[0]: k for k, v in nodes.items()}
+    assert sorted(dot_edges(text)) == sorted([(by_label["Linear"], by_label["Softmax"]),
+                                               (by_label["x"], by_label["Linear"]),
+                                               (by_label["weight"], by_label["Linear"]),
+                                               (by_label["bias"], by_label["Linear"])])
+    assert text.startswith("digraph autograd {") and text.rstrip().endswith("}")
+
+
+def test_to_dot_params_mapping_tensor_name_and_constants():
+    w = tg.Tensor(np.ones(3), requires_grad=True)
+    c = tg.Tensor(np.full(3, 2.0))
+    c.name = 'my "mask"'
+    out = (w * c).sum()
+    text = to_dot(out, {"layer.scale": w})
+    labels = set(dot_nodes(text).values())
+    assert "layer.scale\n(3,)" in labels and not any("mask" in v for v in labels)
+    text_c = to_dot(out, {"layer.scale": w}, constants=True)
+    assert 'my \\"mask\\"\n(3,) float64' in dot_nodes(text_c).values()
+    assert len(dot_edges(text_c)) == len(dot_edges(text)) + 1
+
+
+def test_to_dot_tied_weight_has_both_names_and_saved_bytes():
+    out, model, _ = example_graph("gpt")
+    text = to_dot(out, model, saved_bytes=True)
+    labels = list(dot_nodes(text).values())
+    assert any(v.startswith("token_embedding.weight = lm_head.weight\n(27, 8)") for v in labels)
+    ce = [v for v in labels if v.startswith("CrossEntropy")]
+    assert ce == [f"CrossEntropy\n()\nsaved {out._ctx.saved_bytes} B"]
+    # every op of the graph is one box
+    assert sum(1 for v in labels if "\nsaved " in v) == graph_summary(out)["ops"]
+
+
+def test_to_dot_deep_graph_is_iterative():
+    x = tg.Tensor(np.ones(2), requires_grad=True)
+    y = x
+    for _ in range(20000):
+        y = y * 1.0
+    text = to_dot(y)
+    assert len(dot_nodes(text)) == 20001
+    assert len(dot_edges(text)) == 20000
+
+
+def test_to_dot_errors():
+    with pytest.raises(TypeError, match="Tensor"):
+        to_dot(np.ones(3))
+    x = tg.Tensor(np.ones(3), requires_grad=True)
+    y = (x * 2).sum()
+    with pytest.raises(TypeError, match="Module or a mapping"):
+        to_dot(y, [x])
+    with pytest.raises(ValueError, match="rankdir"):
+        to_dot(y, rankdir="UP")
+    y.backward()
+    with pytest.raises(RuntimeError, match="freed"):
+        to_dot(y)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("composite", [False, True])
+def test_examples_build_and_differ_as_documented(name, composite):
+    out, module, desc = example_graph(name, composite)
+    summary = graph_summary(out)
+    fused_ops = {"layernorm": "LayerNorm", "attention": "ScaledDotProductAttention",
+                 "gpt-block": "ScaledDotProductAttention", "gpt": "ScaledDotProductAttention"}[name]
+    assert (fused_ops in summary["by_op"]) != composite
+    assert summary["leaves"] == len(list(module.parameters())) + (name != "gpt")  # + the input x
+
+
+def test_name_activations_labels_module_outputs_and_removes_hooks():
+    block = TransformerBlock(8, 2, 4, dropout=0.0)
+    x = tg.Tensor(np.ones((1, 4, 8), dtype=np.float32), requires_grad=True)
+    with name_activations(block):
+        out = block(x)
+    assert all(not m._forward_hooks for m in block.modules())
+    names = {t.name for t, _ in graph_mod.graph_nodes(out) if t.name}
+    assert {"ln1", "ln2", "attn", "attn.c_attn", "mlp", "mlp.net.0", "mlp.net.1"} <= names
+    assert x.name is None and out.name is None    # the input is a leaf; the root module is not named
+
+
+def test_write_graph_dot_and_missing_graphviz(tmp_path, monkeypatch):
+    text = to_dot(example_graph("layernorm")[0])
+    assert write_graph(text, tmp_path / "a.dot") == [tmp_path / "a.dot"]
+    assert (tmp_path / "a.dot").read_text() == text
+    monkeypatch.setattr(graph_mod, "dot_program", lambda: None)
+    with pytest.raises(GraphvizNotFound, match="apt-get install graphviz") as info:
+        write_graph(text, tmp_path / "b.svg")
+    assert "dot -Tsvg" in str(info.value)
+    assert (tmp_path / "b.dot").read_text() == text and not (tmp_path / "b.svg").exists()
+    with pytest.raises(ValueError, match="format"):
+        write_graph(text, tmp_path / "c.pdf")
+
+
+@pytest.mark.skipif(graph_mod.dot_program() is None, reason="Graphviz's dot is not installed")
+@pytest.mark.parametrize("fmt", ["svg", "png"])
+def test_write_graph_renders_with_graphviz(tmp_path, fmt):
+    out, module, desc = example_graph("gpt-block")
+    written = write_graph(to_dot(out, module, title=desc), tmp_path / f"block.{fmt}")
+    assert written == [tmp_path / "block.dot", tmp_path / f"block.{fmt}"]
+    data = written[1].read_bytes()
+    assert data.startswith(b"\x89PNG") if fmt == "png" else b"<svg" in data and b"ln1.weight" in data
+
+
+# =========================================================================== trace_backward
+
+def test_trace_records_execution_order_shapes_norms_and_saved_bytes():
+    x = tg.Tensor(np.arange(1.0, 29.0).reshape(4, 7) / 10, requires_grad=True)
+    y = F.softmax(x * 2.0, dim=-1)
+    g = np.random.default_rng(0).standard_normal((4, 7))
+    with trace_backward() as trace:
+        y.backward(g)
+    assert [r.fn for r in trace.records] == ["Softmax", "Mul"]
+    soft, mul = trace.records
+    assert soft.index == 1 and mul.index == 2
+    assert soft.output_shape == (4, 7) and soft.input_shapes == ((4, 7),)
+    assert soft.saved_bytes == 4 * 7 * 8                    # Softmax saves its float64 output
+    assert soft.grad_out_norm == pytest.approx(np.linalg.norm(g), rel=1e-14)
+    # a python scalar operand becomes a non-Tensor argument: no shape, no gradient
+    assert mul.input_shapes[0] == (4, 7) and mul.grad_in_norms[0] == pytest.approx(np.linalg.norm(x.grad))
+    assert mul.grad_out_norm == pytest.approx(soft.grad_in_norms[0], rel=1e-15)
+    assert np.array_equal(trace.leaf_grad(x), x.grad)
+    assert trace.record_for(y) is soft
+    assert "Softmax" in trace.table() and "2 nodes" in trace.table()
+
+
+def test_trace_sums_leaf_uses_and_skips_constants():
+    w = tg.Tensor(np.array([1.0, -2.0, 3.0]), requires_grad=True)
+    c = tg.Tensor(np.array([0.5, 0.5, 0.5]))
+    with trace_backward({"w": w}) as trace:
+        ((w * c) + w * w).sum().backward()
+    mul_c = next(r for r in trace.records if r.fn == "Mul" and r.grad_in_norms[1] is None)
+    assert mul_c.input_labels == ("w", None)
+    assert np.allclose(trace.leaf_grad(w), 0.5 + 2 * w.data)
+    assert trace.parameter_grad_norms() == {"w": pytest.approx(np.linalg.norm(0.5 + 2 * w.data), rel=1e-15)}
+    assert "w " in trace.parameter_table()
+
+
+def test_trace_observer_removed_even_on_exception():
+    before = list(autograd._backward_observers)
+    with pytest.raises(ZeroDivisionError):
+        with trace_backward():
+            assert len(autograd._backward_observers) == len(before) + 1
+            raise ZeroDivisionError
+    assert autograd._backward_observers == before
+    x = tg.Tensor(np.ones(2), requires_grad=True)
+    with trace_backward() as outer:
+        with trace_backward() as inner:
+            (x * 3.0).sum().backward()
+    assert len(outer) == len(inner) == 2
+    assert autograd._backward_observers == before
+
+
+def test_trace_errors():
+    x = tg.Tensor(np.ones(2), requires_grad=True)
+    y = (x * 3.0).sum()
+    other = (x * 5.0).sum()
+    with trace_backward() as trace:
+        y.backward()
+    with pytest.raises(ValueError, match="leaf"):
+        trace.record_for(x)
+    with pytest.raises(KeyError, match="not run"):
+        trace.record_for(other)
+    with pytest.raises(KeyError, match="no gradient"):
+        trace.leaf_grad(tg.Tensor(np.ones(2), requires_grad=True))
+
+
+def _block_pair(attn_impl):
+    tg.manual_seed(3)
+    ours = TransformerBlock(16, 4, 8, dropout=0.0, attn_impl=attn_impl).double()
+    twin = reference.TransformerBlock(16, 4, 8, dropout=0.0).double()
+    twin.load_state_dict(ours.state_dict())
+    return ours, twin
+
+
+@pytest.mark.parametrize("attn_impl", ["fused", "naive", "flash"])
+def test_trace_and_hooks_match_torch_hooks_on_gpt_block(attn_impl):
+    ours, twin = _block_pair(attn_impl)
+    rng = np.random.default_rng(7)
+    x_np, g_np = rng.standard_normal((2, 8, 16)), rng.standard_normal((2, 8, 16))
+
+    # ---- torch: register_hook on every parameter and on intermediate tensors
+    torch_norms, cap = {}, {}
+    for name, p in twin.named_parameters():
+        p.register_hook(lambda g, name=name: torch_norms.__setitem__(name, float(g.norm())))
+    for sub in ("ln1", "attn", "ln2", "mlp"):
+        getattr(twin, sub).register_forward_hook(lambda m, a, o, sub=sub: cap.__setitem__(sub, o))
+    xt = torch.tensor(x_np, requires_grad=True)
+    xt.register_hook(lambda g: torch_norms.__setitem__("x", float(g.norm())))
+    out_t = twin(xt)
+    for sub, t in cap.items():
+        t.register_hook(lambda g, sub=sub: torch_norms.__setitem__("out:" + sub, float(g.norm())))
+    out_t.backward(torch.tensor(g_np))
+
+    # ---- ours: the trace, plus Tensor.register_hook on the same tensors
+    hook_norms, mine = {}, {}
+    for sub in ("ln1", "attn", "ln2", "mlp"):
+        getattr(ours, sub).register_forward_hook(lambda m, a, o, sub=sub: mine.__setitem__(sub, o))
+    x = tg.Tensor(x_np, requires_grad=True)
+    x.register_hook(lambda g: hook_norms.__setitem__("x", float(np.linalg.norm(g.data))))
+    for name, p in ours.named_parameters():
+        p.register_hook(lambda g, name=name: hook_norms.__setitem__(name, float(np.linalg.norm(g.data))))
+    out = ours(x)
+    for sub, t in mine.items():
+        t.register_hook(lambda g, sub=sub: hook_norms.__setitem__("out:" + sub, float(np.linalg.norm(g.data))))
+    n_ops = graph_summary(out)["ops"]
+    with trace_backward(params={**dict(ours.named_parameters()), "x": x}) as trace:
+        out.backward(g_np)
+
+    param_names = [n for n, _ in twin.named_parameters()]
+    assert len(param_names) == 12
+    traced = trace.parameter_grad_norms()
+    assert set(traced) == set(param_names) | {"x"}
+    for name in param_names + ["x"]:
+        assert rel(traced[name], torch_norms[name]) <= RTOL, name
+        assert rel(hook_norms[name], torch_norms[name]) <= RTOL, name
+    for sub in ("ln1", "attn", "ln2", "mlp"):
+        key = "out:" + sub
+        assert rel(hook_norms[key], torch_norms[key]) <= RTOL, key
+        assert rel(trace.record_for(mine[sub]).grad_out_norm, torch_norms[key]) <= RTOL, key
+    assert trace.record_for(out).index == 1
+    assert trace.record_for(out).grad_out_norm == pytest.approx(np.linalg.norm(g_np), rel=1e-14)
+    # the trace ran every node of the graph exactly once
+    assert len(trace) == n_ops
+    for name, p in ours.named_parameters():
+        assert np.array_equal(trace.leaf_grad(p), p.grad)
+
+
+def test_trace_covers_every_op_of_the_graph_once():
+    out, module, _ = example_graph("gpt")
+    summary = graph_summary(out)
+    with trace_backward(module) as trace:
+        out.backward()
+    assert len(trace) == summary["ops"]
+    assert trace.counts() == {k: summary["by_op"][k] for k in trace.counts()}
+    assert sum(trace.counts().values()) == summary["ops"]
+    assert trace.total_saved_bytes == summary["saved_bytes"]
+    # the tied weight receives two contributions (embedding lookup and lm_head) summed once
+    tied = module.lm_head.weight
+    assert np.allclose(trace.leaf_grad(tied), tied.grad)
+    assert "token_embedding.weight = lm_head.weight" in trace.parameter_grad_norms()
+
+
+# =========================================================================== hooks vs torch
+
+def _pair(values, hooks_ours, hooks_torch):
+    """Run f(x) = sum(exp(x) * exp(x)) with hooks on exp(x) in both frameworks; return x grads."""
+    x = tg.Tensor(np.array(values), requires_grad=True)
+    y = x.exp()
+    for h in hooks_ours:
+        y.register_hook(h)
+    (y * y).sum().backward()
+    xt = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    yt = xt.exp()
+    for h in hooks_torch:
+        yt.register_hook(h)
+    (yt * yt).sum().backward()
+    return x.grad, xt.grad.numpy()
+
+
+def test_tensor_hook_replaces_gradient_like_torch():
+    ours, theirs = _pair([0.1, -0.3, 0.7], [lambda g: g * 3.0], [lambda g: g * 3.0])
+    assert np.allclose(ours, theirs, rtol=1e-14, atol=0)
+    plain, _ = _pair([0.1, -0.3, 0.7], [], [])
+    assert np.allclose(ours, 3 * plain)
+
+
+def test_tensor_hooks_run_in_registration_order_and_chain():
+    order_o, order_t = [], []
+
+    def make(tag, fn, log):
+        def hook(g):
+            log.append(tag)
+            return fn(g)
+        return hook
+    ours, theirs = _pair([0.2, 0.5],
+                         [make("a", lambda g: g + 1.0, order_o), make("b", lambda g: None, order_o),
+                          make("c", lambda g: g * 2.0, order_o)],
+                         [make("a", lambda g: g + 1.0, order_t), make("b", lambda g: None, order_t),
+                          make("c", lambda g: g * 2.0, order_t)])
+    assert order_o == order_t == ["a", "b", "c"]
+    assert np.allclose(ours, theirs, rtol=1e-14, atol=0)
+
+
+def test_hook_sees_the_total_gradient_once_and_leaf_hook_changes_grad():
+    seen_o, seen_t = [], []
+    x = tg.Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    x.register_hook(lambda g: seen_o.append(g.data.copy()) or g * 10.0)
+    (x * x + x * 3.0).sum().backward()
+    xt = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    xt.register_hook(lambda g: seen_t.append(g.numpy().copy()) or g * 10.0)
+    (xt * xt + xt * 3.0).sum().backward()
+    assert len(seen_o) == len(seen_t) == 1
+    assert np.allclose(seen_o[0], seen_t[0]) and np.allclose(x.grad, xt.grad.numpy())
+    assert np.allclose(x.grad, 10 * (2 * x.data + 3))
+
+
+def test_hook_handle_remove_like_torch():
+    calls = {"ours": 0, "torch": 0}
+
+    def counter(key):
+        def hook(g):
+            calls[key] += 1
+        return hook
+    for key, make in (("ours", lambda: tg.Tensor(np.ones(3), requires_grad=True)),
+                      ("torch", lambda: torch.ones(3, dtype=torch.float64, requires_grad=True))):
+        x = make()
+        h = counter(key)
+        first = x.register_hook(h)
+        second = x.register_hook(h)          # the same function twice: two registrations
+        first.remove()
+        first.remove()                       # removing twice removes nothing more
+        (x * 2).sum().backward()
+        second.remove()
+        (x * 2).sum().backward()
+    assert calls["ours"] == calls["torch"] == 1
+
+
+def test_hook_with_retain_grad_sets_hooked_grad_like_torch():
+    x = tg.Tensor(np.array([0.5, 1.5]), requires_grad=True)
+    y = x * 2.0
+    y.retain_grad()
+    y.register_hook(lambda g: g * 5.0)
+    (y * y).sum().backward()
+    xt = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
+    yt = xt * 2.0
+    yt.retain_grad()
+    yt.register_hook(lambda g: g * 5.0)
+    (yt * yt).sum().backward()
+    assert np.allclose(y.grad, yt.grad.numpy()) and np.allclose(x.grad, xt.grad.numpy())
+
+
+def test_register_hook_needs_grad_like_torch():
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        tg.Tensor(np.ones(2)).register_hook(lambda g: g)
+    with pytest.raises(RuntimeError):
+        torch.ones(2).register_hook(lambda g: g)
+
+
+def test_forward_hooks_replace_output_chain_and_remove_like_torch():
+    tg.manual_seed(0)
+    ours = nn.Linear(3, 2).double()
+    twin = torch.nn.Linear(3, 2).double()
+    twin.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()})
+    x_np = np.random.default_rng(1).standard_normal((4, 3))
+    results = {}
+    for key, module, x in (("ours", ours, tg.Tensor(x_np)), ("torch", twin, torch.tensor(x_np))):
+        seen = []
+        h1 = module.register_forward_hook(lambda m, args, out, seen=seen: seen.append((m, args)) or out * 2.0)
+        h2 = module.register_forward_hook(lambda m, args, out: out + 1.0)   # sees the doubled output
+        h3 = module.register_forward_hook(lambda m, args, out: None)         # None keeps it
+        doubled = np.asarray(module(x).detach().numpy() if key == "torch" else module(x).data)
+        assert seen[0][0] is module and seen[0][1][0] is x
+        h1.remove()
+        h1.remove()
+        shifted = np.asarray(module(x).detach().numpy() if key == "torch" else module(x).data)
+        h2.remove()
+        h3.remove()
+        plain = np.asarray(module(x).detach().numpy() if key == "torch" else module(x).data)
+        results[key] = (doubled, shifted, plain)
+    for a, b in zip(results["ours"], results["torch"]):
+        assert np.allclose(a, b, rtol=1e-14, atol=1e-15)
+    doubled, shifted, plain = results["ours"]
+    assert np.allclose(doubled, 2 * plain + 1) and np.allclose(shifted, plain + 1)
+
+
+# =========================================================================== explain
+
+@pytest.mark.parametrize("op", list(EXPLAINABLE_OPS))
+def test_live_check_fused_composite_torch_agree(op):
+    check = live_check(op, seed=1)
+    versus = {v for _, v in check["errors"]}
+    assert versus == ({"composite"} if EXPLAINABLE_OPS[op].torch is None else {"composite", "torch"})
+    worst = max(check["errors"].values())
+    assert worst <= 1e-12, check["errors"]
+    assert check["fused"].nodes >= 1 and check["composite"].nodes >= 1
+    for k, grad in check["fused"].grads.items():
+        assert grad is not None and np.abs(grad).max() > 0, k
+
+
+def test_live_check_detects_a_wrong_backward(monkeypatch):
+    spec = EXPLAINABLE_OPS["softmax"]
+    monkeypatch.setattr(spec.function, "backward", staticmethod(lambda ctx, g: g))
+    check = live_check("softmax")
+    assert check["errors"][("grad input", "composite")] > 1e-2
+    assert check["errors"][("grad input", "torch")] > 1e-2
+
+
+def test_explain_report_contents():
+    text = explain("layer_norm")
+    spec = EXPLAINABLE_OPS["layer_norm"]
+    assert "tinygrad_tx/functional/normalization.py:" in text
+    assert "ρ · (ĝ - mean(ĝ) - x̂ ∘ mean(ĝ ∘ x̂))" in text            # the docstring's derivation
+    assert "def forward(ctx, x, weight, bias" in text and "def backward(ctx, g)" in text
+    assert "def layer_norm_composite(" in text
+    assert re.search(r"grad weight\s+\d\.\d\de-\d\d\s+\d\.\d\de-\d\d", text)
+    assert "fused 1 node" in text and spec.summary in text
+    short = explain("layernorm", source=False, use_torch=False)
+    assert "def backward" not in short and "fused vs torch" not in short and "not requested" in short
+    assert "module docstring" in explain("flash", source=False, use_torch=False)
+
+
+def test_explain_unknown_op_and_missing_torch(monkeypatch):
+    with pytest.raises(ValueError, match="softmax, log_softmax"):
+        explain("convolution")
+    monkeypatch.setitem(sys.modules, "torch", None)
+    text = explain("softmax", source=False)
+    assert "torch is not installed: skipped" in text and "fused vs torch" not in text
+
+
+def test_study_tools_do_not_import_torch_or_matplotlib():
+    code = ("import sys, tinygrad_tx.viz, tinygrad_tx.cli; tinygrad_tx.cli.build_parser(); "
+            "print('torch' in sys.modules, 'matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+# =========================================================================== pictures
+
+def _png_shape(path):
+    import matplotlib.image
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG")
+    return matplotlib.image.imread(path).shape
+
+
+def test_bigram_counts_and_plot(tmp_path):
+    from tinygrad_tx.data import CharVocab
+    vocab = CharVocab.tutorial()
+    counts = bigram_counts(["ava", "emma"], vocab)
+    s = vocab.stoi
+    assert counts.sum() == 4 + 5
+    assert counts[s["$"], s["a"]] == 1 and counts[s["m"], s["m"]] == 1 and counts[s["a"], s["$"]] == 2
+    h, w, _ = _png_shape(plot_bigram(counts, vocab, tmp_path / "sub" / "bigram.png"))
+    assert h > 500 and w > 500
+    with pytest.raises(ValueError, match=r"\(27, 27\)"):
+        plot_bigram(counts[:3], vocab, tmp_path / "bad.png")
+
+
+def test_vowel_gathering_and_embedding_plot(tmp_path):
+    from tinygrad_tx.data import CharVocab
+    vocab = CharVocab.tutorial()
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((27, 3))
+    vowels = [vocab.stoi[c] for c in "aeiou"]
+    w[vowels] = 5.0 + 0.01 * rng.standard_normal((5, 3))
+    stats = vowel_gathering(w, vocab)
+    assert stats["ratio"] < 0.01 and set(stats["nearest"].values()) <= set("aeiou")
+    spread = vowel_gathering(np.eye(27)[:, :3] + np.arange(27)[:, None], vocab)
+    assert spread["ratio"] > 0.5
+    _png_shape(plot_embeddings_3d(w, vocab, tmp_path / "emb.png"))
+    with pytest.raises(ValueError, match="d_model = 3"):
+        plot_embeddings_3d(np.zeros((27, 4)), vocab, tmp_path / "x.png")
+    with pytest.raises(ValueError, match="two vowels"):
+        vowel_gathering(np.zeros((3, 3)), ["$", "a", "b"])
+
+
+def _torch_attention_weights(twin, idx):
+    """Weights of every twin block from torch ops alone: softmax(q kᵀ/√d_k + causal) of its input."""
+    caps = []
+    hooks = [b.attn.register_forward_hook(lambda m, a, o: caps.append((m, a[0]))) for b in twin.blocks]
+    with torch.no_grad():
+        twin(torch.from_numpy(idx))
+    for h in hooks:
+        h.remove()
+    out = []
+    for m, x in caps:
+        B, T, C = x.shape
+        q, k, _ = m.c_attn(x).split(m.d_model, dim=2)
+        q = q.view(B, T, m.n_heads, m.d_k).transpose(1, 2)
+        k = k.view(B, T, m.n_heads, m.d_k).transpose(1, 2)
+        s = (q @ k.transpose(-2, -1)) / m.d_k ** 0.5
+        s = s.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        out.append(torch.softmax(s, -1).detach().numpy())
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("attn_impl", ["fused", "naive", "flash"])
+def test_attention_maps_match_torch_twin(attn_impl):
+    tg.manual_seed(5)
+    model = GPTLanguageModel(27, d_model=16, n_heads=4, n_layers=2, block_size=8, dropout=0.1,
+                             attn_impl=attn_impl).double()
+    twin = reference.GPTLanguageModel(27, d_model=16, n_heads=4, n_layers=2, block_size=8).double().eval()
+    twin.load_state_dict(model.state_dict())
+    idx = np.array([[0, 5, 13, 13, 1], [0, 1, 22, 1, 0]], dtype=np.int64)
+    model.train()
+    maps = attention_maps(model, idx)
+    assert model.training and all(not m._forward_hooks for m in model.modules())
+    assert maps.shape == (2, 2, 4, 5, 5)
+    assert np.allclose(maps.sum(-1), 1.0) and np.all(np.triu(maps, 1) == 0)
+    assert np.abs(maps - _torch_attention_weights(twin, idx)).max() <= 1e-12
+
+
+def test_attention_weights_check_catches_a_mismatch():
+    tg.manual_seed(0)
+    attn = CausalSelfAttention(8, 2, 4, dropout=0.0).double()
+    x = tg.Tensor(np.random.default_rng(0).standard_normal((1, 4, 8)))
+    out = attn(x)
+    w = attention_weights(attn, x, out)
+    assert w.shape == (1, 2, 4, 4)
+    with pytest.raises(RuntimeError, match="does not reproduce"):
+        attention_weights(attn, x, tg.Tensor(out.data + 0.1))
+    with pytest.raises(ValueError, match="no CausalSelfAttention"):
+        attention_maps(nn.Linear(2, 2), np.zeros((1, 2), dtype=np.int64))
+
+
+def test_plot_attention(tmp_path):
+    maps = np.tile(np.tril(np.ones((5, 5))) / np.arange(1, 6)[:, None], (2, 3, 1, 1))
+    h, w, _ = _png_shape(plot_attention(maps, list("$emma"), tmp_path / "att.png", "title"))
+    assert w > h
+    with pytest.raises(ValueError, match="token labels"):
+        plot_attention(maps, list("$em"), tmp_path / "x.png")
+    with pytest.raises(ValueError, match="layers, heads"):
+        plot_attention(maps[0], list("$emma"), tmp_path / "x.png")
+
+
+# =========================================================================== the commands
+
+def test_cli_graph_trace_explain(tmp_path, capsys, monkeypatch):
+    assert main(["graph", "gpt-block", "-o", str(tmp_path / "block.dot"), "--saved-bytes"]) == 0
+    text = (tmp_path / "block.dot").read_text()
+    assert "attn.c_attn.weight" in text and "saved" in text
+    assert "21 ops" in capsys.readouterr().out
+    monkeypatch.setattr(graph_mod, "dot_program", lambda: None)
+    assert main(["graph", "layernorm", "--composite", "--png", "-o", str(tmp_path / "ln.dot")]) == 0
+    cap = capsys.readouterr()
+    assert (tmp_path / "ln.dot").exists() and "install Graphviz" in cap.err and "Sqrt" in cap.out
+    assert main(["trace", "layernorm"]) == 0
+    out = capsys.readouterr().out
+    assert "LayerNorm" in out and "weight" in out and "1 nodes" not in out
+    assert main(["explain"]) == 0
+    assert "scaled_dot_product_attention" in capsys.readouterr().out
+    assert main(["explain", "cross-entropy", "--no-source"]) == 0
+    assert "fused vs torch" in capsys.readouterr().out
+    assert main(["explain", "nope"]) == 1
+    assert "unknown op 'nope'" in capsys.readouterr().err
+
+
+def test_cli_plots_small(tmp_path, capsys):
+    assert main(["plot", "bigram", "-o", str(tmp_path / "b.png")]) == 0
+    assert "most frequent" in capsys.readouterr().out and (tmp_path / "b.png").exists()
+    common = ["--steps", "3", "--n-layers", "1", "--save", str(tmp_path / "m.safetensors")]
+    assert main(["plot", "embeddings", *common, "-o", str(tmp_path / "e.png")]) == 0
+    assert "ratio" in capsys.readouterr().out and (tmp_path / "e.png").exists()
+    assert main(["plot", "attention", "--checkpoint", str(tmp_path / "m.safetensors"), "--name", "ava",
+                 "-o", str(tmp_path / "a.png")]) == 0
+    assert "1 layers x 1 heads over 4 positions" in capsys.readouterr().out
+    assert main(["plot", "embeddings", "--checkpoint", str(tmp_path / "m.safetensors"), "--d-model", "4",
+                 "-o", str(tmp_path / "e2.png")]) == 0           # the checkpoint's own d_model wins
+    capsys.readouterr()
+    assert main(["plot", "attention", "--checkpoint", str(tmp_path / "m.safetensors"), "--name", "a" * 20,
+                 "-o", str(tmp_path / "x.png")]) == 1
+    assert "reads at most 16" in capsys.readouterr().err

@@ -1,0 +1,232 @@
+"""The study commands of ``tinygrad-tx``: ``graph``, ``trace``, ``explain`` and ``plot``.
+
+``tinygrad_tx.cli`` calls :func:`register_study_commands` with its sub-command parsers;
+each command returns an exit status (errors are raised as ValueError/OSError and turned
+into one line by the CLI's ``main``).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+GRAPH_HELP = "write the autograd graph of a small instance (attention, layernorm, gpt-block, gpt) as DOT/SVG/PNG"
+TRACE_HELP = "run backward through a small instance and print every node in execution order"
+EXPLAIN_HELP = "show a fused op's derivation, forward/backward source, and a live fused/composite/torch check"
+PLOT_HELP = "draw the tutorial's pictures: bigram matrix, 3-D embeddings, attention heat-maps (PNG)"
+
+EMBEDDINGS_OUT = "runs/embeddings/model.safetensors"
+ATTENTION_OUT = "runs/attention/model.safetensors"
+
+
+def register_study_commands(commands) -> None:
+    """Add ``graph``, ``trace``, ``explain`` and ``plot`` to the ``tinygrad-tx`` sub-commands."""
+    from .explain import OPS
+    from .graph import EXAMPLES
+
+    def debug_flag(p):
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    g = commands.add_parser("graph", help=GRAPH_HELP, description=GRAPH_HELP + ". Boxes are Function calls "
+                            "(name, output shape), ellipses are leaves (parameters by name), arrows the forward "
+                            "data flow; backward walks them in reverse.")
+    g.add_argument("example", choices=EXAMPLES, help="what to draw")
+    g.add_argument("-o", "--out", default=None, metavar="PATH",
+                   help="output file; its suffix (.dot/.svg/.png) picks the format (default: runs/graph/EXAMPLE.dot)")
+    fmt = g.add_mutually_exclusive_group()
+    fmt.add_argument("--svg", dest="format", action="store_const", const="svg", help="render an SVG with Graphviz")
+    fmt.add_argument("--png", dest="format", action="store_const", const="png", help="render a PNG with Graphviz")
+    g.add_argument("--composite", action="store_true",
+                   help="build it from primitives where it has a fused op (layer_norm_composite; the tutorial's "
+                        "line-by-line attention)")
+    g.add_argument("--saved-bytes", action="store_true", help="label every op with the bytes it saved for backward")
+    g.add_argument("--constants", action="store_true", help="also draw inputs that need no gradient")
+    debug_flag(g)
+    g.set_defaults(func=cmd_graph)
+
+    t = commands.add_parser("trace", help=TRACE_HELP, description=TRACE_HELP + ": Function, output shape, "
+                            "gradient norms of its output and inputs, bytes saved; then the gradient norm that "
+                            "reached every parameter.")
+    t.add_argument("example", choices=EXAMPLES, help="what to run")
+    t.add_argument("--composite", action="store_true", help="as for 'graph'")
+    t.add_argument("--seed", type=int, default=0, help="seed of the weights, input and cotangent (default: 0)")
+    debug_flag(t)
+    t.set_defaults(func=cmd_trace)
+
+    e = commands.add_parser("explain", help=EXPLAIN_HELP, description=EXPLAIN_HELP + ". Without OP: list the ops.")
+    e.add_argument("op", nargs="?", default=None, metavar="OP", help="one of: " + ", ".join(OPS))
+    e.add_argument("--no-source", dest="source", action="store_false", help="skip the source listings")
+    e.add_argument("--no-torch", dest="torch", action="store_false", help="skip the PyTorch comparison")
+    e.add_argument("--seed", type=int, default=0, help="seed of the random input and cotangent (default: 0)")
+    debug_flag(e)
+    e.set_defaults(func=cmd_explain)
+
+    p = commands.add_parser("plot", help=PLOT_HELP, description=PLOT_HELP + ".")
+    pictures = p.add_subparsers(dest="picture", metavar="PICTURE")
+    pictures.required = True
+
+    b = pictures.add_parser("bigram", help="the bigram count matrix N(c_i, c_j) of the training names",
+                            description="The section-3.2 count matrix of the training split as an image.")
+    b.add_argument("--data", default=None, metavar="PATH", help="names file (default: the offline census names)")
+    b.add_argument("--split-seed", type=int, default=42, help="seed of the 80/10/10 split (default: 42)")
+    b.add_argument("-o", "--out", default="runs/plots/bigram.png", metavar="PNG", help="(default: %(default)s)")
+    debug_flag(b)
+    b.set_defaults(func=cmd_plot_bigram)
+
+    em = pictures.add_parser("embeddings", help="train the names GPT with d_model = 3 and scatter the 27 characters",
+                             description="Section 5.4: the learned character embeddings in 3-D. Trains the "
+                                         "names GPT with d_model = 3 (or loads --checkpoint), writes the scatter "
+                                         "and prints how close the vowels came together.")
+    _model_flags(em, EMBEDDINGS_OUT, d_model=3, n_heads=1, n_layers=4, steps=1500, lr=1e-2)
+    em.add_argument("-o", "--out", default="runs/plots/embeddings.png", metavar="PNG",
+                    help="(default: %(default)s)")
+    debug_flag(em)
+    em.set_defaults(func=cmd_plot_embeddings)
+
+    at = pictures.add_parser("attention", help="attention heat-maps of a names GPT over one name",
+                             description="Section 6: the attention weights of every head of every layer of a "
+                                         "names GPT reading '$' + NAME. Trains a small GPT (or loads --checkpoint).")
+    at.add_argument("--name", default="emma", help="the name to read (default: %(default)s)")
+    _model_flags(at, ATTENTION_OUT, d_model=32, n_heads=4, n_layers=2, steps=1000, lr=3e-3)
+    at.add_argument("-o", "--out", default="runs/plots/attention.png", metavar="PNG",
+                    help="(default: %(default)s)")
+    debug_flag(at)
+    at.set_defaults(func=cmd_plot_attention)
+
+
+def _model_flags(p, default_out, **defaults):
+    from ..cli import _number as number   # the CLI's checked int/float argument types
+    p.add_argument("--checkpoint", default=None, metavar="PATH",
+                   help="use this 'train gpt' checkpoint instead of training one")
+    p.add_argument("--data", default=None, metavar="PATH", help="names file (default: the offline census names)")
+    p.add_argument("--d-model", type=number(int, 1), default=defaults["d_model"], help="(default: %(default)s)")
+    p.add_argument("--n-heads", type=number(int, 1), default=defaults["n_heads"], help="(default: %(default)s)")
+    p.add_argument("--n-layers", type=number(int, 1), default=defaults["n_layers"], help="(default: %(default)s)")
+    p.add_argument("--steps", type=number(int, 1), default=defaults["steps"], help="(default: %(default)s)")
+    p.add_argument("--lr", type=number(float, 1e-12), default=defaults["lr"], help="(default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
+    p.add_argument("--save", default=default_out, metavar="PATH",
+                   help="where the trained checkpoint goes (default: %(default)s)")
+
+
+# --------------------------------------------------------------------------- graph and trace
+
+def cmd_graph(args) -> int:
+    from .graph import GraphvizNotFound, example_graph, graph_summary, to_dot, write_graph
+    out, module, desc = example_graph(args.example, composite=args.composite)
+    summary = graph_summary(out)
+    text = to_dot(out, module, constants=args.constants, saved_bytes=args.saved_bytes, title=desc)
+    suffix = "-composite" if args.composite else ""
+    path = Path(args.out or f"runs/graph/{args.example}{suffix}.dot")
+    if args.format and path.suffix.lower() in (".svg", ".png", ".dot"):
+        path = path.with_suffix("." + args.format)
+    by_op = ", ".join(f"{name} {n}" for name, n in summary["by_op"].items())
+    print(f"{desc}: {summary['ops']} ops ({by_op}), {summary['leaves']} leaves, "
+          f"{summary['saved_bytes']:,} bytes saved for backward")
+    try:
+        written = write_graph(text, path, args.format)
+    except GraphvizNotFound as e:
+        print(f"wrote {path.with_suffix('.dot')}")
+        print(f"note: {e}", file=sys.stderr)
+        return 0
+    for w in written:
+        print(f"wrote {w}")
+    return 0
+
+
+def cmd_trace(args) -> int:
+    from .graph import example_graph
+    from .trace import trace_backward
+    out, module, desc = example_graph(args.example, composite=args.composite, seed=args.seed)
+    g = np.random.default_rng(args.seed + 1).standard_normal(out.shape).astype(out.dtype)
+    with trace_backward(params=module) as trace:
+        out.backward(g)
+    print(f"backward through {desc}, cotangent g ~ N(0, 1) of shape {tuple(out.shape)}, in execution order:")
+    print(trace.table())
+    print()
+    print(trace.parameter_table())
+    return 0
+
+
+# --------------------------------------------------------------------------- explain
+
+def cmd_explain(args) -> int:
+    from .explain import OPS, explain
+    if args.op is None:
+        width = max(len(n) for n in OPS)
+        print("tinygrad-tx explain OP, where OP is one of:")
+        for name, spec in OPS.items():
+            print(f"  {name:<{width}}  {spec.function.__module__}.{spec.function.__name__}: {spec.summary}")
+        return 0
+    print(explain(args.op, seed=args.seed, use_torch=args.torch, source=args.source), end="")
+    return 0
+
+
+# --------------------------------------------------------------------------- plots
+
+def cmd_plot_bigram(args) -> int:
+    from ..data import CharVocab
+    from ..training.gpt import corpus_name, load_split
+    from .pictures import bigram_counts, plot_bigram
+    _, train, _, _ = load_split(args.data, args.split_seed)
+    vocab = CharVocab.tutorial()
+    counts = bigram_counts(train, vocab)
+    path = plot_bigram(counts, vocab, args.out,
+                       f"bigram counts N(c_i, c_j): {len(train):,} training names of {corpus_name(args.data)}")
+    top = np.dstack(np.unravel_index(np.argsort(counts, axis=None)[::-1][:5], counts.shape))[0]
+    pairs = ", ".join(f"{vocab.chars[i]}{vocab.chars[j]} {counts[i, j]}" for i, j in top)
+    print(f"{int(counts.sum()):,} bigrams of {len(train):,} names; most frequent: {pairs}")
+    print(f"wrote {path}")
+    return 0
+
+
+def trained_gpt(args, log=print):
+    """``(model, vocab, description)``: the model of ``args.checkpoint``, or a GPT trained with
+    the command's flags (checkpoint written to ``args.save``)."""
+    from ..training import train_gpt
+    from ..training.gpt import describe, load_gpt
+    if args.checkpoint:
+        model, vocab, info = load_gpt(args.checkpoint)
+        return model, vocab, describe(info)
+    result = train_gpt(data=args.data, d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
+                       steps=args.steps, lr=args.lr, seed=args.seed, warmup_steps=min(50, args.steps),
+                       eval_every=0, num_samples=0, progress=False, out=args.save, log=log)
+    model, task = result["model"], result["task"]
+    return model, task.vocab, (f"GPT d_model {args.d_model}, {args.n_heads} head(s), {args.n_layers} layer(s), "
+                               f"{args.steps} steps, dev loss {result['dev_loss']:.3f}")
+
+
+def cmd_plot_embeddings(args) -> int:
+    from .pictures import plot_embeddings_3d, vowel_gathering
+    model, vocab, desc = trained_gpt(args)
+    weight = model.token_embedding.weight.data
+    if weight.shape[1] != 3:
+        raise ValueError(f"the 3-D picture needs d_model = 3; this model has d_model = {weight.shape[1]}")
+    stats = vowel_gathering(weight, vocab)
+    path = plot_embeddings_3d(weight, vocab, args.out, f"character embeddings: {desc}")
+    nearest = ", ".join(f"{v}->{n}" for v, n in stats["nearest"].items())
+    print(f"mean distance vowel-vowel {stats['vowel_vowel']:.3f}, vowel-consonant {stats['vowel_consonant']:.3f}: "
+          f"ratio {stats['ratio']:.3f} (< 1: the vowels gathered); nearest letter of each vowel: {nearest}")
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_plot_attention(args) -> int:
+    from .pictures import attention_maps, plot_attention
+    model, vocab, desc = trained_gpt(args)
+    name = args.name.strip().lower()
+    ids = [vocab.sentinel_id] + vocab.encode(name)
+    if len(ids) > model.block_size:
+        raise ValueError(f"'$' + {name!r} has {len(ids)} characters; the model reads at most {model.block_size}")
+    maps = attention_maps(model, np.array([ids], dtype=np.int64))[:, 0]
+    tokens = [vocab.itos[i] for i in ids]
+    path = plot_attention(maps, tokens, args.out, f"attention over '${name}': {desc}")
+    last = maps[:, :, -1, :]   # what the last position (predicting the character after the name) looks at
+    focus = ", ".join(f"L{li}H{hi}: '{tokens[int(np.argmax(last[li, hi]))]}' {last[li, hi].max():.2f}"
+                      for li in range(last.shape[0]) for hi in range(last.shape[1]))
+    print(f"{maps.shape[0]} layers x {maps.shape[1]} heads over {len(ids)} positions; the last position's "
+          f"strongest key per head: {focus}")
+    print(f"wrote {path}")
+    return 0
