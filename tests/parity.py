@@ -62,7 +62,8 @@ def rel_err(ours, ref) -> float:
     if ours.shape != ref.shape:
         raise AssertionError(f"shape mismatch: ours {ours.shape} vs reference {ref.shape}")
     finite = np.isfinite(ref)
-    if not np.array_equal(np.isfinite(ours), finite) or not np.array_equal(ours[~finite], ref[~finite]):
+    if not np.array_equal(np.isfinite(ours), finite) or \
+            not np.array_equal(ours[~finite], ref[~finite], equal_nan=True):
         return float("inf")
     if not finite.any():
         return 0.0

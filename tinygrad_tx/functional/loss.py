@@ -59,18 +59,24 @@ class CrossEntropy(Function):
         valid = t != ignore_index
         t = np.where(valid, t, 0)                   # any in-range index; invalid positions are zeroed
 
-        logp = z - np.max(z, axis=axis, keepdims=True)
-        p = np.exp(logp)
+        # log p = s - log Σ e^s with s = z - max z; log p is only needed at the targets (and,
+        # with smoothing, summed over the classes), so the full array of it is never formed
+        s = z - np.max(z, axis=axis, keepdims=True)
+        p = np.exp(s)
         sum_e = np.sum(p, axis=axis, keepdims=True)
         p /= sum_e
-        logp -= np.log(sum_e)
+        log_sum = np.log(sum_e)
 
         w_b = None if weight is None else weight.reshape((-1,) + (1,) * (z.ndim - axis - 1))
         w_t = None if weight is None else weight[t]
-        loss = np.take_along_axis(logp, t, axis)    # log p_t
+        loss = np.take_along_axis(s, t, axis)
+        loss -= log_sum                             # log p_t
         loss *= -(1.0 - eps) if w_t is None else -(1.0 - eps) * w_t
-        if eps > 0:
-            smooth = np.sum(logp if w_b is None else logp * w_b, axis=axis, keepdims=True)
+        if eps > 0:                                 # Σ_c w_c log p_c = Σ_c w_c s_c - (Σ_c w_c) log_sum
+            if w_b is None:
+                smooth = np.sum(s, axis=axis, keepdims=True) - n_classes * log_sum
+            else:
+                smooth = np.sum(s * w_b, axis=axis, keepdims=True) - np.sum(weight) * log_sum
             loss -= (eps / n_classes) * smooth
         loss[~valid] = 0
 
