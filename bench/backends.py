@@ -164,6 +164,32 @@ class OursBackend(_Backend):
         finally:
             result["bytes"] = int(SM.peak - base)
 
+    def distinct_saved_bytes(self, out) -> int:
+        """Bytes of the distinct buffers the graph behind ``out`` holds for backward.
+
+        ``SavedMemory`` counts per ``save_for_backward`` call, so an array saved by two
+        ops (softmax's output P, saved again by ``P @ V``) counts twice there. This walks
+        the recorded graph and counts each base buffer once — the measure torch's
+        storage-deduplicated count corresponds to. (Reads the engine's private
+        ``Tensor._ctx`` / ``Context._saved``; a benchmark of our own engine may.)
+        """
+        seen_ctx, seen_buf, total = set(), set(), 0
+        stack = [out]
+        while stack:
+            ctx = getattr(stack.pop(), "_ctx", None)
+            if ctx is None or id(ctx) in seen_ctx:
+                continue
+            seen_ctx.add(id(ctx))
+            for a in ctx._saved:
+                if isinstance(a, np.ndarray):
+                    while isinstance(a.base, np.ndarray):
+                        a = a.base
+                    if id(a) not in seen_buf:
+                        seen_buf.add(id(a))
+                        total += a.nbytes
+            stack.extend(i for i in ctx.inputs if isinstance(i, self.Tensor))
+        return total
+
     def info(self):
         return {"tinygrad_tx": getattr(self.tg, "__version__", "?")}
 
@@ -261,6 +287,9 @@ class TorchBackend(_Backend):
                 yield
         finally:
             result["bytes"] = int(total[0])
+
+    def distinct_saved_bytes(self, out):
+        return None   # count_saved already counts each storage once
 
     def info(self):
         torch = self.torch

@@ -76,6 +76,7 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
             results[label] = {"error": reply.get("error")}
             continue
         results[label] = {"saved_bytes": reply["saved_bytes"], "first_fwdbwd_s": reply["first_fwdbwd_s"],
+                          "saved_bytes_distinct": reply.get("saved_bytes_distinct"),
                           "flops_fwd": reply["flops_fwd"],
                           "flops_fwdbwd": reply["flops_fwdbwd"], "info": reply.get("info", {}),
                           "times": {m: [] for m in modes}, "cpu_times": {m: [] for m in modes}}
@@ -131,6 +132,7 @@ def run_components(workers, names, settings, attn_impl):
                 continue
             row["results"][label] = {
                 "fwd": r["stats"]["fwd"], "fwdbwd": r["stats"]["fwdbwd"], "saved_bytes": r["saved_bytes"],
+                "saved_bytes_distinct": r["saved_bytes_distinct"],
                 "rounds": r["rounds"], "info": r["info"], "times": r["times"], "cpu": r["cpu_stats"],
                 "gflops_fwd": gflops(r["flops_fwd"], r["stats"]["fwd"]["median"]),
                 "gflops_fwdbwd": gflops(r["flops_fwdbwd"], r["stats"]["fwdbwd"]["median"])}
@@ -156,7 +158,7 @@ def run_components(workers, names, settings, attn_impl):
 
 # --------------------------------------------------------------------------- sweeps
 
-def section11_sweep(ours, torch_w, settings, d=64, heads=4, batch=4):
+def section11_sweep(ours, torch_w, settings, d=64, heads=4, batch=2):
     """One causal self-attention layer (naive path, the tutorial's code) at T = 32 … 2048, fixed d."""
     Ts = [32, 64, 128, 256] if settings.quick else [32, 64, 128, 256, 512, 1024, 2048]
     settings = Settings(settings.quick, min(settings.rounds, 3 if settings.quick else 5))
@@ -174,6 +176,7 @@ def section11_sweep(ours, torch_w, settings, d=64, heads=4, batch=4):
             r = res[label]
             row[label] = {"error": r["error"]} if "error" in r else {
                 "fwdbwd": r["stats"]["fwdbwd"], "saved_bytes": r["saved_bytes"],
+                "saved_bytes_distinct": r["saved_bytes_distinct"],
                 "gflops": gflops(r["flops_fwdbwd"], r["stats"]["fwdbwd"]["median"])}
         rows.append(row)
         log(f"  section 11  T={T:5d}  " + "  ".join(
@@ -198,7 +201,8 @@ def flash_sweep(ours, torch_w, settings, heads=4, d_head=16, batch=1):
         for label, *_ in paths:
             r = res[label]
             row[label] = {"error": r["error"]} if "error" in r else {
-                "fwdbwd": r["stats"]["fwdbwd"], "saved_bytes": r["saved_bytes"]}
+                "fwdbwd": r["stats"]["fwdbwd"], "saved_bytes": r["saved_bytes"],
+                "saved_bytes_distinct": r["saved_bytes_distinct"]}
         rows.append(row)
         log(f"  flash sweep T={T:5d}  " + "  ".join(
             f"{lb} {row[lb]['fwdbwd']['median'] * 1e3:.1f} ms/{row[lb]['saved_bytes'] / 2**20:.1f} MB"

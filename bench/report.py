@@ -93,11 +93,13 @@ def markdown(res) -> str:
                    f"(random cotangent; worst of {n_seeds} seed(s)); oracle = torch float64 on the same "
                    "float32-rounded inputs; a gradient that is zero in exact arithmetic is measured against "
                    "the largest gradient. "
-                   "Saved = peak bytes held for backward: ours counted by the engine per op (`SavedMemory`), "
-                   "torch's by `saved_tensors_hooks` (storages counted once). GFLOP/s from analytic FLOPs.")
+                   "Saved = peak bytes held for backward: ours counted by the engine per op (`SavedMemory`; "
+                   "an array saved by two ops counts twice) and as distinct buffers (graph walk, each buffer "
+                   "once); torch's by `saved_tensors_hooks` (each storage once). GFLOP/s from analytic FLOPs.")
         out.append("")
         header = ["component", "ours f32 err", "torch f32 err", "err ratio", "worst item", "ours f64 err",
-                  "saved MB ours", "saved MB torch", "GFLOP/s f+b ours", "GFLOP/s f+b torch"]
+                  "saved MB ours (per op)", "ours (distinct)", "saved MB torch", "GFLOP/s f+b ours",
+                  "GFLOP/s f+b torch"]
         body = []
         names = [r["name"] for r in rows] or list(acc)
         by_name = {r["name"]: r for r in rows}
@@ -113,7 +115,8 @@ def markdown(res) -> str:
                        "–" if a.get("ours_f64") is None else f"{a['ours_f64']:.1e}"]
             else:
                 err = ["–"] * 5
-            body.append([name] + err + [_mb(ours.get("saved_bytes")), _mb(tor.get("saved_bytes")),
+            body.append([name] + err + [_mb(ours.get("saved_bytes")), _mb(ours.get("saved_bytes_distinct")),
+                                        _mb(tor.get("saved_bytes")),
                                         _num(ours.get("gflops_fwdbwd"), ".1f"), _num(tor.get("gflops_fwdbwd"), ".1f")])
         out.append(_table(header, body))
         out.append("")
@@ -177,9 +180,10 @@ def markdown(res) -> str:
                          _cell(o.get("fwdbwd")), _cell(tt.get("fwdbwd")),
                          _num(None if "fwdbwd" not in o else o["fwdbwd"]["median"] / tt["fwdbwd"]["median"]
                               if "fwdbwd" in tt else None),
-                         _mb(o.get("saved_bytes")), _mb(tt.get("saved_bytes"))])
+                         _mb(o.get("saved_bytes")), _mb(o.get("saved_bytes_distinct")), _mb(tt.get("saved_bytes"))])
         out.append(_table(["T", "4Td² (M MAC)", "2T²d (M MAC)", "T² share", "scores MB", "ours f+b ms",
-                           "torch f+b ms", "ratio", "saved MB ours", "saved MB torch"], body))
+                           "torch f+b ms", "ratio", "saved MB ours (per op)", "ours (distinct)", "saved MB torch"],
+                          body))
         out.append("")
 
     fs = res.get("flash_sweep")
@@ -196,9 +200,12 @@ def markdown(res) -> str:
         for r in fs:
             body.append([r["T"], _mb(r["score_bytes_f32"])]
                         + [_cell(r.get(lb, {}).get("fwdbwd")) for lb in labels]
-                        + [_mb(r.get(lb, {}).get("saved_bytes")) for lb in labels])
+                        + [_mb(r.get(lb, {}).get("saved_bytes_distinct") or r.get(lb, {}).get("saved_bytes"))
+                           for lb in labels])
         out.append(_table(["T", "scores MB"] + [f"{lb} ms" for lb in labels] + [f"{lb} saved MB" for lb in labels],
                           body))
+        out.append("")
+        out.append("Saved MB here: distinct buffers for ours (graph walk), storages for torch.")
         out.append("")
 
     tg = res.get("targets")
@@ -319,7 +326,8 @@ def plots(res, out_dir) -> list:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
         for key in ("ours_naive", "ours_flash", "torch_naive", "torch_fused"):
             t_pts = [(r["T"], r[key]["fwdbwd"]["median"] * 1e3) for r in fs if "fwdbwd" in r.get(key, {})]
-            m_pts = [(r["T"], r[key]["saved_bytes"] / 2 ** 20) for r in fs if "saved_bytes" in r.get(key, {})]
+            m_pts = [(r["T"], (r[key].get("saved_bytes_distinct") or r[key]["saved_bytes"]) / 2 ** 20)
+                     for r in fs if "saved_bytes" in r.get(key, {})]
             style = "o-" if "naive" in key else "s--"
             if t_pts:
                 a1.plot(*zip(*t_pts), style, label=key)

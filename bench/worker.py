@@ -74,6 +74,7 @@ class Worker:
         case = build_case(self.B, req["component"], req["cfg"], seed)
         out = case.forward()
         shape = tuple(out.shape)
+        distinct = self.B.distinct_saved_bytes(out)
         g = None if len(shape) == 0 else self.B.const(cotangent(shape, seed))
         del out
         tensors = [t for _, t in case.leaves]
@@ -93,7 +94,8 @@ class Worker:
         with self.B.count_saved(saved):
             fwdbwd()
         self.B.sync()
-        return {"saved_bytes": saved["bytes"], "flops_fwd": case.flops, "flops_fwdbwd": case.fwdbwd_flops(),
+        return {"saved_bytes": saved["bytes"], "saved_bytes_distinct": distinct,
+                "flops_fwd": case.flops, "flops_fwdbwd": case.fwdbwd_flops(),
                 "first_fwdbwd_s": time.perf_counter() - t0, "out_shape": list(shape), "info": case.info}
 
     def time(self, req):
