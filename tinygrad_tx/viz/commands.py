@@ -189,13 +189,14 @@ def trained_gpt(args, log=print):
     from ..training.gpt import describe, load_gpt
     if args.checkpoint:
         model, vocab, info = load_gpt(args.checkpoint)
-        return model, vocab, describe(info)
-    result = train_gpt(data=args.data, d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
-                       steps=args.steps, lr=args.lr, seed=args.seed, warmup_steps=min(50, args.steps),
-                       eval_every=0, num_samples=0, progress=False, out=args.save, log=log)
-    model, task = result["model"], result["task"]
-    return model, task.vocab, (f"GPT d_model {args.d_model}, {args.n_heads} head(s), {args.n_layers} layer(s), "
-                               f"{args.steps} steps, dev loss {result['dev_loss']:.3f}")
+    else:
+        result = train_gpt(data=args.data, d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
+                           steps=args.steps, lr=args.lr, seed=args.seed, warmup_steps=min(50, args.steps),
+                           eval_every=0, num_samples=0, progress=False, out=args.save, log=log)
+        model, vocab = result["model"], result["task"].vocab
+        info = {**result["task"].info(), "metrics": {"dev_loss": result["dev_loss"]}}
+    steps = info.get("config", {}).get("steps")
+    return model, vocab, describe(info) + (f", {steps} steps" if steps else "")
 
 
 def cmd_plot_embeddings(args) -> int:
@@ -205,7 +206,7 @@ def cmd_plot_embeddings(args) -> int:
     if weight.shape[1] != 3:
         raise ValueError(f"the 3-D picture needs d_model = 3; this model has d_model = {weight.shape[1]}")
     stats = vowel_gathering(weight, vocab)
-    path = plot_embeddings_3d(weight, vocab, args.out, f"character embeddings: {desc}")
+    path = plot_embeddings_3d(weight, vocab, args.out, f"learned character embeddings\n{desc}")
     nearest = ", ".join(f"{v}->{n}" for v, n in stats["nearest"].items())
     print(f"mean distance vowel-vowel {stats['vowel_vowel']:.3f}, vowel-consonant {stats['vowel_consonant']:.3f}: "
           f"ratio {stats['ratio']:.3f} (< 1: the vowels gathered); nearest letter of each vowel: {nearest}")

@@ -244,7 +244,7 @@ def graph_summary(tensor: Tensor) -> dict:
 
 def _name_output(name, module, args, output):
     for t in output if isinstance(output, (tuple, list)) else (output,):
-        if isinstance(t, Tensor) and t._ctx is not None:
+        if isinstance(t, Tensor) and t._ctx is not None and not any(t is a for a in args):
             t.name = name
 
 
@@ -256,7 +256,8 @@ def name_activations(model):
 
     Uses ``Module.register_forward_hook``; the hooks are removed on exit. A tensor returned
     by nested modules (a Linear that is the last layer of ``mlp``) keeps the outermost name,
-    because the outer module's hook runs last. Leaves (inputs passed through) are not renamed.
+    because the outer module's hook runs last. A module that returns its input unchanged
+    (Dropout with p = 0 or in eval mode) does not rename it; leaves are never renamed.
     """
     handles = [m.register_forward_hook(functools.partial(_name_output, name))
                for name, m in model.named_modules() if name]

@@ -125,7 +125,7 @@ def plot_embeddings_3d(weight, vocab, path, title: str | None = None) -> Path:
     if w.shape != (len(chars), 3):
         raise ValueError(f"a 3-D picture needs a ({len(chars)}, 3) embedding table (d_model = 3), got {w.shape}")
     plt = pyplot()
-    fig = plt.figure(figsize=(7.5, 7), dpi=100)
+    fig = plt.figure(figsize=(9, 7.5), dpi=100)
     ax = fig.add_subplot(projection="3d")
     kinds = [("vowel", "tab:red"), ("consonant", "tab:blue"), ("sentinel $", "tab:gray")]
     kind_of = ["vowel" if c in VOWELS else "consonant" if c.isalpha() else "sentinel $" for c in chars]
@@ -140,7 +140,7 @@ def plot_embeddings_3d(weight, vocab, path, title: str | None = None) -> Path:
     ax.set_ylabel("dim 1")
     ax.set_zlabel("dim 2")
     stats = vowel_gathering(w, chars)
-    ax.set_title(_plain(title or "learned character embeddings (d_model = 3)"))
+    ax.set_title(_plain(title or "learned character embeddings (d_model = 3)"), fontsize=10)
     fig.text(0.5, 0.02, f"mean distance vowel-vowel {stats['vowel_vowel']:.2f} vs vowel-consonant "
              f"{stats['vowel_consonant']:.2f} (ratio {stats['ratio']:.2f})", ha="center", fontsize=9)
     ax.legend(loc="upper left", fontsize=9)
