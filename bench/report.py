@@ -40,8 +40,12 @@ def markdown(res) -> str:
     out = ["# tinygrad_tx benchmark" + (" (quick)" if meta.get("quick") else ""), ""]
     o, t = meta.get("ours", {}), meta.get("torch", {})
     peaks = meta.get("matmul_peak", {})
+    pools = o.get("threadpoolctl") or []
+    blas = ", ".join(f"{p.get('internal_api')} {p.get('version')}: {p.get('num_threads')}" for p in pools
+                     if p.get("user_api") == "blas") or "threadpoolctl not installed"
     out.append(f"{meta['date']}; {meta['threads']} thread(s) for NumPy's BLAS and torch "
-               f"(torch reports {t.get('torch_threads')}); numpy {o.get('numpy')}, torch {t.get('torch')}, "
+               f"(torch reports {t.get('torch_threads')}; NumPy's BLAS pools: {blas}); "
+               f"numpy {o.get('numpy')}, torch {t.get('torch')}, "
                f"python {meta['python']}; attention in the models: `{meta.get('attn_impl')}`."
                + (f" CUDA: {meta['torch_cuda'].get('cuda_device')}." if "torch_cuda" in meta else ""))
     if peaks:
