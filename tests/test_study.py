@@ -581,6 +581,11 @@ def test_cli_graph_trace_explain(tmp_path, capsys, monkeypatch):
     assert main(["graph", "layernorm", "--composite", "--png", "-o", str(tmp_path / "ln.dot")]) == 0
     cap = capsys.readouterr()
     assert (tmp_path / "ln.dot").exists() and "install Graphviz" in cap.err and "Sqrt" in cap.out
+    monkeypatch.chdir(tmp_path)
+    assert main(["graph", "attention"]) == 0                     # default: runs/graph/attention.svg
+    assert (tmp_path / "runs/graph/attention.dot").exists() and "dot -Tsvg" in capsys.readouterr().err
+    assert main(["graph", "attention", "-o", "a.txt"]) == 1
+    assert "graph format must be one of" in capsys.readouterr().err
     assert main(["trace", "layernorm"]) == 0
     out = capsys.readouterr().out
     assert "LayerNorm" in out and "weight" in out and "1 nodes" not in out

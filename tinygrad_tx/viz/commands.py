@@ -34,7 +34,8 @@ def register_study_commands(commands) -> None:
                             "data flow; backward walks them in reverse.")
     g.add_argument("example", choices=EXAMPLES, help="what to draw")
     g.add_argument("-o", "--out", default=None, metavar="PATH",
-                   help="output file; its suffix (.dot/.svg/.png) picks the format (default: runs/graph/EXAMPLE.dot)")
+                   help="output file; its suffix (.dot/.svg/.png) picks the format (default: runs/graph/EXAMPLE.svg, "
+                        "rendered by Graphviz's dot; the DOT source is always written beside it)")
     fmt = g.add_mutually_exclusive_group()
     fmt.add_argument("--svg", dest="format", action="store_const", const="svg", help="render an SVG with Graphviz")
     fmt.add_argument("--png", dest="format", action="store_const", const="png", help="render a PNG with Graphviz")
@@ -119,14 +120,15 @@ def cmd_graph(args) -> int:
     summary = graph_summary(out)
     text = to_dot(out, module, constants=args.constants, saved_bytes=args.saved_bytes, title=desc)
     suffix = "-composite" if args.composite else ""
-    path = Path(args.out or f"runs/graph/{args.example}{suffix}.dot")
-    if args.format and path.suffix.lower() in (".svg", ".png", ".dot"):
-        path = path.with_suffix("." + args.format)
+    fmt = args.format or (Path(args.out).suffix.lstrip(".").lower() if args.out else "svg") or "dot"
+    path = Path(args.out or f"runs/graph/{args.example}{suffix}.{fmt}")
+    if path.suffix.lower() in (".svg", ".png", ".dot"):
+        path = path.with_suffix("." + fmt)
     by_op = ", ".join(f"{name} {n}" for name, n in summary["by_op"].items())
     print(f"{desc}: {summary['ops']} ops ({by_op}), {summary['leaves']} leaves, "
           f"{summary['saved_bytes']:,} bytes saved for backward")
     try:
-        written = write_graph(text, path, args.format)
+        written = write_graph(text, path, fmt)
     except GraphvizNotFound as e:
         print(f"wrote {path.with_suffix('.dot')}")
         print(f"note: {e}", file=sys.stderr)
