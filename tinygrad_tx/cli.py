@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -147,7 +148,8 @@ def compare_torch(kind, cfg) -> int:
     out = Path(cfg.plot or f"runs/{kind}/compare_{cfg.dtype}.png")
     plot_compare(result["step"], result["ours"], result["torch"], out,
                  f"{kind}: tinygrad_tx vs PyTorch twin ({cfg.dtype}, same init and batches)")
-    print(f"plot: {out}")
+    out.with_suffix(".json").write_text(json.dumps({"config": cfg.to_dict(), **result}))
+    print(f"plot: {out} (curves: {out.with_suffix('.json')})")
     return 0
 
 

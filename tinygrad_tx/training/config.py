@@ -112,7 +112,8 @@ class Seq2SeqConfig(TrainConfig):
                           type=str, metavar="PATH")
     num_examples: int = _f(20000, "dates to draw for --task dates (distinct; split 80/10/10)", min=3)
     n_layers: int = _f(2, "encoder blocks and decoder blocks (each)", min=0)
-    steps: int = _f(1500, "number of optimiser steps", min=1)
+    steps: int = _f(600, "number of optimiser steps", min=1)
+    eval_every: int = _f(100, "evaluate on the dev split every N steps (0 = only at the end)", min=0)
     lr: float = _f(2e-3, "peak learning rate (AdamW)", min=0.0)
 
 

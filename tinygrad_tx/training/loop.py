@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from .. import manual_seed
+from .. import manual_seed, models
 from ..autograd import no_grad
 from ..data import DataLoader
 from ..optim import AdamW, LambdaLR, clip_grad_norm_, warmup_cosine, weight_decay_groups
@@ -76,7 +76,6 @@ class Task:
     # ------------------------------------------------------------------ shared helpers
     def build_model(self):
         """Seed the global generator with ``config.seed`` and build the model in ``config.dtype``."""
-        from .. import models
         manual_seed(self.config.seed)
         name, kwargs = self.model_spec()
         model = getattr(models, name)(**kwargs)
@@ -90,7 +89,8 @@ class Task:
 
 
 def trailing_columns(mask: np.ndarray) -> int:
-    """The number of leading columns that hold at least one real entry of a (B, T) mask."""
+    """1 + the index of the last column of a (B, T) mask with any real (True) entry, at least 1:
+    every column after it is padding in every row, so a batch can be cut there."""
     used = np.flatnonzero(mask.any(axis=0))
     return int(used[-1]) + 1 if used.size else 1
 

@@ -16,6 +16,15 @@ def _pyplot():
     return plt
 
 
+def _save(plt, fig, path) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def smooth(values, window: int) -> np.ndarray:
     """Trailing moving average (the first points average what exists so far)."""
     v = np.asarray(values, dtype=np.float64)
@@ -60,12 +69,7 @@ def plot_history(history: dict, path, title: str, metric: str | None = None, ref
         labels += [metric.replace("_", " ")]
     ax.legend(handles, labels, loc="upper right", fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_compare(steps, ours, theirs, path, title: str):
@@ -81,13 +85,11 @@ def plot_compare(steps, ours, theirs, path, title: str):
     ax.set_title(title)
     ax.legend()
     ax.grid(alpha=0.3)
-    ax2.semilogy(steps, np.where(rel > 0, rel, np.nan), color="black", lw=1)
+    nonzero = rel > 0
+    ax2.semilogy(steps[nonzero], rel[nonzero], ".", color="black", ms=3)
     ax2.set_ylabel("|ours - torch| / |torch|")
     ax2.set_xlabel("step")
+    ax2.set_title(f"relative difference: max {rel.max():.1e}; exactly equal at {int((~nonzero).sum())} of "
+                  f"{rel.size} steps (not drawn)", fontsize=9)
     ax2.grid(alpha=0.3, which="both")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)

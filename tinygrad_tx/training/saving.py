@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import models
 from ..checkpoint import load_checkpoint, save_checkpoint
 
 
@@ -51,7 +52,6 @@ def history_path(path) -> Path:
 
 def load_run(path):
     """``(model, info)`` from a checkpoint written by :func:`save_run` (model in eval mode)."""
-    from .. import models
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"checkpoint not found: {path}")
