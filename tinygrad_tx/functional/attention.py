@@ -65,26 +65,26 @@ class ScaledDotProductAttention(Function):
 
     @staticmethod
     def forward(ctx, q, k, v, attn_mask, *, scores_shape, is_causal, scale, keep, keep_scale_):
-        s = np.matmul(q, np.swapaxes(k, -1, -2))
-        if s.shape != scores_shape:            # value (or the mask) has more batch dims than q, k
-            s = np.broadcast_to(s, scores_shape).copy()
-        s *= scale
+        scores = np.matmul(q, np.swapaxes(k, -1, -2))
+        if scores.shape != scores_shape:       # value has more batch dims than q and k
+            scores = np.broadcast_to(scores, scores_shape).copy()
+        scores *= scale
         if attn_mask is not None:
             if attn_mask.dtype == np.bool_:
-                np.copyto(s, -np.inf, where=~attn_mask)
+                np.copyto(scores, -np.inf, where=~attn_mask)
             else:
-                s += attn_mask
+                scores += attn_mask
         if is_causal:
-            np.copyto(s, -np.inf, where=_causal_future(*scores_shape[-2:]))
+            np.copyto(scores, -np.inf, where=_causal_future(*scores_shape[-2:]))
         # softmax along the keys; a row whose max is -inf is fully masked: shift it by 0
         # instead (so exp gives exact zeros, not nan) and divide its zero sum by 1
-        row_max = np.max(s, axis=-1, keepdims=True)
+        row_max = np.max(scores, axis=-1, keepdims=True)
         dead = row_max == -np.inf
         has_dead = bool(dead.any())
         if has_dead:
             row_max[dead] = 0
-        s -= row_max
-        p = np.exp(s, out=s)
+        scores -= row_max
+        p = np.exp(scores, out=scores)
         denom = np.sum(p, axis=-1, keepdims=True)
         if has_dead:
             denom[dead] = 1
@@ -105,7 +105,10 @@ class ScaledDotProductAttention(Function):
         nq, nk, nv, nm = ctx.needs_input_grad[:4]
         dq = dk = dv = None
         if nv:
-            p_used = p if keep is None else p * keep * np.asarray(ctx.keep_scale, dtype=p.dtype)
+            p_used = p
+            if keep is not None:
+                p_used = p * keep
+                p_used *= ctx.keep_scale
             dv = np.matmul(np.swapaxes(p_used, -1, -2), g)
         if nq or nk or nm:
             ds = np.matmul(g, np.swapaxes(v, -1, -2))           # dP̃
