@@ -18,6 +18,12 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+try:  # the parity tests use tiny tensors: torch's intra-op threads would only contend for the
+    import torch  # cores with the other xdist worker (7x slower on 2 shared cores, measured)
+    torch.set_num_threads(1)
+except ImportError:  # pragma: no cover - torch is a dev dependency
+    pass
+
 settings.register_profile(
     "ci", max_examples=12, derandomize=True, deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
