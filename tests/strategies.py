@@ -51,7 +51,10 @@ def values(shape, seed, domain="real", scale=1.0):
     distinct: a random permutation of well-separated values (max/min without ties);
     away_from_zero: |x| >= 0.1 (relu/clamp kinks avoided).
     """
-    rng = np.random.default_rng(seed)
+    return np.asarray(_values(tuple(shape), np.random.default_rng(seed), domain, scale))
+
+
+def _values(shape, rng, domain, scale):
     if domain == "real":
         return rng.standard_normal(shape) * scale
     if domain == "positive":

@@ -50,15 +50,19 @@ import numpy as np
 
 # --------------------------------------------------------------------------- grad mode
 
-_state = threading.local()
+class _GradMode(threading.local):
+    enabled = True  # per thread, like torch's grad mode
+
+
+_state = _GradMode()
 
 
 def is_grad_enabled() -> bool:
-    return getattr(_state, "grad_enabled", True)
+    return _state.enabled
 
 
 def set_grad_enabled(mode: bool) -> None:
-    _state.grad_enabled = bool(mode)
+    _state.enabled = bool(mode)
 
 
 class no_grad:
@@ -112,17 +116,13 @@ class SavedMemory:
 
 
 def _nbytes(arrays):
-    seen = set()
-    total = 0
+    bases = {}  # id(base buffer) -> its bytes, so views of one buffer count once
     for a in arrays:
         if isinstance(a, np.ndarray):
-            base = a
-            while isinstance(base.base, np.ndarray):
-                base = base.base
-            if id(base) not in seen:
-                seen.add(id(base))
-                total += base.nbytes
-    return total
+            while isinstance(a.base, np.ndarray):
+                a = a.base
+            bases[id(a)] = a.nbytes
+    return sum(bases.values())
 
 
 # --------------------------------------------------------------------------- Function and Context
@@ -146,7 +146,8 @@ class Context:
         self._freed = False
 
     def save_for_backward(self, *arrays):
-        self._release()
+        if self._saved_bytes:
+            self._release()
         self._saved = arrays
         self._saved_bytes = _nbytes(arrays)
         SavedMemory.current += self._saved_bytes
@@ -221,21 +222,18 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .tensor import Tensor
         arrays = [a.data if isinstance(a, Tensor) else a for a in args]
         record = False
-        if is_grad_enabled():
-            needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-            record = any(needs)
-        if record:
-            ctx = Context(cls, args, needs)
-        else:
-            ctx = _NoGradContext()
+        if _state.enabled:
+            needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+            record = True in needs
+        ctx = Context(cls, args, needs) if record else _NoGradContext()
         out = cls.forward(ctx, *arrays, **kwargs)
         if not isinstance(out, np.ndarray):
             out = np.asarray(out)
-        result = Tensor._from_op(out, ctx if record else None)
-        return result
+        if record and out.dtype.kind not in "fc":
+            record = False  # as in torch, integer and bool outputs (x.long(), x > 0) are not differentiable
+        return Tensor._from_op(out, ctx if record else None)
 
     @classmethod
     def name(cls) -> str:
@@ -252,7 +250,8 @@ def reduce_grad_to_input(grad, inp, fn_name: str):
     over the leading axes that broadcasting prepended, and over every axis where
     ``x`` had size 1 but ``S`` does not.
     """
-    grad = np.asarray(grad)
+    if not isinstance(grad, np.ndarray):
+        grad = np.asarray(grad)
     shape = inp.data.shape
     if grad.shape != shape:
         nlead = grad.ndim - len(shape)
@@ -316,7 +315,6 @@ _backward_observers: list = []
 
 
 def run_backward(root, gradient, retain_graph: bool):
-    from .tensor import Tensor
     grads = {id(root): gradient}
     order = _topological_order(root)
     for t in order:
@@ -365,3 +363,8 @@ def _accumulate(t, g):
         t.grad = np.array(g, dtype=t.data.dtype, copy=True)
     else:
         t.grad = t.grad + g
+
+
+# tensor.py imports this module first (the package imports autograd before tensor), so Tensor
+# is bound here once both modules exist, rather than imported inside every Function.apply.
+from .tensor import Tensor  # noqa: E402

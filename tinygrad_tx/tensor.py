@@ -324,6 +324,11 @@ def _promote_pair(a, b):
     if da == db:
         return a, b
     fa, fb = da.kind == "f", db.kind == "f"
+    if fa and fb and (np.ndim(a) == 0) != (np.ndim(b) == 0):
+        # torch: a 0-d float tensor takes the dtype of a dimensioned float one (f32[n] + f64[] -> f32)
+        if np.ndim(a) == 0:
+            return (a.to(db) if isinstance(a, Tensor) else a.astype(db)), b
+        return a, (b.to(da) if isinstance(b, Tensor) else b.astype(da))
     if fa and not fb:
         return a, (b.data if isinstance(b, Tensor) else b).astype(da)
     if fb and not fa:
@@ -350,6 +355,11 @@ def _float_operands(a, b):
             return (x.data if isinstance(x, Tensor) else np.asarray(x)).astype(DEFAULT_FLOAT)
         return x
     return f(a), f(b)
+
+
+def _floating(s: Tensor) -> Tensor:
+    """exp/log/... of an int or bool tensor compute in float32, as torch's do (NumPy would pick float64)."""
+    return s if s.data.dtype.kind == "f" else Tensor(s.data.astype(DEFAULT_FLOAT))
 
 
 def _dims_arg(dims):
@@ -381,11 +391,14 @@ def _tensor_methods():
     T.__rtruediv__ = rtruediv
     T.__neg__ = lambda s: _E.Neg.apply(s)
 
-    def pow_(s, o):
-        a, b = _float_operands(s, _as_operand(o, s)) if s.data.dtype.kind != "f" else (s, _as_operand(o, s))
-        return _binary_op(_E.Pow, a if isinstance(a, Tensor) else Tensor(a), b)
+    def pow_(s, o):  # int ** int stays int64, as torch's does; a float on either side makes a float
+        return _binary_op(_E.Pow, s, o)
 
     def rpow(s, o):
+        if isinstance(o, (int, float)) and not isinstance(o, bool) and s.data.dtype.kind == "f":
+            # a Python base stays a Python number: the backward's log(base) is then exact in
+            # float64, as torch's is (log of a float32-rounded base near 1 loses digits)
+            return _E.Pow.apply(float(o), s)
         base = _as_operand(o, s)
         return _binary_op(_E.Pow, base if isinstance(base, Tensor) else Tensor(base), s)
     T.__pow__ = pow_
@@ -426,15 +439,17 @@ def _tensor_methods():
     T.logical_not = lambda s: Tensor(np.logical_not(s.data))
 
     # ---- pointwise math and activations
-    T.exp = lambda s: _E.Exp.apply(s)
-    T.log = lambda s: _E.Log.apply(s)
-    T.sqrt = lambda s: _E.Sqrt.apply(s)
-    T.tanh = lambda s: _E.Tanh.apply(s)
-    T.sigmoid = lambda s: _E.Sigmoid.apply(s)
+    T.exp = lambda s: _E.Exp.apply(_floating(s))
+    T.log = lambda s: _E.Log.apply(_floating(s))
+    T.sqrt = lambda s: _E.Sqrt.apply(_floating(s))
+    T.tanh = lambda s: _E.Tanh.apply(_floating(s))
+    T.sigmoid = lambda s: _E.Sigmoid.apply(_floating(s))
     T.relu = lambda s: _E.Relu.apply(s)
     T.gelu = lambda s, approximate="none": _E.Gelu.apply(s, approximate=approximate)
 
     def clamp(s, min=None, max=None):
+        if isinstance(min, float) or isinstance(max, float):  # torch: int.clamp(0.5) is float32
+            s = _floating(s)
         return _E.Clamp.apply(s, min=min, max=max)
     T.clamp = clamp
     T.clip = clamp
@@ -644,9 +659,15 @@ def _check_same_rank(tensors, op):
 
 
 def _common_dtype(tensors):
+    """torch's promotion: a float dtype beats int/bool (int64 with float32 -> float32, where
+    NumPy would pick float64); within a kind the wider dtype wins."""
     dtype = tensors[0].data.dtype
     for t in tensors[1:]:
-        dtype = np.promote_types(dtype, t.data.dtype)
+        d = t.data.dtype
+        if (dtype.kind == "f") != (d.kind == "f"):
+            dtype = dtype if dtype.kind == "f" else d
+        else:
+            dtype = np.promote_types(dtype, d)
     return dtype
 
 

@@ -212,13 +212,15 @@ class Tanh(Function):
 class Sigmoid(Function):
     """y = 1/(1+e^-x).   dy/dx = e^-x/(1+e^-x)^2 = y(1-y), so dL/dx = g*y*(1-y).
 
-    Forward is computed as 0.5*(1 + tanh(x/2)), an identity that never
-    overflows for large |x| (e^-x would for x << 0).
+    Forward uses e = e^-|x| (never overflows): y = 1/(1+e) for x >= 0 and
+    y = e/(1+e) for x < 0, the same value written so that the tiny outputs of
+    x << 0 keep full relative precision (1 + tanh(x/2) would cancel to 0).
     """
 
     @staticmethod
     def forward(ctx, x):
-        y = 0.5 * (1 + np.tanh(0.5 * x))
+        e = np.exp(-np.abs(x))
+        y = np.where(x >= 0, 1, e) / (1 + e)
         y = y.astype(x.dtype, copy=False)
         ctx.save_for_backward(y)
         return y

@@ -56,10 +56,10 @@ class MatMul(Function):
         a, b = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
         a_vec, b_vec = ctx.a_ndim == 1, ctx.b_ndim == 1
+        if b_vec:  # first, so that a 0-d g (vector @ vector) becomes (1,) and then (1, 1)
+            g = np.expand_dims(g, -1)
         if a_vec:
             g = np.expand_dims(g, -2)
-        if b_vec:
-            g = np.expand_dims(g, -1)
         ga = gb = None
         if na:
             b2 = b[:, None] if b_vec else b
