@@ -23,6 +23,8 @@ and block 16); ``prefix`` crops long prefixes to their last ``block_size`` chara
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from ..data import IGNORE_INDEX, CharAutoregressiveDataset, CharVocab, FullSequenceDataset, load_names, split_names
@@ -185,7 +187,8 @@ def train_gpt(config: GPTConfig | None = None, log=print, **overrides) -> dict:
         f"({run['units_per_second']:,.0f} tok/s): dev loss {dev:.4f}, test loss {test:.4f} (nats per character)")
     bigram = bigram_nll(task)
     path = save_and_plot(task, run, DEFAULT_OUT,
-                         f"GPT (d_model {config.d_model}, {config.n_layers} layers) on {corpus_name(config.data)}",
+                         f"GPT (d_model {config.d_model}, {config.n_layers} layers) on "
+                         f"{corpus_name(None if config.data is None else Path(config.data).name)}",
                          {"dev_loss": dev, "test_loss": test, "bigram_dev_nll": bigram}, log,
                          reference={f"bigram count model, dev ({bigram:.3f})": bigram})
     samples = []
