@@ -147,14 +147,6 @@ def test_invalid_characters_are_dropped_with_a_one_line_warning(tmp_path, capsys
     assert "4 names" not in out and "3 names" in out
 
 
-def test_a_sampling_flag_out_of_range_for_the_model_is_one_line(tmp_path, corpus, capsys):
-    ckpt = tmp_path / "m.safetensors"
-    assert run(["train", "gpt", "--data", corpus, "--steps", "1", "--block-size", "12", "--out", ckpt,
-                "--num-samples", "0", *TINY], capsys)[0] == 0
-    code, _, err = run(["sample", "--checkpoint", ckpt, "--prefix", "ab1"], capsys)
-    assert_one_line_error(code, err, 1, "not in the vocabulary")
-
-
 # ---------------------------------------------------------------------------- train gpt / sample
 
 def test_train_gpt_then_sample(tmp_path, corpus, capsys):
@@ -185,6 +177,10 @@ def test_train_gpt_then_sample(tmp_path, corpus, capsys):
     greedy = out.splitlines()[1:]
     assert code == 0 and len(set(greedy)) == 1                                 # greedy: one answer
     assert greedy[0].endswith(("(new)", "(in training set)", "(in the corpus, held out)"))
+    code, _, err = run(["sample", "--checkpoint", ckpt, "--prefix", "ab1"], capsys)
+    assert_one_line_error(code, err, 1, "not in the vocabulary")
+    code, _, err = run(["sample", "--checkpoint", ckpt, "--prefix", "abcdefghijklm"], capsys)
+    assert_one_line_error(code, err, 1, "more than max_len=11")
 
 
 def test_progress_bar_reports_loss_and_throughput(tmp_path, corpus, capsys):
@@ -283,6 +279,8 @@ def test_train_vit_smoke(tmp_path, capsys):
     assert code == 0, err
     assert "test accuracy" in out and "1437 train, 179 dev, 181 test" in out
     assert (tmp_path / "v.loss.png").exists()
+    code, _, err = run(["sample", "--checkpoint", tmp_path / "v.safetensors"], capsys)
+    assert_one_line_error(code, err, 1, "a 'vit' checkpoint")
 
 
 def test_random_shift_moves_images_by_at_most_one_pixel():
