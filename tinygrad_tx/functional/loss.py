@@ -102,20 +102,20 @@ class CrossEntropy(Function):
         else:  # all ignored: g/0 is inf or nan, replaced by the zeros of the ignored positions
             with np.errstate(invalid="ignore", divide="ignore"):
                 r = np.where(valid, g / ctx.denominator, 0).astype(p.dtype, copy=False)
-        if w_b is None:                              # A = 1:  dz = r (p - q)
-            dz = p * r
-            if eps > 0:
-                dz -= r * (eps / c)
-            r_t = r * (1.0 - eps)
-        else:                                        # dz = r (p A - w q)
+        # the bracket p A - w q first, then one multiplication by r: at the target p_t - q_t
+        # is a cancellation when p_t ≈ 1, and rounding r·p_t before it would cost accuracy
+        q_t = (1.0 - eps) + eps / c                  # the smoothed target probability
+        if w_b is None:                              # A = 1:  p - q
+            dz = p - eps / c if eps > 0 else p.copy()
+            at_t = np.take_along_axis(p, t, axis) - q_t
+        else:                                        # p A - w q
             a = (1.0 - eps) * w_t + (eps / c) * np.sum(w_b)
-            dz = p * (r * a)
+            dz = p * a
             if eps > 0:
-                dz -= (r * (eps / c)) * w_b
-            r_t = r * ((1.0 - eps) * w_t)
-        at_t = np.take_along_axis(dz, t, axis)
-        at_t -= r_t
+                dz -= (eps / c) * w_b
+            at_t = np.take_along_axis(p, t, axis) * a - w_t * q_t
         np.put_along_axis(dz, t, at_t, axis)
+        dz *= r
         return dz, None, None
 
 
