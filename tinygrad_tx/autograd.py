@@ -242,6 +242,14 @@ class Function:
 
 # --------------------------------------------------------------------------- the one place broadcasting is undone
 
+def accumulation_dtype(dtype):
+    """The dtype a sum of ``dtype`` values accumulates in: float64 for float32 (and float16),
+    rounded once at the end; None (NumPy's default) otherwise. NumPy's float32 running sum over
+    a non-contiguous axis loses about N ulps in N terms, where torch's cascade sum stays near one."""
+    dtype = np.dtype(dtype)
+    return np.float64 if dtype.kind == "f" and dtype.itemsize < 8 else None
+
+
 def reduce_grad_to_input(grad, inp, fn_name: str):
     """Return ``grad`` reduced to ``inp``'s shape and cast to its dtype.
 
@@ -263,7 +271,7 @@ def reduce_grad_to_input(grad, inp, fn_name: str):
             if s == 1 and grad.shape[nlead + i] != 1:
                 axes.append(nlead + i)
         if axes:
-            grad = grad.sum(axis=tuple(axes), keepdims=True)
+            grad = grad.sum(axis=tuple(axes), keepdims=True, dtype=accumulation_dtype(grad.dtype))
         if nlead:
             grad = grad.reshape(grad.shape[nlead:])
         if grad.shape != shape:
@@ -362,7 +370,7 @@ def _accumulate(t, g):
     if t.grad is None:
         t.grad = np.array(g, dtype=t.data.dtype, copy=True)
     else:
-        t.grad = t.grad + g
+        t.grad = np.asarray(t.grad + g)
 
 
 # tensor.py imports this module first (the package imports autograd before tensor), so Tensor

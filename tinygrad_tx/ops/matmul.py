@@ -68,7 +68,7 @@ class MatMul(Function):
                 ga = ga[..., 0, :]
         if nb:
             a2 = a[None, :] if a_vec else a
-            if b.ndim <= 2 and a2.ndim > 2:
+            if ctx.b_ndim <= 2 and a2.ndim > 2:
                 # Σ over the batch of a_iᵀ g_i == (flattened a)ᵀ @ (flattened g)
                 k, m = a2.shape[-1], g.shape[-1]
                 gb = a2.reshape(-1, k).T @ g.reshape(-1, m)

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import Function, accumulation_dtype
 
 
 def normalize_dims(dim, ndim: int, op: str):
@@ -48,7 +48,9 @@ class Sum(Function):
     def forward(ctx, x, dim=None, keepdim=False):
         axes = normalize_dims(dim, x.ndim, "sum")
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        return np.sum(x, axis=axes, keepdims=keepdim)
+        acc = accumulation_dtype(x.dtype)
+        y = np.sum(x, axis=axes, keepdims=keepdim, dtype=acc)
+        return y if acc is None else y.astype(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
@@ -66,7 +68,7 @@ class Mean(Function):
             raise TypeError(f"mean: input dtype should be floating point, got {x.dtype}")
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         ctx.n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
-        return np.mean(x, axis=axes, keepdims=keepdim)
+        return np.mean(x, axis=axes, keepdims=keepdim, dtype=accumulation_dtype(x.dtype)).astype(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
@@ -85,11 +87,11 @@ class Var(Function):
     def forward(ctx, x, dim=None, correction=1, keepdim=False):
         axes = normalize_dims(dim, x.ndim, "var")
         n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
-        mu = np.mean(x, axis=axes, keepdims=True)
-        dev = x - mu
+        acc = accumulation_dtype(x.dtype)
+        dev = x - np.mean(x, axis=axes, keepdims=True, dtype=acc).astype(x.dtype)
         denom = max(n - correction, 0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            y = np.sum(dev * dev, axis=axes, keepdims=keepdim) / np.asarray(denom, dtype=x.dtype)
+            y = (np.sum(dev * dev, axis=axes, keepdims=keepdim, dtype=acc) / denom).astype(x.dtype)
         ctx.save_for_backward(dev)
         ctx.axes, ctx.keepdim, ctx.denom = axes, keepdim, denom
         return y
