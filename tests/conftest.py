@@ -45,12 +45,58 @@ def pytest_report_header(config):
         return f"torch unavailable: {e}"
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
+def _report_dir(config):
+    """A per-run folder where xdist workers leave their error reports for the controller."""
+    return os.path.join(str(config.rootpath), ".pytest_error_reports")
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
+        d = _report_dir(config)
+        if os.path.isdir(d):
+            for name in os.listdir(d):
+                os.remove(os.path.join(d, name))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if not hasattr(config, "workerinput"):
+        return
     try:
         import parity
     except Exception:  # pragma: no cover
         return
-    report = parity.ERROR_REPORT
+    d = _report_dir(config)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"{config.workerinput['workerid']}.json")
+    with open(path, "w") as f:
+        json.dump([[k[0], k[1], v] for k, v in parity.ERROR_REPORT.items()], f)
+
+
+def _merged_report(config):
+    """This process's report merged with what xdist workers left: the worst error per (op, dtype)."""
+    merged = {}
+    entries = []
+    try:
+        import parity
+        entries += [(k[0], k[1], v) for k, v in parity.ERROR_REPORT.items()]
+    except Exception:  # pragma: no cover
+        pass
+    d = _report_dir(config)
+    if os.path.isdir(d):
+        for name in sorted(os.listdir(d)):
+            with open(os.path.join(d, name)) as f:
+                entries += [tuple(e) for e in json.load(f)]
+    for name, dtype, r in entries:
+        m = merged.setdefault((name, dtype), {"ours": 0.0, "torch": None, "calls": 0})
+        m["calls"] += r["calls"]
+        if r["ours"] >= m["ours"]:
+            m["ours"], m["torch"] = r["ours"], r["torch"]
+    return merged
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    report = _merged_report(config)
     if not report:
         return
     tr = terminalreporter
