@@ -71,7 +71,8 @@ class GPTConfig(TrainConfig):
                               "(CharAutoregressiveDataset, left-padded, last position scored)",
                       choices=("full", "prefix"))
     block_size: int = _f(16, "context length (positions)", min=2)
-    steps: int = _f(3000, "number of optimiser steps", min=1)
+    steps: int = _f(2000, "number of optimiser steps", min=1)
+    dropout: float = _f(0.1, "dropout probability (attention, residual and MLP)", min=0.0, max=0.99)
     batch_size: int = _f(64, "names per step (with --dataset prefix: prefixes per step)", min=1)
     eval_every: int = _f(500, "evaluate on the dev split every N steps (0 = only at the end)", min=0)
     num_samples: int = _f(10, "names to generate at the end", min=0)
@@ -86,7 +87,7 @@ class ViTConfig(TrainConfig):
 
     patch_size: int = _f(2, "patch size P (8x8 images: 2 -> 16 patches, 4 -> 4 patches)", choices=(2, 4))
     augment: bool = _f(True, "random +-1 pixel shifts of the training images")
-    steps: int = _f(1500, "number of optimiser steps", min=1)
+    steps: int = _f(2000, "number of optimiser steps", min=1)
     lr: float = _f(2e-3, "peak learning rate (AdamW)", min=0.0)
     n_layers: int = _f(3, "Transformer blocks", min=0)
     eval_every: int = _f(250, "evaluate on the dev split every N steps (0 = only at the end)", min=0)
