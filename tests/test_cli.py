@@ -365,3 +365,14 @@ def test_compare_torch_api_other_models(kind, extra, tmp_path):
     task = cli._task(kind, cli.config_from_args(cli._configs()[kind], args))
     result = compare(task, log=lambda *_: None)
     assert len(result["ours"]) == 2 and result["max_rel_diff"] <= 1e-8
+
+
+def test_bench_forwards_to_the_benchmark_or_explains_where_it_is(monkeypatch, capsys):
+    calls = []
+    fake = type(sys)("bench.cli")
+    fake.main = lambda argv: calls.append(argv) or 0
+    monkeypatch.setitem(sys.modules, "bench.cli", fake)
+    assert run(["bench", "--help", "--quick"], capsys)[0] == 0 and calls == [["--help", "--quick"]]
+    monkeypatch.setitem(sys.modules, "bench.cli", None)                        # not importable
+    code, _, err = run(["bench", "--quick"], capsys)
+    assert_one_line_error(code, err, 1, "from the repository root")

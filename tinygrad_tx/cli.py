@@ -105,24 +105,14 @@ def _configs():
 
 
 def _task(kind, cfg):
-    if kind == "gpt":
-        from .training.gpt import GPTTask
-        return GPTTask(cfg)
-    if kind == "vit":
-        from .training.vit import ViTTask
-        return ViTTask(cfg)
-    if kind == "encoder":
-        from .training.encoder import EncoderTask
-        return EncoderTask(cfg)
-    from .training.seq2seq import Seq2SeqTask
-    return Seq2SeqTask(cfg)
+    from . import training as t
+    return {"gpt": t.GPTTask, "vit": t.ViTTask, "encoder": t.EncoderTask, "seq2seq": t.Seq2SeqTask}[kind](cfg)
 
 
 def _trainer(kind):
-    from . import training
-    from .training import bigram, encoder, seq2seq, vit
-    return {"gpt": training.train_gpt, "bigram": bigram.train_bigram, "vit": vit.train_vit,
-            "encoder": encoder.train_encoder, "seq2seq": seq2seq.train_seq2seq}[kind]
+    from . import training as t
+    return {"gpt": t.train_gpt, "bigram": t.train_bigram, "vit": t.train_vit, "encoder": t.train_encoder,
+            "seq2seq": t.train_seq2seq}[kind]
 
 
 def compare_torch(kind, cfg) -> int:
@@ -184,6 +174,7 @@ def cmd_sample(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    """Hand everything after ``bench`` to the benchmark's own parser (``bench/cli.py``)."""
     try:
         from bench.cli import main as bench_main
     except ModuleNotFoundError:
@@ -264,7 +255,10 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv
     try:
-        args = build_parser().parse_args(argv)
+        if argv[:1] == ["bench"]:  # its flags (--help included) belong to the benchmark's parser
+            args = argparse.Namespace(func=cmd_bench, args=argv[1:])
+        else:
+            args = build_parser().parse_args(argv)
     except CommandLineError as e:
         print(_one_line(e), file=sys.stderr)
         return 2

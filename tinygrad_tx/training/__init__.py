@@ -10,11 +10,16 @@
 Each returns a dict with the history and the held-out metrics. NumPy only: the PyTorch side
 of ``--compare-torch`` lives in ``reference.train``.
 """
+from .bigram import train_bigram
 from .config import BigramConfig, EncoderConfig, GPTConfig, Seq2SeqConfig, TrainConfig, ViTConfig
+from .encoder import EncoderTask, train_encoder
 from .gpt import GPTTask, load_gpt, sample_names, train_gpt
 from .loop import Task, fit
+from .seq2seq import Seq2SeqTask, train_seq2seq
+from .vit import ViTTask, train_vit
 
 __all__ = [
-    "BigramConfig", "EncoderConfig", "GPTConfig", "GPTTask", "Seq2SeqConfig", "Task", "TrainConfig", "ViTConfig",
-    "fit", "load_gpt", "sample_names", "train_gpt",
+    "BigramConfig", "EncoderConfig", "EncoderTask", "GPTConfig", "GPTTask", "Seq2SeqConfig", "Seq2SeqTask", "Task",
+    "TrainConfig", "ViTConfig", "ViTTask", "fit", "load_gpt", "sample_names", "train_bigram", "train_encoder",
+    "train_gpt", "train_seq2seq", "train_vit",
 ]
