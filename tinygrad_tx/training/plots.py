@@ -67,7 +67,7 @@ def plot_history(history: dict, path, title: str, metric: str | None = None, ref
         ax2.set_ylabel(metric.replace("_", " "))
         handles += h
         labels += [metric.replace("_", " ")]
-    ax.legend(handles, labels, loc="upper right", fontsize=8)
+    ax.legend(handles, labels, loc="center right" if len(handles) > 3 else "upper right", fontsize=8)
     ax.grid(alpha=0.3)
     return _save(plt, fig, path)
 
