@@ -9,6 +9,8 @@ other down inside one process):
 * one accuracy process (imports both; nothing in it is timed),
 * one fresh process per framework for the peak RSS of the large training step.
 
+The accuracy process and the RSS probes run after all timing, side by side.
+
 For every component each worker builds the case from the same seeded NumPy
 arrays, runs warm-up calls, then the parent alternates rounds — ours, torch,
 (cuda), then the other way round — asking each worker for ``n`` timed calls.
@@ -33,6 +35,13 @@ from .protocol import REPO_ROOT, WorkerClient, WorkerError, child_env
 from .stats import ratio, summarize, tutorial_attention_macs
 
 MODES = ("fwd", "fwdbwd")
+
+
+def _loadavg():
+    try:
+        return list(os.getloadavg())
+    except (AttributeError, OSError):  # pragma: no cover - not Unix
+        return None
 
 
 def default_threads() -> int:
@@ -212,15 +221,31 @@ def flash_sweep(ours, torch_w, settings, heads=4, d_head=16, batch=1):
 
 # --------------------------------------------------------------------------- separate processes
 
-def run_json(cmd, threads, timeout):
-    proc = subprocess.run([sys.executable, "-m", *cmd], cwd=str(REPO_ROOT), env=child_env(threads),
-                          capture_output=True, text=True, timeout=timeout)
+def start_json(cmd, threads):
+    """Start ``python -m <cmd>`` whose last stdout line is a JSON object; see :func:`finish_json`."""
+    return subprocess.Popen([sys.executable, "-m", *cmd], cwd=str(REPO_ROOT), env=child_env(threads),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish_json(proc, timeout):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed (code {proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"{' '.join(proc.args[2:])} failed (code {proc.returncode}):\n{err[-3000:]}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
-def run_accuracy(names, quick, threads, attn_impl):
+def run_json(cmd, threads, timeout):
+    return finish_json(start_json(cmd, threads), timeout)
+
+
+def start_accuracy(names, quick, attn_impl):
+    """The accuracy process, started with one thread: it runs while the RSS probes do (nothing
+    in either is timed), after all timing is over."""
     cfgs = {}
     for n in names:
         cfg = REGISTRY[n].config(quick)
@@ -228,7 +253,7 @@ def run_accuracy(names, quick, threads, attn_impl):
             cfg["attn_impl"] = attn_impl
         cfgs[n] = cfg
     cmd = ["bench.accuracy", "--only", ",".join(names), "--cfg", json.dumps(cfgs)] + (["--quick"] if quick else [])
-    return run_json(cmd, threads, 1800)
+    return start_json(cmd, 1)
 
 
 def run_rss(component, steps, threads, attn_impl):
@@ -317,10 +342,15 @@ def main(argv=None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
 
     log(f"bench: {threads} thread(s), {'quick' if args.quick else 'full'} run, results in {out_dir}")
+    load = _loadavg()
+    if load and load[0] > 0.5:
+        log(f"warning: load average {load[0]:.2f} before starting: other processes compete for the CPUs, "
+            "and multi-threaded timings (torch's OpenMP above all) suffer; an idle machine or --threads 1 "
+            "gives steadier ratios")
     results = {"meta": {"date": datetime.datetime.now().isoformat(timespec="seconds"), "quick": args.quick,
                         "threads": threads, "python": platform.python_version(), "machine": platform.machine(),
                         "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-                        "attn_impl": args.attn_impl or "naive"}}
+                        "attn_impl": args.attn_impl or "naive", "loadavg_start": load}}
     ours = WorkerClient("ours", threads=threads)
     torch_w = WorkerClient("torch", threads=threads)
     workers = [ours, torch_w]
@@ -355,14 +385,10 @@ def main(argv=None) -> int:
         for w in workers:
             w.close()
 
+    acc_proc = None
     if "accuracy" not in skip:
-        log("accuracy (float32 vs float64 oracle) ...")
-        try:
-            results["accuracy"] = run_accuracy(names, args.quick, threads, args.attn_impl)
-        except (RuntimeError, subprocess.TimeoutExpired) as e:
-            results["accuracy"] = {}
-            results["accuracy_error"] = str(e)
-            log(f"  accuracy failed: {e}")
+        log("accuracy (float32 vs float64 oracle) in the background ...")
+        acc_proc = start_accuracy(names, args.quick, args.attn_impl)
     if "rss" not in skip:
         steps = args.rss_steps or (1 if args.quick else 3)
         rss_names = [args.rss_component] + ([] if args.quick or args.rss_component != "gpt_large"
@@ -371,6 +397,14 @@ def main(argv=None) -> int:
         for comp in rss_names:
             log(f"peak RSS of the {comp} training step (fresh process per framework) ...")
             results["rss"].append(run_rss(comp, steps, threads, args.attn_impl))
+    if acc_proc is not None:
+        try:
+            results["accuracy"] = finish_json(acc_proc, 3600)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            results["accuracy"] = {}
+            results["accuracy_error"] = str(e)
+            log(f"  accuracy failed: {e}")
+    results["meta"]["loadavg_end"] = _loadavg()
 
     results["targets"] = evaluate_targets(results.get("components", []), results.get("accuracy"),
                                           results.get("rss"))

@@ -51,6 +51,13 @@ def markdown(res) -> str:
     if peaks:
         out.append("Measured float32 matmul peak: " + ", ".join(
             f"{k} {v['gflops']:.1f} GFLOP/s ({v['n']}³)" for k, v in peaks.items()) + ".")
+    ls, le = meta.get("loadavg_start"), meta.get("loadavg_end")
+    if ls:
+        busy = ls[0] > 0.5
+        out.append(f"Load average (1 min) at the start: {ls[0]:.2f}" + (f", at the end: {le[0]:.2f}" if le else "")
+                   + (". **Other processes competed for the CPUs: multi-threaded timings, torch's OpenMP above "
+                      "all, are unreliable; compare the CPU-time ratios or rerun on an idle machine.**"
+                      if busy else "."))
     out.append("Times in ms: median (min–max) over all timed calls; ratio = median ours / median torch-CPU "
                "(wall clock; the targets use it). Ours and torch run in separate processes, interleaved round "
                "by round, after warm-up. The CPU-time ratio compares the processes' CPU seconds per call: "
