@@ -214,7 +214,8 @@ def flash_sweep(ours, torch_w, settings, heads=4, d_head=16, batch=1):
                 "saved_bytes_distinct": r["saved_bytes_distinct"]}
         rows.append(row)
         log(f"  flash sweep T={T:5d}  " + "  ".join(
-            f"{lb} {row[lb]['fwdbwd']['median'] * 1e3:.1f} ms/{row[lb]['saved_bytes'] / 2**20:.1f} MB"
+            f"{lb} {row[lb]['fwdbwd']['median'] * 1e3:.1f} ms/"
+            f"{(row[lb]['saved_bytes_distinct'] or row[lb]['saved_bytes']) / 2**20:.1f} MB"
             for lb, *_ in paths if "fwdbwd" in row[lb]))
     return rows
 
@@ -366,7 +367,7 @@ def main(argv=None) -> int:
             workers.append(cuda)
             results["meta"]["torch_cuda"] = cuda.call("hello")
         peak_n = 1024
-        results["meta"]["matmul_peak"] = {w.label: w.call("matmul_peak", n=peak_n, reps=5) for w in workers}
+        results["meta"]["matmul_peak"] = {w.label: w.call("matmul_peak", n=peak_n, reps=10) for w in workers}
         log(f"float32 matmul peak ({peak_n}³): " + ", ".join(
             f"{k} {v['gflops']:.1f} GFLOP/s" for k, v in results["meta"]["matmul_peak"].items()))
 
@@ -381,6 +382,11 @@ def main(argv=None) -> int:
             results["flash_sweep"] = flash_sweep(ours, torch_w, settings)
         if ours.call("hello")["torch_imported"]:
             raise WorkerError("the ours worker imported torch while running the components")
+        # measure the peak again at the end and keep the best: one busy moment must not lower it
+        for w in workers:
+            again = w.call("matmul_peak", n=peak_n, reps=10)
+            if again["gflops"] > results["meta"]["matmul_peak"][w.label]["gflops"]:
+                results["meta"]["matmul_peak"][w.label] = again
     finally:
         for w in workers:
             w.close()
