@@ -322,10 +322,12 @@ def plots(res, out_dir) -> list:
         a1.set_ylabel("ms per call")
         a1.legend(loc="upper left", fontsize=8)
         a1.set_title(f"One attention layer, d = {d}: time")
-        for key, nice in (("ours", "tinygrad_tx"), ("torch", "torch CPU")):
-            pts = [(r["T"], r[key]["saved_bytes"] / 2 ** 20) for r in s11 if "saved_bytes" in r.get(key, {})]
+        for key, field, nice, style in (("ours", "saved_bytes", "tinygrad_tx, per op (SavedMemory)", "o:"),
+                                        ("ours", "saved_bytes_distinct", "tinygrad_tx, distinct buffers", "o-"),
+                                        ("torch", "saved_bytes", "torch CPU (storages)", "s--")):
+            pts = [(r["T"], r[key][field] / 2 ** 20) for r in s11 if r.get(key, {}).get(field)]
             if pts:
-                a2.plot(*zip(*pts), "o-", label=f"{nice} saved for backward")
+                a2.plot(*zip(*pts), style, label=nice)
         a2.plot(T, [r["score_bytes_f32"] / 2 ** 20 for r in s11], "--", color="gray", label="T·T·heads scores (f32)")
         a2.set_yscale("log")
         a2.set_ylabel("MB")
