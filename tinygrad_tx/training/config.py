@@ -90,6 +90,7 @@ class ViTConfig(TrainConfig):
     steps: int = _f(2000, "number of optimiser steps", min=1)
     lr: float = _f(2e-3, "peak learning rate (AdamW)", min=0.0)
     n_layers: int = _f(3, "Transformer blocks", min=0)
+    dropout: float = _f(0.1, "dropout probability (attention, residual and MLP)", min=0.0, max=0.99)
     eval_every: int = _f(250, "evaluate on the dev split every N steps (0 = only at the end)", min=0)
 
 
