@@ -98,10 +98,10 @@ class ViTConfig(TrainConfig):
 class EncoderConfig(TrainConfig):
     """``tinygrad-tx train encoder``: first-name gender (US Census lists) with the BERT-style encoder."""
 
-    steps: int = _f(1500, "number of optimiser steps", min=1)
+    steps: int = _f(2000, "number of optimiser steps", min=1)
     n_layers: int = _f(3, "Transformer blocks", min=0)
     dropout: float = _f(0.1, "dropout probability (attention, residual and MLP)", min=0.0, max=0.99)
-    lr: float = _f(1e-3, "peak learning rate (AdamW)", min=0.0)
+    lr: float = _f(2e-3, "peak learning rate (AdamW)", min=0.0)
 
 
 @dataclass
