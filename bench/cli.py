@@ -44,6 +44,12 @@ def _loadavg():
         return None
 
 
+def busy_machine(load, threads) -> bool:
+    """True when the 1-minute load average plus our threads exceed the CPUs: the workers' threads
+    would then share cores with other processes."""
+    return bool(load) and load[0] + threads > default_threads() + 0.25
+
+
 def default_threads() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -344,14 +350,15 @@ def main(argv=None) -> int:
 
     log(f"bench: {threads} thread(s), {'quick' if args.quick else 'full'} run, results in {out_dir}")
     load = _loadavg()
-    if load and load[0] > 0.5:
+    if busy_machine(load, threads):
         log(f"warning: load average {load[0]:.2f} before starting: other processes compete for the CPUs, "
             "and multi-threaded timings (torch's OpenMP above all) suffer; an idle machine or --threads 1 "
             "gives steadier ratios")
     results = {"meta": {"date": datetime.datetime.now().isoformat(timespec="seconds"), "quick": args.quick,
                         "threads": threads, "python": platform.python_version(), "machine": platform.machine(),
                         "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-                        "attn_impl": args.attn_impl or "naive", "loadavg_start": load}}
+                        "attn_impl": args.attn_impl or "naive", "loadavg_start": load,
+                        "busy_machine": busy_machine(load, threads)}}
     ours = WorkerClient("ours", threads=threads)
     torch_w = WorkerClient("torch", threads=threads)
     workers = [ours, torch_w]
