@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -79,6 +80,26 @@ def test_the_cli_and_training_modules_do_not_import_torch():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+
+TORCH_IMPORT = re.compile(r"^\s*(import\s+torch\b|from\s+torch\b)|(import_module|__import__)\(\s*['\"]torch\b")
+
+
+def test_no_file_of_tinygrad_tx_imports_torch():
+    """The package is NumPy only: its PyTorch sides (explain's live check, --compare-torch)
+    live in reference/ and are loaded through importlib, so no line may import torch."""
+    import tinygrad_tx
+    package = Path(tinygrad_tx.__file__).resolve().parent
+    files = sorted(package.rglob("*.py"))
+    assert len(files) > 20
+    found = [f"{f.relative_to(package.parent)}:{n}: {line.strip()}" for f in files
+             for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if TORCH_IMPORT.search(line)]
+    assert not found, "\n".join(found)
+    for line in ("import torch", "    import torch.nn as nn", "from torch import nn",
+                 "x = importlib.import_module('torch')", 'import_module("torch.nn")'):
+        assert TORCH_IMPORT.search(line), line
+    assert not TORCH_IMPORT.search('"""torch is imported by reference/ only."""')
 
 
 @pytest.mark.parametrize("kind", ["gpt", "bigram", "vit", "encoder", "seq2seq"])

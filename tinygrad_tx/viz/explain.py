@@ -11,10 +11,12 @@ a composite of primitives differentiated op by op, :func:`explain` returns a rep
    for its backward (graph nodes, bytes saved), measured with :func:`trace_backward`.
 
 ``tinygrad-tx explain softmax`` prints it; ``tinygrad-tx explain`` lists the ops.
-torch is imported only inside the live check, never at import time.
+tinygrad_tx never imports torch: the PyTorch side of the live check is
+``reference/explain_torch.py``, loaded through importlib only when the check runs.
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import textwrap
 from dataclasses import dataclass
@@ -36,9 +38,9 @@ class OpSpec:
     """One explainable op.
 
     ``inputs(rng) -> (arrays, consts)``: the float64 arrays that get gradients (by name, in
-    call order) and the constant arguments. ``fused``, ``composite`` and ``torch`` are called
-    as ``f(tensors, consts)`` with the arrays as our Tensors (``torch``: as torch tensors;
-    it receives the ``torch`` module as ``consts['torch']``).
+    call order) and the constant arguments. ``fused`` and ``composite`` are called as
+    ``f(tensors, consts)`` with the arrays as our Tensors. ``torch`` names the op's PyTorch
+    twin in ``reference.explain_torch.TWINS`` (None: no twin; ``note`` says why).
     """
 
     name: str
@@ -46,7 +48,7 @@ class OpSpec:
     fused: Callable
     composite: Callable
     inputs: Callable
-    torch: Callable | None
+    torch: str | None
     composite_source: Callable
     summary: str
     derivation_in_module: bool = False
@@ -55,12 +57,6 @@ class OpSpec:
 
 def _rows(rng, *shape):
     return rng.standard_normal(shape)
-
-
-def _torch_patch_embed(t, c):
-    torch = c["torch"]
-    y = torch.nn.functional.conv2d(t["input"], t["weight"], t["bias"], stride=t["weight"].shape[-1])
-    return y.flatten(2).transpose(1, 2)
 
 
 def _batch_norm_composite(input, weight, bias, eps=1e-5):
@@ -77,16 +73,8 @@ def _batch_norm_fused(t, c):
     return batch_norm(t["input"], None, None, t["weight"], t["bias"], training=True)
 
 
-def _batch_norm_torch(t, c):
-    return c["torch"].nn.functional.batch_norm(t["input"], None, None, t["weight"], t["bias"], training=True)
-
-
 def _attention_inputs(rng):
     return {"query": _rows(rng, 2, 5, 4), "key": _rows(rng, 2, 5, 4), "value": _rows(rng, 2, 5, 3)}, {}
-
-
-def _sdpa_torch(t, c):
-    return c["torch"].nn.functional.scaled_dot_product_attention(t["query"], t["key"], t["value"], is_causal=True)
 
 
 def _sdpa_composite(t, c):
@@ -105,7 +93,7 @@ _register(OpSpec(
     fused=lambda t, c: F.softmax(t["input"], dim=-1),
     composite=lambda t, c: F.softmax_composite(t["input"], dim=-1),
     inputs=lambda rng: ({"input": 3 * _rows(rng, 4, 7)}, {}),
-    torch=lambda t, c: c["torch"].softmax(t["input"], dim=-1),
+    torch="softmax",
     composite_source=lambda: F.softmax_composite,
     summary="softmax along dim=-1 of a (4, 7) input"))
 _register(OpSpec(
@@ -113,7 +101,7 @@ _register(OpSpec(
     fused=lambda t, c: F.log_softmax(t["input"], dim=-1),
     composite=lambda t, c: F.log_softmax_composite(t["input"], dim=-1),
     inputs=lambda rng: ({"input": 3 * _rows(rng, 4, 7)}, {}),
-    torch=lambda t, c: c["torch"].log_softmax(t["input"], dim=-1),
+    torch="log_softmax",
     composite_source=lambda: F.log_softmax_composite,
     summary="log_softmax along dim=-1 of a (4, 7) input"))
 _register(OpSpec(
@@ -121,8 +109,7 @@ _register(OpSpec(
     fused=lambda t, c: F.cross_entropy(t["input"], c["target"], label_smoothing=0.1),
     composite=lambda t, c: F.cross_entropy_composite(t["input"], c["target"], label_smoothing=0.1),
     inputs=lambda rng: ({"input": 2 * _rows(rng, 6, 5)}, {"target": rng.integers(0, 5, size=6)}),
-    torch=lambda t, c: c["torch"].nn.functional.cross_entropy(
-        t["input"], c["torch"].from_numpy(c["target"]), label_smoothing=0.1),
+    torch="cross_entropy",
     composite_source=lambda: F.cross_entropy_composite,
     summary="mean cross-entropy of (6, 5) logits, label_smoothing=0.1"))
 _register(OpSpec(
@@ -131,7 +118,7 @@ _register(OpSpec(
     composite=lambda t, c: F.layer_norm_composite(t["input"], (8,), t["weight"], t["bias"]),
     inputs=lambda rng: ({"input": _rows(rng, 3, 4, 8), "weight": 1 + 0.1 * _rows(rng, 8),
                          "bias": 0.1 * _rows(rng, 8)}, {}),
-    torch=lambda t, c: c["torch"].nn.functional.layer_norm(t["input"], (8,), t["weight"], t["bias"]),
+    torch="layer_norm",
     composite_source=lambda: F.layer_norm_composite,
     summary="layer_norm over the last 8 features of a (3, 4, 8) input, with weight and bias"))
 _register(OpSpec(
@@ -139,7 +126,7 @@ _register(OpSpec(
     fused=lambda t, c: F.embedding(c["ids"], t["weight"]),
     composite=lambda t, c: F.embedding_composite(c["ids"], t["weight"]),
     inputs=lambda rng: ({"weight": _rows(rng, 10, 4)}, {"ids": rng.integers(0, 10, size=(3, 6))}),
-    torch=lambda t, c: c["torch"].nn.functional.embedding(c["torch"].from_numpy(c["ids"]), t["weight"]),
+    torch="embedding",
     composite_source=lambda: F.embedding_composite,
     summary="lookup of (3, 6) ids (repeats included) in a (10, 4) table"))
 _register(OpSpec(
@@ -147,7 +134,7 @@ _register(OpSpec(
     fused=lambda t, c: F.linear(t["input"], t["weight"], t["bias"]),
     composite=lambda t, c: F.linear_composite(t["input"], t["weight"], t["bias"]),
     inputs=lambda rng: ({"input": _rows(rng, 2, 3, 5), "weight": _rows(rng, 4, 5), "bias": _rows(rng, 4)}, {}),
-    torch=lambda t, c: c["torch"].nn.functional.linear(t["input"], t["weight"], t["bias"]),
+    torch="linear",
     composite_source=lambda: F.linear_composite,
     summary="x Wᵀ + b with x (2, 3, 5), W (4, 5), b (4,)"))
 _register(OpSpec(
@@ -155,7 +142,7 @@ _register(OpSpec(
     fused=lambda t, c: F.gelu(t["input"], approximate="tanh"),
     composite=lambda t, c: F.gelu_composite(t["input"], approximate="tanh"),
     inputs=lambda rng: ({"input": 2 * _rows(rng, 4, 6)}, {}),
-    torch=lambda t, c: c["torch"].nn.functional.gelu(t["input"], approximate="tanh"),
+    torch="gelu",
     composite_source=lambda: F.gelu_composite,
     summary="GELU, tanh approximation (the exact form needs erf, which has no composite), (4, 6) input"))
 _register(OpSpec(
@@ -172,7 +159,7 @@ _register(OpSpec(
     fused=lambda t, c: F.scaled_dot_product_attention(t["query"], t["key"], t["value"], is_causal=True),
     composite=_sdpa_composite,
     inputs=_attention_inputs,
-    torch=_sdpa_torch,
+    torch="scaled_dot_product_attention",
     composite_source=lambda: F.scaled_dot_product_attention_composite,
     summary="causal attention, q, k (2, 5, 4), v (2, 5, 3)"))
 _register(OpSpec(
@@ -180,7 +167,7 @@ _register(OpSpec(
     fused=lambda t, c: flash_attention(t["query"], t["key"], t["value"], is_causal=True, block_q=2, block_k=2),
     composite=_sdpa_composite,
     inputs=_attention_inputs,
-    torch=_sdpa_torch,
+    torch="scaled_dot_product_attention",
     composite_source=lambda: F.scaled_dot_product_attention_composite,
     summary="causal tiled attention in 2x2 tiles, q, k (2, 5, 4), v (2, 5, 3); composite = the attention composite",
     derivation_in_module=True))
@@ -190,7 +177,7 @@ _register(OpSpec(
     composite=lambda t, c: F.patch_embed_composite(t["input"], t["weight"], t["bias"]),
     inputs=lambda rng: ({"input": _rows(rng, 2, 3, 8, 8), "weight": _rows(rng, 6, 3, 4, 4),
                          "bias": _rows(rng, 6)}, {}),
-    torch=_torch_patch_embed,
+    torch="patch_embed",
     composite_source=lambda: F.patch_embed_composite,
     summary="4x4 patches of a (2, 3, 8, 8) image batch projected to 6 features (torch: strided conv2d)"))
 _register(OpSpec(
@@ -199,7 +186,7 @@ _register(OpSpec(
     composite=lambda t, c: _batch_norm_composite(t["input"], t["weight"], t["bias"]),
     inputs=lambda rng: ({"input": _rows(rng, 6, 4, 3), "weight": 1 + 0.1 * _rows(rng, 4),
                          "bias": 0.1 * _rows(rng, 4)}, {}),
-    torch=_batch_norm_torch,
+    torch="batch_norm",
     composite_source=lambda: _batch_norm_composite,
     summary="training-mode batch_norm of a (6, 4, 3) input (4 channels), with weight and bias"))
 
@@ -247,12 +234,19 @@ def run_ours(fn, arrays: dict, consts: dict, cotangent: np.ndarray) -> Run:
     return Run(out.data, {k: t.grad for k, t in tensors.items()}, len(trace), trace.total_saved_bytes)
 
 
-def run_torch(fn, arrays: dict, consts: dict, cotangent: np.ndarray) -> Run:
-    import torch
-    tensors = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in arrays.items()}
-    out = fn(tensors, {**consts, "torch": torch})
-    grads = torch.autograd.grad(out, list(tensors.values()), torch.from_numpy(cotangent))
-    return Run(out.detach().numpy(), {k: g.numpy() for k, g in zip(tensors, grads)})
+TORCH_TWINS = "reference.explain_torch"
+
+
+def torch_twins():
+    """``(module, status)``: the PyTorch side of the live check (:data:`TORCH_TWINS`) and
+    ``'torch <version>'``, or ``None`` and why it cannot run (torch or ``reference/`` missing)."""
+    try:
+        twins = importlib.import_module(TORCH_TWINS)
+        return twins, f"torch {twins.torch_version()}"
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] == "torch":
+            return None, "torch is not installed: skipped"
+        return None, f"the PyTorch twins ({TORCH_TWINS}) are not importable (no module {e.name!r}): skipped"
 
 
 def live_check(name: str, seed: int = 0, use_torch: bool = True) -> dict:
@@ -270,14 +264,10 @@ def live_check(name: str, seed: int = 0, use_torch: bool = True) -> dict:
     runs = {"composite": composite}
     torch_run, status = None, "not requested"
     if use_torch and spec.torch is not None:
-        try:
-            import torch  # noqa: F401
-        except ModuleNotFoundError:
-            status = "torch is not installed: skipped"
-        else:
-            torch_run = run_torch(spec.torch, arrays, consts, cotangent)
+        twins, status = torch_twins()
+        if twins is not None:
+            torch_run = Run(*twins.run_torch(spec.torch, arrays, consts, cotangent))
             runs["torch"] = torch_run
-            status = f"torch {torch.__version__}"
     elif spec.torch is None:
         status = spec.note or "no torch counterpart"
     errors = {}

@@ -1,0 +1,57 @@
+"""The PyTorch side of ``tinygrad-tx explain`` (:mod:`tinygrad_tx.viz.explain`).
+
+tinygrad_tx never imports torch: its live check loads this module with
+``importlib.import_module("reference.explain_torch")`` when it is importable, and reports
+"torch is not installed: skipped" when it is not.
+
+``TWINS[name](t, c)`` computes the op ``name`` with PyTorch, where ``t`` maps each input
+name of the op spec (``OpSpec.inputs``) to a float64 torch tensor that requires grad and
+``c`` holds the spec's constants as NumPy values (targets, ids). :func:`run_torch` runs one
+twin on one input with one cotangent.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def _patch_embed(t, c):
+    """Patch embedding = a conv2d whose stride is its kernel size, flattened to (batch, patches, features)."""
+    y = F.conv2d(t["input"], t["weight"], t["bias"], stride=t["weight"].shape[-1])
+    return y.flatten(2).transpose(1, 2)
+
+
+def _sdpa(t, c):
+    return F.scaled_dot_product_attention(t["query"], t["key"], t["value"], is_causal=True)
+
+
+TWINS = {
+    "softmax": lambda t, c: torch.softmax(t["input"], dim=-1),
+    "log_softmax": lambda t, c: torch.log_softmax(t["input"], dim=-1),
+    "cross_entropy": lambda t, c: F.cross_entropy(t["input"], torch.from_numpy(c["target"]), label_smoothing=0.1),
+    "layer_norm": lambda t, c: F.layer_norm(t["input"], (8,), t["weight"], t["bias"]),
+    "embedding": lambda t, c: F.embedding(torch.from_numpy(c["ids"]), t["weight"]),
+    "linear": lambda t, c: F.linear(t["input"], t["weight"], t["bias"]),
+    "gelu": lambda t, c: F.gelu(t["input"], approximate="tanh"),
+    "scaled_dot_product_attention": _sdpa,
+    "patch_embed": _patch_embed,
+    "batch_norm": lambda t, c: F.batch_norm(t["input"], None, None, t["weight"], t["bias"], training=True),
+}
+
+
+def torch_version() -> str:
+    """torch's version, asked of the import system on every call, so that a torch made
+    unimportable after this module was loaded (``sys.modules['torch'] = None``) raises
+    ``ModuleNotFoundError`` here as a missing torch would."""
+    import torch as current
+    return current.__version__
+
+
+def run_torch(name: str, arrays: dict, consts: dict, cotangent: np.ndarray):
+    """``TWINS[name]`` on float64 copies of ``arrays`` and ``torch.autograd.grad(out, inputs,
+    cotangent)``. Returns ``(output, {input name: gradient})`` as NumPy arrays."""
+    tensors = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in arrays.items()}
+    out = TWINS[name](tensors, consts)
+    grads = torch.autograd.grad(out, list(tensors.values()), torch.from_numpy(cotangent))
+    return out.detach().numpy(), {k: g.numpy() for k, g in zip(tensors, grads)}
