@@ -183,15 +183,20 @@ def self_attention_flops(batch, T, d):
     return linear_flops(batch * T, d, 4 * d) + attention_core_flops(batch, 1, T, T, d)
 
 
-@component("self_attention", full=dict(batch=BATCH, T=T_LARGE, d=D, heads=8, attn_impl="naive"),
-           quick=dict(batch=QB, T=T_LARGE, d=D, heads=8, attn_impl="naive"), target=1.10, kind="module")
-def self_attention(B, rng, c):
-    """models.gpt.CausalSelfAttention (c_attn, causal softmax attention, c_proj)."""
+def _causal_self_attention_case(B, rng, c):
+    """models.gpt.CausalSelfAttention on x of shape (batch, T, d); x and the weights get gradients."""
     m = B.prepare(B.model("gpt", "CausalSelfAttention")(c["d"], c["heads"], c["T"], dropout=0.0,
                                                         attn_impl=c["attn_impl"]), rng)
     x = B.leaf(draw_float(rng, (c["batch"], c["T"], c["d"])))
     return Case(lambda: m(x), _module_leaves(B, m, [("x", x)]),
                 flops=self_attention_flops(c["batch"], c["T"], c["d"]))
+
+
+@component("self_attention", full=dict(batch=BATCH, T=T_LARGE, d=D, heads=8, attn_impl="naive"),
+           quick=dict(batch=QB, T=T_LARGE, d=D, heads=8, attn_impl="naive"), target=1.10, kind="module")
+def self_attention(B, rng, c):
+    """models.gpt.CausalSelfAttention (c_attn, causal softmax attention, c_proj)."""
+    return _causal_self_attention_case(B, rng, c)
 
 
 @component("cross_attention", full=dict(batch=BATCH, T=T_LARGE, T_ctx=64, d=D, heads=8, attn_impl="naive"),
@@ -287,11 +292,7 @@ def vit_step(B, rng, c):
 @component("attn_layer", full=dict(batch=1, T=256, d=64, heads=4, attn_impl="naive"), kind="sweep")
 def attn_layer(B, rng, c):
     """One causal self-attention layer at sequence length T (the tutorial's section 11)."""
-    m = B.prepare(B.model("gpt", "CausalSelfAttention")(c["d"], c["heads"], c["T"], dropout=0.0,
-                                                        attn_impl=c["attn_impl"]), rng)
-    x = B.leaf(draw_float(rng, (c["batch"], c["T"], c["d"])))
-    return Case(lambda: m(x), _module_leaves(B, m, [("x", x)]),
-                flops=self_attention_flops(c["batch"], c["T"], c["d"]))
+    return _causal_self_attention_case(B, rng, c)
 
 
 def naive_attention(B, q, k, v, causal=True):

@@ -272,10 +272,7 @@ def plots(res, out_dir) -> list:
         ax.set_yticks([j + h * (len(series) - 1) / 2 for j in range(len(rows))], labels)
         ax.invert_yaxis()
         ax.set_xscale("log")
-        ax.set_xlabel("forward + backward time per call, ms (median, min–max)")
-        ax.legend()
-        ax.set_title("Time per component")
-        fig.tight_layout()
+        _label(ax, "Time per component", "forward + backward time per call, ms (median, min–max)")
         written.append(_save(fig, out_dir / "time_per_component.png"))
 
         # ours / torch ratio with targets
@@ -290,10 +287,7 @@ def plots(res, out_dir) -> list:
         ax.set_yticks(list(y), labels)
         ax.invert_yaxis()
         ax.set_xscale("log")
-        ax.set_xlabel("time ratio tinygrad_tx / torch CPU (median; red: target)")
-        ax.legend()
-        ax.set_title("tinygrad_tx / torch")
-        fig.tight_layout()
+        _label(ax, "tinygrad_tx / torch", "time ratio tinygrad_tx / torch CPU (median; red: target)")
         written.append(_save(fig, out_dir / "ratio.png"))
 
     s11 = res.get("section11")
@@ -319,9 +313,7 @@ def plots(res, out_dir) -> list:
             a.set_xscale("log", base=2)
             a.set_xlabel("sequence length T")
         a1.set_yscale("log")
-        a1.set_ylabel("ms per call")
-        a1.legend(loc="upper left", fontsize=8)
-        a1.set_title(f"One attention layer, d = {d}: time")
+        _label(a1, f"One attention layer, d = {d}: time", ylabel="ms per call", loc="upper left", fontsize=8)
         for key, field, nice, style in (("ours", "saved_bytes", "tinygrad_tx, per op (SavedMemory)", "o:"),
                                         ("ours", "saved_bytes_distinct", "tinygrad_tx, distinct buffers", "o-"),
                                         ("torch", "saved_bytes", "torch CPU (storages)", "s--")):
@@ -330,10 +322,7 @@ def plots(res, out_dir) -> list:
                 a2.plot(*zip(*pts), style, label=nice)
         a2.plot(T, [r["score_bytes_f32"] / 2 ** 20 for r in s11], "--", color="gray", label="T·T·heads scores (f32)")
         a2.set_yscale("log")
-        a2.set_ylabel("MB")
-        a2.legend(fontsize=8)
-        a2.set_title("memory held for backward")
-        fig.tight_layout()
+        _label(a2, "memory held for backward", ylabel="MB", fontsize=8)
         written.append(_save(fig, out_dir / "scaling_section11.png"))
 
     fs = res.get("flash_sweep")
@@ -353,17 +342,25 @@ def plots(res, out_dir) -> list:
         for a, yl, title in ((a1, "ms per fwd+bwd", "time"), (a2, "MB held for backward", "memory")):
             a.set_xscale("log", base=2)
             a.set_yscale("log")
-            a.set_xlabel("sequence length T")
-            a.set_ylabel(yl)
-            a.set_title(f"naive vs tiled/flash attention: {title}")
-            a.legend(fontsize=8)
-        fig.tight_layout()
+            _label(a, f"naive vs tiled/flash attention: {title}", "sequence length T", yl, fontsize=8)
         written.append(_save(fig, out_dir / "flash_vs_naive.png"))
     return written
 
 
+def _label(ax, title, xlabel=None, ylabel=None, **legend):
+    """Title, axis labels and legend (``legend``: keyword arguments of ``ax.legend``) of one panel."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.legend(**legend)
+    ax.set_title(title)
+
+
 def _save(fig, path):
+    """Lay out, write and close ``fig``; returns the path as a string."""
     import matplotlib.pyplot as plt
+    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return str(path)

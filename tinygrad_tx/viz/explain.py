@@ -88,22 +88,20 @@ def _register(spec: OpSpec):
     OPS[spec.name] = spec
 
 
-_register(OpSpec(
-    "softmax", F.Softmax,
-    fused=lambda t, c: F.softmax(t["input"], dim=-1),
-    composite=lambda t, c: F.softmax_composite(t["input"], dim=-1),
-    inputs=lambda rng: ({"input": 3 * _rows(rng, 4, 7)}, {}),
-    torch="softmax",
-    composite_source=lambda: F.softmax_composite,
-    summary="softmax along dim=-1 of a (4, 7) input"))
-_register(OpSpec(
-    "log_softmax", F.LogSoftmax,
-    fused=lambda t, c: F.log_softmax(t["input"], dim=-1),
-    composite=lambda t, c: F.log_softmax_composite(t["input"], dim=-1),
-    inputs=lambda rng: ({"input": 3 * _rows(rng, 4, 7)}, {}),
-    torch="log_softmax",
-    composite_source=lambda: F.log_softmax_composite,
-    summary="log_softmax along dim=-1 of a (4, 7) input"))
+def _last_dim_spec(name, function, fused, composite):
+    """softmax and log_softmax: ``f(input, dim=-1)`` of a (4, 7) input scaled by 3."""
+    return OpSpec(
+        name, function,
+        fused=lambda t, c: fused(t["input"], dim=-1),
+        composite=lambda t, c: composite(t["input"], dim=-1),
+        inputs=lambda rng: ({"input": 3 * _rows(rng, 4, 7)}, {}),
+        torch=name,
+        composite_source=lambda: composite,
+        summary=f"{name} along dim=-1 of a (4, 7) input")
+
+
+_register(_last_dim_spec("softmax", F.Softmax, F.softmax, F.softmax_composite))
+_register(_last_dim_spec("log_softmax", F.LogSoftmax, F.log_softmax, F.log_softmax_composite))
 _register(OpSpec(
     "cross_entropy", F.CrossEntropy,
     fused=lambda t, c: F.cross_entropy(t["input"], c["target"], label_smoothing=0.1),
