@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -397,3 +399,33 @@ def test_bench_forwards_to_the_benchmark_or_explains_where_it_is(monkeypatch, ca
     monkeypatch.setitem(sys.modules, "bench.cli", None)                        # not importable
     code, _, err = run(["bench", "--quick"], capsys)
     assert_one_line_error(code, err, 1, "from the repository root")
+
+
+def _editable_install_of_this_checkout() -> bool:
+    """True when a ``tinygrad_tx`` distribution on sys.path is an editable install of this
+    checkout (so the ``tinygrad-tx`` console script runs the code under test). Every one is
+    looked at: a checkout's own ``tinygrad_tx.egg-info`` (no install record) may come first."""
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+    for dist in metadata.distributions(name="tinygrad_tx"):
+        direct_url = json.loads(dist.read_text("direct_url.json") or "{}")
+        url = urlparse(direct_url.get("url", ""))
+        if (direct_url.get("dir_info", {}).get("editable") and url.scheme == "file"
+                and Path(unquote(url.path)).resolve() == REPO):
+            return True
+    return False
+
+
+def test_installed_console_script_finds_the_benchmark_from_any_directory(tmp_path):
+    """The console script does not put the checkout on sys.path; ``tinygrad-tx bench`` must
+    still find bench/ beside the package, whatever the current directory."""
+    script = shutil.which("tinygrad-tx")
+    if script is None:
+        pytest.skip("the tinygrad-tx console script is not installed")
+    if not _editable_install_of_this_checkout():
+        pytest.skip("the installed tinygrad_tx is not an editable install of this checkout")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([script, "bench", "--help"], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "--quick" in proc.stdout

@@ -174,14 +174,44 @@ def cmd_sample(args) -> int:
     return 0
 
 
+def _bench_roots() -> list[Path]:
+    """Where a ``bench/`` package may stand: the repository root of a source or editable checkout
+    (the directory above the ``tinygrad_tx`` package), then the current directory."""
+    roots = [Path(__file__).resolve().parents[1], Path.cwd().resolve()]
+    return [r for i, r in enumerate(roots) if r not in roots[:i] and (r / "bench" / "cli.py").is_file()]
+
+
+def _bench_main_if_importable():
+    """``bench.cli.main``, or None when ``bench`` (or ``bench.cli``) cannot be found."""
+    try:
+        return importlib.import_module("bench.cli").main
+    except ModuleNotFoundError as e:
+        if e.name not in ("bench", "bench.cli"):
+            raise                                       # bench found, one of its own imports missing
+        return None
+
+
+def _import_bench_main():
+    """``bench.cli.main``. The console script does not put the checkout on ``sys.path``, so when
+    ``bench`` is not importable each root of :func:`_bench_roots` is tried at ``sys.path[0]``."""
+    main = _bench_main_if_importable()
+    if main is not None:
+        return main
+    for root in map(str, _bench_roots()):
+        if root in sys.path:
+            continue
+        sys.path.insert(0, root)
+        main = _bench_main_if_importable()
+        if main is not None:
+            return main
+        sys.path.remove(root)
+    raise ModuleNotFoundError("the benchmark lives in the source checkout's bench/ directory: "
+                              "run 'tinygrad-tx bench' (or 'python -m bench') from the repository root")
+
+
 def cmd_bench(args) -> int:
     """Hand everything after ``bench`` to the benchmark's own parser (``bench/cli.py``)."""
-    try:
-        from bench.cli import main as bench_main
-    except ModuleNotFoundError:
-        raise ModuleNotFoundError("the benchmark lives in the source checkout's bench/ directory: "
-                                  "run 'tinygrad-tx bench' (or 'python -m bench') from the repository root") from None
-    return bench_main(args.args) or 0
+    return _import_bench_main()(args.args) or 0
 
 
 # --------------------------------------------------------------------------- parser
