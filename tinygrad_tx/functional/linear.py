@@ -101,9 +101,17 @@ def embedding_composite(input, weight, padding_idx=None) -> Tensor:
 
 # ============================================================================ linear
 
+def _rows(a):
+    """``a`` (..., k) as a 2-D (rows, k) array (a view when ``a`` is contiguous). A product
+    over the flattened rows is one BLAS call; np.matmul of a 3-D array by a matrix loops
+    over the leading index with one small product each (2-3x slower for the GPT's shapes)."""
+    return a.reshape(-1, a.shape[-1])
+
+
 def _affine(x, weight, bias):
-    """x Wᵀ + b for x (..., in), W (out, in), b (out,) or None."""
-    y = np.matmul(x, weight.T)
+    """x Wᵀ + b for x (..., in), W (out, in), b (out,) or None; ``x`` may be the 2-D rows
+    of the input (``_rows(x)``, which a forward saves for its backward)."""
+    y = _rows(x) @ weight.T
     if bias is not None:
         y += bias
     return y
@@ -111,7 +119,7 @@ def _affine(x, weight, bias):
 
 def _weight_grad(g, x):
     """Σ over all rows of gᵀ x: one (out, N)·(N, in) product over the flattened leading dims."""
-    return g.reshape(-1, g.shape[-1]).T @ x.reshape(-1, x.shape[-1])
+    return _rows(g).T @ _rows(x)
 
 
 class Linear(Function):
@@ -127,15 +135,17 @@ class Linear(Function):
     @staticmethod
     def forward(ctx, x, weight, bias):
         nx, nw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        ctx.save_for_backward(x if nw else None, weight if nx else None)
-        return _affine(x, weight, bias)
+        x_rows = _rows(x)
+        ctx.save_for_backward(x_rows if nw else None, weight if nx else None)
+        return _affine(x_rows, weight, bias).reshape(x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod
     def backward(ctx, g):
-        x, weight = ctx.saved_tensors
+        x_rows, weight = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
-        dx = np.matmul(g, weight) if nx else None
-        return dx, (_weight_grad(g, x) if nw else None), (g if nb else None)
+        g_rows = _rows(g)  # (N, out): every product below is one 2-D BLAS call
+        dx = (g_rows @ weight).reshape(g.shape[:-1] + (weight.shape[1],)) if nx else None
+        return dx, (_weight_grad(g_rows, x_rows) if nw else None), (g if nb else None)
 
 
 def _check_linear(input, weight, bias, op):
@@ -197,7 +207,7 @@ class PatchEmbed(Function):
         w_flat = weight.reshape(weight.shape[0], -1)
         ctx.save_for_backward(patches if nw else None, w_flat if nx else None)
         ctx.x_shape, ctx.w_shape, ctx.ph, ctx.pw = x.shape, weight.shape, ph, pw
-        return _affine(patches, w_flat, bias)
+        return _affine(patches, w_flat, bias).reshape(patches.shape[:-1] + (w_flat.shape[0],))
 
     @staticmethod
     def backward(ctx, g):
@@ -207,7 +217,7 @@ class PatchEmbed(Function):
         if nx:
             b, c, h, w = ctx.x_shape
             ph, pw = ctx.ph, ctx.pw
-            dp = np.matmul(g, w_flat).reshape(b, h // ph, w // pw, c, ph, pw)
+            dp = (_rows(g) @ w_flat).reshape(b, h // ph, w // pw, c, ph, pw)
             dx = dp.transpose(0, 3, 1, 4, 2, 5).reshape(ctx.x_shape)
         if nw:
             dw = _weight_grad(g, patches).reshape(ctx.w_shape)
