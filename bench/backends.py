@@ -171,13 +171,14 @@ class OursBackend(_Backend):
         ops (softmax's output P, saved again by ``P @ V``) counts twice there. This walks
         the recorded graph and counts each base buffer once — the measure torch's
         storage-deduplicated count corresponds to. (Reads the engine's private
-        ``Tensor._ctx`` / ``Context._saved``; a benchmark of our own engine may.)
+        ``Tensor._ctx`` / ``Context._saved`` and follows ``Context.input_nodes``; a
+        benchmark of our own engine may.)
         """
         seen_ctx, seen_buf, total = set(), set(), 0
-        stack = [out]
+        stack = [out._ctx]
         while stack:
-            ctx = getattr(stack.pop(), "_ctx", None)
-            if ctx is None or id(ctx) in seen_ctx:
+            ctx = stack.pop()
+            if not isinstance(ctx, self.tg.autograd.Context) or id(ctx) in seen_ctx:
                 continue
             seen_ctx.add(id(ctx))
             for a in ctx._saved:
@@ -187,7 +188,7 @@ class OursBackend(_Backend):
                     if id(a) not in seen_buf:
                         seen_buf.add(id(a))
                         total += a.nbytes
-            stack.extend(i for i in ctx.inputs if isinstance(i, self.Tensor))
+            stack.extend(ctx.input_nodes)
         return total
 
     def info(self):

@@ -18,8 +18,13 @@ static methods that work on plain NumPy arrays::
 
 ``Mul.apply(x, y)`` unwraps the Tensor arguments, runs ``forward`` and, when
 any input requires grad (and grad mode is on), records a :class:`Context` on
-the output Tensor. That context is the graph edge: it remembers the input
-Tensors and whatever ``forward`` saved.
+the output Tensor. That context is the graph node: it remembers whatever
+``forward`` saved and, per input, the node behind it -- the input's own
+Context when the input was computed by an op, the Tensor itself when it is a
+leaf (a parameter, an input). The graph links contexts, not the intermediate
+Tensors: an intermediate array stays alive only while its Tensor is in use or
+an op saved it for backward (as in PyTorch, whose graph links ``grad_fn``
+nodes), so ``x = x + f(x)`` lets the old ``x`` go unless some backward needs it.
 
 How a graph is run backwards
 ----------------------------
@@ -28,7 +33,8 @@ How a graph is run backwards
 1. sorts the graph topologically **iteratively** (an explicit stack, so a
    chain of 100,000 ops needs no recursion),
 2. walks it from the output to the leaves, calling each ``backward`` once
-   with the fully accumulated gradient of that node's output,
+   with the fully accumulated gradient of that node's output, and drops the
+   node (and that gradient) as soon as its backward has run,
 3. hands every returned gradient to :func:`reduce_grad_to_input`, the **one
    place where broadcasting is undone**: forward ops broadcast freely and their
    backwards return gradients in the broadcast shape; this function sums over
@@ -39,12 +45,17 @@ How a graph is run backwards
    ``retain_grad()``), and frees each node's saved arrays as soon as its
    backward has run (unless ``retain_graph=True``), so a second backward
    through the same graph raises a clear ``RuntimeError``.
+
+A leaf may own a *gradient slot* (``Tensor._grad_slot``, a preallocated array,
+usually a view into one flat buffer that a fused optimizer updates in a few
+NumPy calls): its first gradient is then copied into the slot instead of a
+fresh array. See :class:`FlatParameters`.
 """
 from __future__ import annotations
 
-import threading
-from contextlib import contextmanager
 import functools
+import math
+import threading
 
 import numpy as np
 
@@ -128,19 +139,30 @@ def _nbytes(arrays):
 # --------------------------------------------------------------------------- Function and Context
 
 class Context:
-    """What a Function's forward leaves for its backward (torch's ``ctx``).
+    """A node of the graph: what a Function's forward leaves for its backward (torch's ``ctx``
+    and ``grad_fn`` in one).
 
     ``needs_input_grad[i]`` is True when positional input ``i`` is a Tensor that
     requires grad; a backward may return ``None`` for inputs that do not.
+    ``input_nodes[i]`` is the graph node behind positional input ``i``: the
+    Context that produced it (a non-leaf Tensor), the Tensor itself (a leaf,
+    including constants that need no grad), or None (not a Tensor).
+    ``out_shape``/``out_dtype`` describe the output, so that a consumer can reduce
+    its gradient to it without keeping the output array alive. A non-leaf Tensor's
+    hooks, ``retain_grad()`` (a weak reference to it) and ``name`` live here too,
+    because the node outlives the Tensor object.
     """
 
-    __slots__ = ("fn", "inputs", "needs_input_grad", "_saved", "_saved_bytes",
-                 "_freed", "__dict__")
+    __slots__ = ("fn", "input_nodes", "needs_input_grad", "out_shape", "out_dtype", "hooks", "retained",
+                 "name", "_saved", "_saved_bytes", "_freed", "__dict__")
 
-    def __init__(self, fn, inputs, needs_input_grad):
+    def __init__(self, fn, input_nodes, needs_input_grad):
         self.fn = fn
-        self.inputs = inputs
+        self.input_nodes = input_nodes
         self.needs_input_grad = needs_input_grad
+        self.hooks = ()
+        self.retained = None
+        self.name = None
         self._saved = ()
         self._saved_bytes = 0
         self._freed = False
@@ -177,7 +199,7 @@ class Context:
         """Drop the saved arrays and the links to the inputs (after backward)."""
         self._release()
         self.__dict__.clear()
-        self.inputs = ()
+        self.input_nodes = ()
         self._freed = True
 
     def __del__(self):
@@ -223,17 +245,25 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         arrays = [a.data if isinstance(a, Tensor) else a for a in args]
-        record = False
+        needs = None
         if _state.enabled:
             needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
-            record = True in needs
-        ctx = Context(cls, args, needs) if record else _NoGradContext()
+            if True not in needs:
+                needs = None
+        if needs is None:
+            out = cls.forward(_NoGradContext(), *arrays, **kwargs)
+            return Tensor._from_op(out if isinstance(out, np.ndarray) else np.asarray(out), None)
+        # the node behind each input: its producer's Context, or the Tensor itself for a leaf
+        nodes = tuple([(a if a._ctx is None else a._ctx) if isinstance(a, Tensor) else None for a in args])
+        ctx = Context(cls, nodes, needs)
         out = cls.forward(ctx, *arrays, **kwargs)
         if not isinstance(out, np.ndarray):
             out = np.asarray(out)
-        if record and out.dtype.kind not in "fc":
-            record = False  # as in torch, integer and bool outputs (x.long(), x > 0) are not differentiable
-        return Tensor._from_op(out, ctx if record else None)
+        if out.dtype.kind not in "fc":
+            ctx.free()   # as in torch, integer and bool outputs (x.long(), x > 0) are not differentiable
+            return Tensor._from_op(out, None)
+        ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
+        return Tensor._from_op(out, ctx)
 
     @classmethod
     def name(cls) -> str:
@@ -250,34 +280,71 @@ def accumulation_dtype(dtype):
     return np.float64 if dtype.kind == "f" and dtype.itemsize < 8 else None
 
 
-def reduce_grad_to_input(grad, inp, fn_name: str):
-    """Return ``grad`` reduced to ``inp``'s shape and cast to its dtype.
+# Below this many rows a float64 accumulation is cheaper than the pairwise passes (each a NumPy call).
+_PAIRWISE_MIN_ROWS = 64
+
+
+def sum_rows(a: np.ndarray) -> np.ndarray:
+    """``a.sum(axis=0)`` of a 2-D (N, M) array, accurate without widening to float64.
+
+    For float32 with many rows: a pairwise (tree) sum -- add the bottom half of the rows onto
+    the top half, repeat -- so each total is a balanced tree of log2(N) additions, whose
+    rounding error grows like log2(N) ulps (a running sum's grows like N), the accuracy of
+    torch's cascade sum. Each pass is one vectorised NumPy add over half the remaining rows,
+    so the work is the N·M additions of any sum, at float32 memory traffic; the last few rows
+    are summed in float64. About 2x faster than accumulating the whole sum in float64, whose
+    cast doubles the bytes touched. Other dtypes (float64, ints) use NumPy's sum.
+    """
+    acc = accumulation_dtype(a.dtype)
+    if acc is None:
+        return a.sum(axis=0)
+    n = a.shape[0]
+    if n >= _PAIRWISE_MIN_ROWS:
+        half = n // 2
+        top = a[:half] + a[half:2 * half]          # a fresh array: later passes add in place
+        if n % 2:
+            top[0] += a[-1]
+        n = half
+        while n >= _PAIRWISE_MIN_ROWS:
+            half = n // 2
+            if n % 2:
+                top[0] += top[n - 1]
+            top[:half] += top[half:2 * half]
+            n = half
+        a = top[:n]
+    return a.sum(axis=0, dtype=acc).astype(a.dtype)
+
+
+def reduce_grad_to_input(grad, shape, dtype, fn_name: str):
+    """Return ``grad`` reduced to an input of ``shape`` and cast to its ``dtype``.
 
     Derivation: if forward broadcast ``x`` of shape ``s`` to shape ``S`` then
     ``y[i] = x[proj(i)]`` and ``dL/dx[j] = sum_{i: proj(i)=j} dL/dy[i]``: a sum
     over the leading axes that broadcasting prepended, and over every axis where
-    ``x`` had size 1 but ``S`` does not.
+    ``x`` had size 1 but ``S`` does not. A sum over leading axes only (a bias, a
+    positional embedding added to a batch) of a contiguous gradient is a sum of the
+    rows of a 2-D view, done by the pairwise :func:`sum_rows`; other sums accumulate
+    float32 in float64.
     """
     if not isinstance(grad, np.ndarray):
         grad = np.asarray(grad)
-    shape = inp.data.shape
     if grad.shape != shape:
         nlead = grad.ndim - len(shape)
         if nlead < 0:
             raise RuntimeError(f"{fn_name}.backward returned a gradient of shape {grad.shape} "
                                f"for an input of shape {shape}")
-        axes = list(range(nlead))
-        for i, s in enumerate(shape):
-            if s == 1 and grad.shape[nlead + i] != 1:
-                axes.append(nlead + i)
-        if axes:
-            grad = grad.sum(axis=tuple(axes), keepdims=True, dtype=accumulation_dtype(grad.dtype))
-        if nlead:
-            grad = grad.reshape(grad.shape[nlead:])
+        if nlead and grad.shape[nlead:] == shape and grad.size and grad.flags.c_contiguous:
+            grad = sum_rows(grad.reshape(math.prod(grad.shape[:nlead]), -1)).reshape(shape)
+        else:
+            axes = tuple(range(nlead)) + tuple(nlead + i for i, s in enumerate(shape)
+                                               if s == 1 and grad.shape[nlead + i] != 1)
+            if axes:
+                grad = grad.sum(axis=axes, keepdims=True, dtype=accumulation_dtype(grad.dtype))
+            if nlead:
+                grad = grad.reshape(grad.shape[nlead:])
         if grad.shape != shape:
             raise RuntimeError(f"{fn_name}.backward returned a gradient of shape {grad.shape} "
                                f"that cannot be reduced to its input's shape {shape}")
-    dtype = inp.data.dtype
     if grad.dtype != dtype:
         grad = grad.astype(dtype)
     return grad
@@ -285,35 +352,38 @@ def reduce_grad_to_input(grad, inp, fn_name: str):
 
 # --------------------------------------------------------------------------- backward
 
+def _freed_error(ctx):
+    return RuntimeError(
+        f"Trying to backward through the graph a second time (through {ctx.fn.__name__}): "
+        "the graph was freed by the first backward. "
+        "Call .backward(retain_graph=True) the first time if you need to backward twice.")
+
+
 def _topological_order(root):
-    """Tensors that ``root`` depends on through recorded ops, outputs before inputs.
+    """The nodes (Contexts and leaf Tensors) that ``root`` depends on, in DFS post-order:
+    every node after all of its inputs, so popping from the end visits outputs before inputs.
 
     Iterative post-order depth-first search: no recursion, so graph depth is
-    unbounded.
+    unbounded. Only inputs that need a gradient are followed.
     """
     order = []
     visited = set()
     stack = [(root, False)]
     while stack:
-        t, expanded = stack.pop()
+        node, expanded = stack.pop()
         if expanded:
-            order.append(t)
+            order.append(node)
             continue
-        if id(t) in visited:
-            continue
-        visited.add(id(t))
-        stack.append((t, True))
-        ctx = t._ctx
-        if ctx is not None:
-            if ctx._freed:
-                raise RuntimeError(
-                    f"Trying to backward through the graph a second time (through {ctx.fn.__name__}): "
-                    "the graph was freed by the first backward. "
-                    "Call .backward(retain_graph=True) the first time if you need to backward twice.")
-            for inp, need in zip(ctx.inputs, ctx.needs_input_grad):
+        if id(node) in visited:   # marked when expanded (not when pushed), so that a node
+            continue              # reached again deeper down is placed after that consumer
+        visited.add(id(node))
+        stack.append((node, True))
+        if isinstance(node, Context):
+            if node._freed:
+                raise _freed_error(node)
+            for inp, need in zip(node.input_nodes, node.needs_input_grad):
                 if need and id(inp) not in visited:
                     stack.append((inp, False))
-    order.reverse()
     return order
 
 
@@ -322,55 +392,140 @@ def _topological_order(root):
 _backward_observers: list = []
 
 
+def _apply_hooks(hooks, g):
+    for hook in hooks:
+        new = hook(Tensor(g))
+        if new is not None:
+            g = new.data if isinstance(new, Tensor) else np.asarray(new)
+    return g
+
+
 def run_backward(root, gradient, retain_graph: bool):
-    grads = {id(root): gradient}
-    order = _topological_order(root)
-    for t in order:
-        g = grads.pop(id(t), None)
+    """Backpropagate ``gradient`` (dL/d root) to every leaf behind the Tensor ``root``."""
+    start = root if root._ctx is None else root._ctx
+    order = _topological_order(start)
+    grads = {id(start): gradient}
+    while order:
+        node = order.pop()          # the list no longer holds a node once it has run
+        g = grads.pop(id(node), None)
         if g is None:
             continue
-        if t._hooks:
-            for hook in t._hooks:
-                new = hook(Tensor(g))
-                if new is not None:
-                    g = new.data if isinstance(new, Tensor) else np.asarray(new)
-        ctx = t._ctx
-        if ctx is None or t._retains_grad:
-            _accumulate(t, g)
-        if ctx is None:
+        if isinstance(node, Tensor):    # a leaf
+            if node._hooks:
+                g = _apply_hooks(node._hooks, g)
+            _accumulate(node, g)
             continue
-        fn = ctx.fn
-        result = fn.backward(ctx, g)
-        if not isinstance(result, tuple):
-            result = (result,)
-        inputs = ctx.inputs
-        if len(result) != len(inputs):
-            raise RuntimeError(f"{fn.__name__}.backward returned {len(result)} gradients "
-                               f"for {len(inputs)} inputs")
-        needs = ctx.needs_input_grad
-        reduced = []
-        for inp, need, gi in zip(inputs, needs, result):
-            if not need or gi is None:
-                reduced.append(None)
-                continue
-            gi = reduce_grad_to_input(gi, inp, fn.__name__)
-            reduced.append(gi)
-            key = id(inp)
-            prev = grads.get(key)
-            grads[key] = gi if prev is None else prev + gi
-        if _backward_observers:
-            for obs in _backward_observers:
-                obs(ctx, g, reduced)
+        if node.hooks:
+            g = _apply_hooks(node.hooks, g)
+        if node.retained is not None:
+            t = node.retained()
+            if t is not None:
+                _accumulate(t, g)
+        _backward_node(node, g, grads)
         if not retain_graph:
-            ctx.free()
+            node.free()
+
+
+def _backward_node(ctx, g, grads):
+    """Run one node's backward and add each input's (reduced) gradient to ``grads``."""
+    fn = ctx.fn
+    result = fn.backward(ctx, g)
+    if not isinstance(result, tuple):
+        result = (result,)
+    nodes = ctx.input_nodes
+    if len(result) != len(nodes):
+        raise RuntimeError(f"{fn.__name__}.backward returned {len(result)} gradients "
+                           f"for {len(nodes)} inputs")
+    reduced = [None] * len(nodes)
+    for i, (node, need, gi) in enumerate(zip(nodes, ctx.needs_input_grad, result)):
+        if not need or gi is None:
+            continue
+        if isinstance(node, Tensor):
+            gi = reduce_grad_to_input(gi, node.data.shape, node.data.dtype, fn.__name__)
+        else:
+            gi = reduce_grad_to_input(gi, node.out_shape, node.out_dtype, fn.__name__)
+        reduced[i] = gi
+        key = id(node)
+        prev = grads.get(key)
+        grads[key] = gi if prev is None else prev + gi
+    if _backward_observers:
+        for obs in _backward_observers:
+            obs(ctx, g, reduced)
 
 
 def _accumulate(t, g):
-    """Accumulate into ``t.grad`` like torch: the first gradient is copied, later ones added."""
+    """Accumulate into ``t.grad`` like torch: the first gradient is copied (into the tensor's
+    gradient slot when it has one), later ones added (in place into the slot)."""
+    slot = t._grad_slot
     if t.grad is None:
-        t.grad = np.array(g, dtype=t.data.dtype, copy=True)
+        if slot is not None:
+            np.copyto(slot, g, casting="same_kind")
+            t.grad = slot
+        else:
+            t.grad = np.array(g, dtype=t.data.dtype, copy=True)
+    elif t.grad is slot:
+        np.add(slot, g, out=slot, casting="same_kind")
     else:
         t.grad = np.asarray(t.grad + g)
+
+
+class FlatParameters:
+    """Tensors whose values and gradients are views into two contiguous buffers.
+
+    ``FlatParameters(params)`` copies the values of ``params`` (one floating dtype,
+    distinct Tensors) into one 1-D buffer ``data`` and rebinds every ``p.data`` to a
+    view of its segment (``p.data`` keeps its shape; everything that holds the Tensor
+    sees the new array, an old reference to the previous array does not). It also
+    gives each one a gradient slot, a view of its segment of ``grad``: the engine
+    copies the first gradient of a backward into the slot instead of allocating an
+    array, so after a backward ``p.grad`` *is* that view and ``grad`` holds every
+    gradient, flattened, with no gather. An optimizer then updates all parameters
+    with a handful of NumPy calls on ``data`` and ``grad``
+    (:class:`tinygrad_tx.optim.Adam` does).
+
+    ``valid()`` says whether every parameter still uses its view (``p.data`` rebound
+    by, e.g., ``module.to(dtype)`` or ``load_state_dict`` invalidates the layout);
+    ``grads_in_place()`` whether every gradient is its slot (a gradient assigned by
+    hand, or None after ``zero_grad()`` when some parameter got none, is not).
+    """
+
+    def __init__(self, params):
+        self.params = list(params)
+        dtype = self.params[0].data.dtype
+        if dtype.kind != "f" or any(p.data.dtype != dtype for p in self.params):
+            raise TypeError(f"FlatParameters needs parameters of one floating dtype, got "
+                            f"{sorted({str(p.data.dtype) for p in self.params})}")
+        if len({id(p) for p in self.params}) != len(self.params):
+            raise ValueError("FlatParameters got the same parameter twice")
+        sizes = [p.data.size for p in self.params]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
+        self.data = np.empty(self.offsets[-1], dtype=dtype)
+        self.grad = np.zeros(self.offsets[-1], dtype=dtype)
+        self.views = []
+        for p, lo, hi in zip(self.params, self.offsets, self.offsets[1:]):
+            view = self.data[lo:hi].reshape(p.data.shape)
+            view[...] = p.data
+            p.data = view
+            p._grad_slot = self.grad[lo:hi].reshape(p.data.shape)
+            if p.grad is not None:          # a gradient that arrived before flattening
+                np.copyto(p._grad_slot, p.grad, casting="same_kind")
+                p.grad = p._grad_slot
+            self.views.append(view)
+
+    def segment(self, buffer: np.ndarray, i: int) -> np.ndarray:
+        """Parameter ``i``'s part of a flat ``buffer`` (same length as ``data``), in its shape."""
+        return buffer[self.offsets[i]:self.offsets[i + 1]].reshape(self.views[i].shape)
+
+    def valid(self) -> bool:
+        return all(p.data is v for p, v in zip(self.params, self.views))
+
+    def grads_in_place(self) -> bool:
+        return all(p.grad is not None and p.grad is p._grad_slot for p in self.params)
+
+    def release(self) -> None:
+        """Stop writing gradients into the slots (the values stay views of ``data``)."""
+        for p in self.params:
+            p._grad_slot = None
 
 
 # tensor.py imports this module first (the package imports autograd before tensor), so Tensor

@@ -9,6 +9,7 @@ backward of one kind of op side by side.
 from __future__ import annotations
 
 import numbers
+import weakref
 
 import numpy as np
 
@@ -62,8 +63,8 @@ class Tensor:
     array([2., 4.])
     """
 
-    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks",
-                 "name", "__weakref__")
+    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_grad_slot",
+                 "_name", "__weakref__")
     __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected ops
 
     def __init__(self, data, requires_grad: bool = False, dtype=None):
@@ -72,7 +73,8 @@ class Tensor:
         self._ctx = None
         self._retains_grad = False
         self._hooks = ()
-        self.name = None
+        self._grad_slot = None
+        self._name = None
         self._requires_grad = False
         if requires_grad:
             self.requires_grad = True
@@ -86,7 +88,8 @@ class Tensor:
         t._requires_grad = ctx is not None
         t._retains_grad = False
         t._hooks = ()
-        t.name = None
+        t._grad_slot = None
+        t._name = None
         return t
 
     # ------------------------------------------------------------------ autograd attributes
@@ -118,11 +121,24 @@ class Tensor:
         """The Function that produced this tensor (None for leaves), like torch's ``grad_fn``."""
         return None if self._ctx is None else self._ctx.fn
 
+    @property
+    def name(self):
+        """A label for the study tools (graph pictures, backward traces); None by default."""
+        return self._name
+
+    @name.setter
+    def name(self, value):
+        self._name = value
+        if self._ctx is not None:   # the graph node outlives this Tensor object: label it too
+            self._ctx.name = value
+
     def retain_grad(self) -> None:
         """Keep ``.grad`` of this non-leaf tensor after backward (leaves always keep theirs)."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on a Tensor that has requires_grad=False")
         self._retains_grad = True
+        if self._ctx is not None:   # the node sets .grad on this Tensor, if it is still alive then
+            self._ctx.retained = weakref.ref(self)
 
     @property
     def retains_grad(self) -> bool:
@@ -135,13 +151,21 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         def entry(grad):  # one object per registration, so a handle removes exactly its own
             return hook(grad)
-        self._hooks = self._hooks + (entry,)
-
+        # a leaf keeps its hooks; a non-leaf's live on its graph node, which runs them even
+        # after this Tensor object is gone (as torch's grad_fn pre-hooks do)
+        ctx = self._ctx
+        if ctx is None:
+            self._hooks += (entry,)
+        else:
+            ctx.hooks += (entry,)
         tensor = self
 
         class _Handle:
             def remove(self_inner):
-                tensor._hooks = tuple(h for h in tensor._hooks if h is not entry)
+                if ctx is None:
+                    tensor._hooks = tuple(h for h in tensor._hooks if h is not entry)
+                else:
+                    ctx.hooks = tuple(h for h in ctx.hooks if h is not entry)
         return _Handle()
 
     def backward(self, gradient=None, retain_graph: bool = False) -> None:

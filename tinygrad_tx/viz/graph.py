@@ -3,7 +3,8 @@
 What the picture shows
 ----------------------
 Every Tensor produced by an op carries the :class:`~tinygrad_tx.autograd.Context` of the
-``Function`` that made it (``tensor._ctx``); the context remembers its input Tensors. That
+``Function`` that made it (``tensor._ctx``); the context remembers the node behind each
+input: the context that produced it, or the input Tensor itself when it is a leaf. That
 chain of contexts *is* the graph ``backward`` walks. :func:`to_dot` draws it:
 
 * one **box per Function call**: the Function's class name (``Linear``, ``Softmax``,
@@ -90,24 +91,29 @@ def leaf_label(t: Tensor, names: dict) -> str:
 
 
 def graph_nodes(root: Tensor):
-    """Tensors of the graph that ends at ``root``, each once, in discovery order (root first).
+    """Nodes of the graph that ends at ``root``, each once, in discovery order (root first).
 
-    Follows ``ctx.inputs`` of every recorded op with an explicit stack; yields
-    ``(tensor, inputs)`` where ``inputs`` are the Tensor inputs of the op that produced
-    ``tensor`` (empty for a leaf), in argument order.
+    A node is a :class:`~tinygrad_tx.autograd.Context` (one recorded op: ``.fn``,
+    ``.out_shape``, ``.name``, ``.saved_bytes``) or a leaf Tensor. Follows
+    ``ctx.input_nodes`` of every recorded op with an explicit stack; yields
+    ``(node, inputs)`` where ``inputs`` are the nodes of the op's Tensor inputs (empty
+    for a leaf), in argument order.
     """
     if not isinstance(root, Tensor):
         raise TypeError(f"to_dot expects a Tensor, got {type(root).__name__}")
-    seen = {id(root)}
-    stack = [root]
+    start = root if root._ctx is None else root._ctx
+    seen = {id(start)}
+    stack = [start]
     while stack:
-        t = stack.pop()
-        ctx = t._ctx
-        if ctx is not None and ctx._freed:
-            raise RuntimeError(f"the graph through {ctx.fn.__name__} was freed by a backward pass; draw it "
+        node = stack.pop()
+        if isinstance(node, Tensor):
+            yield node, []
+            continue
+        if node._freed:
+            raise RuntimeError(f"the graph through {node.fn.__name__} was freed by a backward pass; draw it "
                                "before calling backward (or call backward(retain_graph=True))")
-        inputs = [] if ctx is None else [a for a in ctx.inputs if isinstance(a, Tensor)]
-        yield t, inputs
+        inputs = [a for a in node.input_nodes if a is not None]
+        yield node, inputs
         for a in reversed(inputs):
             if id(a) not in seen:
                 seen.add(id(a))
@@ -155,32 +161,31 @@ def to_dot(tensor: Tensor, params=None, *, constants: bool = False, saved_bytes:
             ids[id(t)] = f"n{len(ids)}"
         return ids[id(t)]
 
-    for t, inputs in graph_nodes(tensor):
-        nid = node_id(t)
-        ctx = t._ctx
-        shape = _shape(t.shape)
-        if ctx is not None:
-            label = f"{ctx.fn.__name__}\n{shape}"
-            if t.name:
-                label = f"{t.name} = {label}"
+    root = tensor._ctx if isinstance(tensor, Tensor) and tensor._ctx is not None else tensor
+    for node, inputs in graph_nodes(tensor):
+        nid = node_id(node)
+        if not isinstance(node, Tensor):    # an op
+            label = f"{node.fn.__name__}\n{_shape(node.out_shape)}"
+            if node.name:
+                label = f"{node.name} = {label}"
             if saved_bytes:
-                label += f"\nsaved {format_bytes(ctx.saved_bytes)}"
+                label += f"\nsaved {format_bytes(node.saved_bytes)}"
             style = 'shape=box, style="rounded,filled", fillcolor="#dbe8f6"'
-            if t is tensor:
+            if node is root:
                 style = 'shape=box, style="rounded,filled,bold", fillcolor="#f6dbdb"'
             lines.append(f"  {nid} [label={_quote(label)}, {style}];")
             for inp in inputs:
-                if inp._ctx is None and not inp.requires_grad and not constants:
+                if isinstance(inp, Tensor) and not inp.requires_grad and not constants:
                     continue
                 edges.append(f"  {node_id(inp)} -> {nid};")
-        elif t.requires_grad or t is tensor:
-            name = leaf_label(t, names)
-            param = id(t) in names
-            label = f"{name or 'input'}\n{shape}"
+        elif node.requires_grad or node is root:
+            name = leaf_label(node, names)
+            param = id(node) in names
+            label = f"{name or 'input'}\n{_shape(node.shape)}"
             fill = "#e3f2d9" if param else "#fff4c2"
             lines.append(f"  {nid} [label={_quote(label)}, shape=ellipse, style=filled, fillcolor=\"{fill}\"];")
         elif constants:
-            label = f"{t.name or 'constant'}\n{shape} {t.dtype}"
+            label = f"{node.name or 'constant'}\n{_shape(node.shape)} {node.dtype}"
             lines.append(f"  {nid} [label={_quote(label)}, shape=note, style=filled, fillcolor=\"#eeeeee\", "
                          "fontcolor=gray30];")
     lines.extend(edges)
@@ -229,13 +234,13 @@ def write_graph(dot_text: str, path, format: str | None = None) -> list[Path]:
 def graph_summary(tensor: Tensor) -> dict:
     """Counts of a graph: ``{"ops": n, "leaves": n, "saved_bytes": n, "by_op": {name: n}}``."""
     ops, leaves, saved, by_op = 0, 0, 0, {}
-    for t, _ in graph_nodes(tensor):
-        if t._ctx is None:
-            leaves += t.requires_grad
+    for node, _ in graph_nodes(tensor):
+        if isinstance(node, Tensor):
+            leaves += node.requires_grad
             continue
         ops += 1
-        saved += t._ctx.saved_bytes
-        name = t._ctx.fn.__name__
+        saved += node.saved_bytes
+        name = node.fn.__name__
         by_op[name] = by_op.get(name, 0) + 1
     return {"ops": ops, "leaves": leaves, "saved_bytes": int(saved), "by_op": by_op}
 

@@ -79,14 +79,17 @@ class BackwardTrace:
     # ------------------------------------------------------------------ the observer
     def _observe(self, ctx, grad_out, grads_in):
         shapes, labels, norms = [], [], []
-        for inp, g in zip(ctx.inputs, grads_in):
-            if isinstance(inp, Tensor):
+        for inp, g in zip(ctx.input_nodes, grads_in):
+            if isinstance(inp, Tensor):     # a leaf (or a constant)
                 shapes.append(tuple(inp.shape))
-                labels.append(leaf_label(inp, self._names) if inp._ctx is None else inp.name)
-                if g is not None and inp._ctx is None:
+                labels.append(leaf_label(inp, self._names))
+                if g is not None:
                     prev = self._leaf_grads.get(id(inp))
                     self._leaf_grads[id(inp)] = np.array(g, copy=True) if prev is None else prev + g
                     self._leaves[id(inp)] = inp
+            elif inp is not None:           # the node of an op's output
+                shapes.append(tuple(inp.out_shape))
+                labels.append(inp.name)
             else:
                 shapes.append(None)
                 labels.append(None)
