@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
+from .normal import gelu_float32
 
 try:  # exact GELU needs erf; SciPy's is vectorised and accurate to the last ulp
     from scipy.special import erf as _erf
@@ -253,35 +254,49 @@ class Gelu(Function):
     """GELU, exact or with torch's tanh approximation.
 
     Exact (approximate='none'): y = x Φ(x), Φ(x) = (1 + erf(x/√2))/2 the normal CDF.
-        dy/dx = Φ(x) + x φ(x),  φ(x) = e^{-x²/2}/√(2π) the normal density.
+        dy/dx = Φ(x) + x φ(x),  φ(x) = e^{-x²/2}/√(2π) the normal density
+        (d/dx Φ = φ, product rule).
 
     Tanh (approximate='tanh'): y = x/2 (1 + tanh u),  u = √(2/π)(x + 0.044715 x³).
         dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh² u) du/dx,
         du/dx = √(2/π)(1 + 3·0.044715 x²).
+
+    dy/dx shares its expensive parts with y (Φ and φ, or tanh u), so when a
+    gradient will be needed the forward computes it alongside y and saves it
+    (one array of x's size, as saving x would be); the backward is then
+    dL/dx = g · dy/dx, one multiply.
+
+    float32 exact GELU is computed in float32 by ``ops.normal.gelu_float32``
+    (a fitted approximation of Φ accurate to 1e-8, block by block, ~10x faster
+    than SciPy's float64 erf); other dtypes use SciPy's erf (float64: exact to
+    the last ulp, which the float64 gradient checks rely on).
     """
 
     @staticmethod
     def forward(ctx, x, approximate="none"):
         if approximate not in ("none", "tanh"):
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-        ctx.save_for_backward(x)
-        ctx.approximate = approximate
+        need_d = bool(ctx.needs_input_grad[0])
         if approximate == "tanh":
             t = np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
-            return (0.5 * x * (1 + t)).astype(x.dtype, copy=False)
-        return (x * (0.5 * (1 + _erf(x * _INV_SQRT_2)))).astype(x.dtype, copy=False)
+            y = 0.5 * x * (1 + t)
+            d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)) \
+                if need_d else None
+        elif x.dtype == np.float32:
+            y, d = gelu_float32(x, need_d)
+        else:
+            # x² → inf gives φ = 0 (right); ±inf inputs give nan, as in torch
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                cdf = 0.5 * (1 + _erf(x * _INV_SQRT_2))
+                y = x * cdf
+                d = cdf + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)) if need_d else None
+        if need_d:
+            ctx.save_for_backward(d.astype(x.dtype, copy=False))
+        return y.astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        if ctx.approximate == "tanh":
-            t = np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
-            du = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
-            d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du
-        else:
-            cdf = 0.5 * (1 + _erf(x * _INV_SQRT_2))
-            pdf = _INV_SQRT_2PI * np.exp(-0.5 * x * x)
-            d = cdf + x * pdf
+        (d,) = ctx.saved_tensors
         return g * d
 
 
