@@ -83,3 +83,53 @@ def keep_mask(shape, p: float, generator) -> np.ndarray:
 def keep_scale(p: float) -> float:
     """1/(1-p), the factor that keeps E[dropout(x)] = x; 0 when p == 1 (everything dropped)."""
     return 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+
+
+# ---------------------------------------------------------------------------- row blocks
+
+# Elements per block in the row loops of the fused softmax, log_softmax, cross_entropy and
+# layer_norm. NumPy makes one pass over its arguments per operation; an op of five passes over a
+# large array streams it from memory five times. Cut into blocks of rows that stay in the CPU's
+# L2 cache (a few arrays of 256 KiB in float32), only the first pass over a block reads memory.
+# Smaller blocks pay NumPy's per-call overhead (about a microsecond) more often. Tests lower it
+# to exercise many blocks on small inputs.
+BLOCK_ELEMENTS = 1 << 16
+
+
+def row_blocks(n_rows: int, row_len: int, scale: int = 1) -> list:
+    """Slices cutting ``n_rows`` rows of ``row_len`` elements into consecutive blocks of about
+    ``scale * BLOCK_ELEMENTS`` elements (at least one row each; the last block may be shorter)."""
+    step = max(1, scale * BLOCK_ELEMENTS // max(row_len, 1))
+    return [slice(i, min(i + step, n_rows)) for i in range(0, n_rows, step)]
+
+
+def to_rows(a: np.ndarray, axis: int) -> np.ndarray:
+    """``a`` as a C-contiguous 2-D array whose rows are its slices along ``axis``.
+
+    A view when ``axis`` is the last axis of a C-contiguous array (softmax over attention
+    scores, cross-entropy over (N, C) logits); otherwise the axis is moved last and the result
+    copied. A 0-d array is one row of one element. :func:`from_rows` undoes it.
+    """
+    if a.ndim == 0:
+        return a.reshape(1, 1)
+    moved = np.moveaxis(a, axis, -1)
+    n_rows = int(np.prod(moved.shape[:-1]))
+    return np.ascontiguousarray(moved).reshape(n_rows, a.shape[axis])
+
+
+def from_rows(r: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
+    """The rows ``r`` of :func:`to_rows` back in an array of ``shape``: a view with ``axis``
+    moved back into place (not C-contiguous when ``axis`` is not the last axis)."""
+    if len(shape) == 0:
+        return r.reshape(())
+    moved = shape[:axis] + shape[axis + 1:] + (shape[axis],)
+    return np.moveaxis(r.reshape(moved), -1, axis)
+
+
+def row_max(block: np.ndarray) -> np.ndarray:
+    """The maximum of each row of a 2-D block, as a column (an empty row's is -inf).
+
+    ``np.maximum.reduce`` rather than ``np.max``: the same reduction without the Python
+    wrapper, whose overhead is felt once per block.
+    """
+    return np.maximum.reduce(block, axis=1, keepdims=True, initial=-np.inf)

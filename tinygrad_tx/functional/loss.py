@@ -27,7 +27,7 @@ import numpy as np
 
 from ..autograd import Function, is_grad_enabled
 from ..tensor import Tensor
-from ._util import as_tensor, check_float, describe_values, int_array
+from ._util import as_tensor, check_float, describe_values, from_rows, int_array, row_blocks, row_max, to_rows
 from .softmax import log_softmax_composite
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -49,41 +49,58 @@ class CrossEntropy(Function):
     r = g for 'sum', r = g_i for 'none', and r = 0 at ignored positions.
     The backward needs p (saved: one array of the logits' size), the targets,
     and the per-position weights w_t.
+
+    Layout. Every position's logits are one row of a 2-D array (``to_rows``:
+    a view for (N, C) logits); the forward runs over blocks of rows that stay
+    in cache from the row maxima to the normalised p (``row_blocks``), and row
+    sums are matrix-vector products (BLAS; several times faster than
+    ``np.sum`` along a row). log p is only needed at the targets (and, with
+    smoothing, summed over the classes), so the full array of it is never
+    formed; without a backward, p is not kept either.
     """
 
     @staticmethod
     def forward(ctx, z, target, weight, *, axis, ignore_index, reduction, label_smoothing):
         eps = label_smoothing
-        n_classes = z.shape[axis]
-        t = np.expand_dims(target, axis)            # class axis kept, size 1
+        z2 = to_rows(z, axis)                          # one row of logits per position
+        n_rows, n_classes = z2.shape
+        t = target.reshape(-1)
         valid = t != ignore_index
-        t = np.where(valid, t, 0)                   # any in-range index; invalid positions are zeroed
+        t = np.where(valid, t, 0)                      # any in-range index; invalid positions are zeroed
+        at = np.arange(n_rows)                         # (at, t) indexes each row's target
 
-        # log p = s - log Σ e^s with s = z - max z; log p is only needed at the targets (and,
-        # with smoothing, summed over the classes), so the full array of it is never formed
-        s = z - np.max(z, axis=axis, keepdims=True)
-        p = np.exp(s)
-        sum_e = np.sum(p, axis=axis, keepdims=True)
-        p /= sum_e
-        log_sum = np.log(sum_e)
+        keep_p = ctx.needs_input_grad[0]
+        p2 = np.empty_like(z2) if keep_p else None
+        blocks = row_blocks(n_rows, n_classes)
+        scratch = None if keep_p else np.empty_like(z2[blocks[0]] if blocks else z2)
+        ones = np.ones(n_classes, z2.dtype)
+        s_t = np.empty(n_rows, z2.dtype)                # s at the target
+        log_sum = np.empty(n_rows, z2.dtype)            # log Σ_c e^{s_c}
+        smooth = np.empty(n_rows, z2.dtype) if eps > 0 else None   # Σ_c w_c s_c
+        for rows in blocks:
+            zb = z2[rows]
+            k = len(zb)
+            sb = np.subtract(zb, row_max(zb), out=p2[rows] if keep_p else scratch[:k])
+            s_t[rows] = sb[at[:k], t[rows]]
+            if smooth is not None:
+                smooth[rows] = sb @ (ones if weight is None else weight)
+            total = np.exp(sb, out=sb) @ ones
+            np.log(total, out=log_sum[rows])
+            if keep_p:
+                sb /= total[:, None]                    # p
 
-        w_b = None if weight is None else weight.reshape((-1,) + (1,) * (z.ndim - axis - 1))
         w_t = None if weight is None else weight[t]
-        loss = np.take_along_axis(s, t, axis)
-        loss -= log_sum                             # log p_t
+        loss = s_t - log_sum                            # log p_t
         loss *= -(1.0 - eps) if w_t is None else -(1.0 - eps) * w_t
-        if eps > 0:                                 # Σ_c w_c log p_c = Σ_c w_c s_c - (Σ_c w_c) log_sum
-            if w_b is None:
-                smooth = np.sum(s, axis=axis, keepdims=True) - n_classes * log_sum
-            else:
-                smooth = np.sum(s * w_b, axis=axis, keepdims=True) - np.sum(weight) * log_sum
+        if eps > 0:                                     # Σ_c w_c log p_c = Σ_c w_c s_c - (Σ_c w_c) log_sum
+            smooth -= (n_classes if weight is None else np.sum(weight)) * log_sum
             loss -= (eps / n_classes) * smooth
         loss[~valid] = 0
 
-        ctx.save_for_backward(p, t, valid, w_t, w_b)
-        ctx.axis, ctx.reduction, ctx.eps, ctx.n_classes = axis, reduction, eps, n_classes
+        ctx.save_for_backward(p2, t, valid, w_t, weight)
+        ctx.z_shape, ctx.axis, ctx.reduction, ctx.eps = z.shape, axis, reduction, eps
         if reduction == "none":
-            return np.squeeze(loss, axis)
+            return loss.reshape(target.shape)
         total = np.sum(loss)
         if reduction == "sum":
             return total
@@ -93,30 +110,38 @@ class CrossEntropy(Function):
 
     @staticmethod
     def backward(ctx, g):
-        p, t, valid, w_t, w_b = ctx.saved_tensors
-        eps, axis, c = ctx.eps, ctx.axis, ctx.n_classes
+        p2, t, valid, w_t, weight = ctx.saved_tensors
+        eps = ctx.eps
+        c = p2.shape[1]
         if ctx.reduction == "none":
-            r = np.expand_dims(g, axis) * valid
+            r = g.reshape(-1) * valid
         elif ctx.reduction == "sum":
             r = g * valid
         else:  # all ignored: g/0 is inf or nan, replaced by the zeros of the ignored positions
             with np.errstate(invalid="ignore", divide="ignore"):
-                r = np.where(valid, g / ctx.denominator, 0).astype(p.dtype, copy=False)
+                r = np.where(valid, g / ctx.denominator, 0)
+        r = r.astype(p2.dtype, copy=False)[:, None]
+        at = np.arange(len(p2))
+        p_t = p2[at, t]
         # the bracket p A - w q first, then one multiplication by r: at the target p_t - q_t
         # is a cancellation when p_t ≈ 1, and rounding r·p_t before it would cost accuracy
-        q_t = (1.0 - eps) + eps / c                  # the smoothed target probability
-        if w_b is None:                              # A = 1:  p - q
-            dz = p - eps / c if eps > 0 else p.copy()
-            at_t = np.take_along_axis(p, t, axis) - q_t
-        else:                                        # p A - w q
-            a = (1.0 - eps) * w_t + (eps / c) * np.sum(w_b)
-            dz = p * a
+        q_t = (1.0 - eps) + eps / c                      # the smoothed target probability
+        if weight is None:                               # A = 1:  p - q
             if eps > 0:
-                dz -= (eps / c) * w_b
-            at_t = np.take_along_axis(p, t, axis) * a - w_t * q_t
-        np.put_along_axis(dz, t, at_t, axis)
-        dz *= r
-        return dz, None, None
+                dz = np.subtract(p2, eps / c)
+                dz *= r
+            else:
+                dz = np.multiply(p2, r)
+            at_t = p_t - q_t
+        else:                                            # p A - w q
+            a = (1.0 - eps) * w_t + (eps / c) * np.sum(weight)
+            dz = np.multiply(p2, a[:, None])
+            if eps > 0:
+                dz -= (eps / c) * weight
+            dz *= r
+            at_t = p_t * a - w_t * q_t
+        dz[at, t] = at_t * r[:, 0]
+        return from_rows(dz, ctx.z_shape, ctx.axis), None, None
 
 
 def _check(input, target, weight, ignore_index, reduction, label_smoothing, op):

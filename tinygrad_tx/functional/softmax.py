@@ -12,21 +12,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..tensor import Tensor, _canonical_dim
-from ._util import as_tensor, check_float
-
-
-def _axis(x: np.ndarray, dim: int):
-    """The NumPy axis for ``dim`` (None for a 0-d array, which NumPy reduces as a whole)."""
-    return dim if x.ndim else None
-
-
-def _shifted(x: np.ndarray, axis):
-    """x - max(x) along ``axis``: a new array whose entries are all <= 0, so exp never overflows.
-
-    ``initial=-inf`` makes the max of an empty slice -inf instead of an error.
-    """
-    with np.errstate(invalid="ignore"):  # an all -inf slice gives nan, as in torch
-        return np.asarray(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))  # 0-d: an array
+from ._util import as_tensor, check_float, from_rows, row_blocks, row_max, to_rows
 
 
 class Softmax(Function):
@@ -36,29 +22,57 @@ class Softmax(Function):
     and denominator) but keeps every exponent <= 0: logits of ±1000 give exact
     probabilities instead of inf/inf.
 
+    The shift is only needed then. Where no e^{x_k} of a row overflows and the
+    row's sum of exponentials is at least √tiny (tiny: the smallest normal
+    float; terms lost to subnormals are then negligible), e^{x_i} / Σ_k e^{x_k}
+    is as accurate as the shifted form — slightly more, as x_i - m is itself
+    rounded — and saves two passes over the data (the row maxima and the
+    subtraction). So the forward exponentiates x as it is and redoes, shifted,
+    only the rows whose sum came out inf, nan or below √tiny.
+
     Backward.  ∂y_i/∂x_j = y_i (δ_ij - y_j), so
         dL/dx_j = Σ_i g_i y_i (δ_ij - y_j) = y_j (g_j - Σ_i g_i y_i),
     i.e.  dx = y ∘ (g - ⟨g, y⟩), the inner product taken along ``dim``.
     Only the output is needed, so the output is what we save.
+
+    Layout. Both directions work on the slices along ``dim`` as the rows of a
+    2-D array (``to_rows``: a view in the usual case of the last dim), in
+    blocks of rows that stay in cache across the passes each makes
+    (``row_blocks``). Row sums are matrix-vector products with a vector of
+    ones: BLAS sums a short row several times faster than ``np.sum``.
     """
 
     @staticmethod
     def forward(ctx, x, *, dim):
-        axis = _axis(x, dim)
-        y = _shifted(x, axis)
-        np.exp(y, out=y)
-        y /= np.sum(y, axis=axis, keepdims=True)
-        ctx.save_for_backward(y)
-        ctx.axis = axis
-        return y
+        x2 = to_rows(x, dim)
+        y2 = np.empty_like(x2)
+        ones = np.ones(x2.shape[1], x2.dtype)
+        totals = np.empty(x2.shape[0], x2.dtype)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # bad rows are redone
+            for rows in row_blocks(*x2.shape):
+                yb = np.exp(x2[rows], out=y2[rows])
+                yb /= np.matmul(yb, ones, out=totals[rows])[:, None]
+            bad = ~((totals >= np.sqrt(np.finfo(x2.dtype).tiny)) & (totals < np.inf))
+            if bad.any():  # overflow, underflow or nan: shift these rows by their maxima
+                shifted = x2[bad] - row_max(x2[bad])   # an all -inf row gives nan, as in torch
+                e = np.exp(shifted, out=shifted)
+                y2[bad] = e / np.sum(e, axis=1, keepdims=True)
+        ctx.save_for_backward(y2)
+        ctx.shape, ctx.dim = x.shape, dim
+        return from_rows(y2, x.shape, dim)
 
     @staticmethod
     def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        inner = np.sum(g * y, axis=ctx.axis, keepdims=True)
-        dx = g - inner
-        dx *= y
-        return dx
+        (y2,) = ctx.saved_tensors
+        g2 = to_rows(g, ctx.dim)
+        dx2 = np.empty_like(y2)
+        ones = np.ones(y2.shape[1], y2.dtype)
+        for rows in row_blocks(*y2.shape):
+            gb, yb, db = g2[rows], y2[rows], dx2[rows]
+            np.multiply(gb, yb, out=db)
+            np.subtract(gb, (db @ ones)[:, None], out=db)   # g - ⟨g, y⟩
+            db *= yb
+        return from_rows(dx2, ctx.shape, ctx.dim)
 
 
 class LogSoftmax(Function):
@@ -70,23 +84,40 @@ class LogSoftmax(Function):
         dL/dx_j = g_j - softmax(x)_j Σ_i g_i,
     i.e.  dx = g - e^y Σ g  (softmax = e^y). We save y and exponentiate it again
     in the backward rather than keeping a second array of the input's size.
+
+    Layout: rows in cache-sized blocks, as in ``Softmax``; the exponentials
+    go to one block-sized scratch array.
     """
 
     @staticmethod
     def forward(ctx, x, *, dim):
-        axis = _axis(x, dim)
-        y = _shifted(x, axis)
-        y -= np.log(np.sum(np.exp(y), axis=axis, keepdims=True))
-        ctx.save_for_backward(y)
-        ctx.axis = axis
-        return y
+        x2 = to_rows(x, dim)
+        y2 = np.empty_like(x2)
+        blocks = row_blocks(*x2.shape)
+        scratch = np.empty_like(x2[blocks[0]] if blocks else x2)
+        ones = np.ones(x2.shape[1], x2.dtype)
+        with np.errstate(invalid="ignore"):  # an all -inf row gives nan, as in torch
+            for rows in blocks:
+                xb, yb = x2[rows], y2[rows]
+                np.subtract(xb, row_max(xb), out=yb)
+                e = np.exp(yb, out=scratch[:len(yb)])
+                yb -= np.log(e @ ones)[:, None]
+        ctx.save_for_backward(y2)
+        ctx.shape, ctx.dim = x.shape, dim
+        return from_rows(y2, x.shape, dim)
 
     @staticmethod
     def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        p = np.exp(y)
-        p *= np.sum(g, axis=ctx.axis, keepdims=True)
-        return g - p
+        (y2,) = ctx.saved_tensors
+        g2 = to_rows(g, ctx.dim)
+        dx2 = np.empty_like(y2)
+        ones = np.ones(y2.shape[1], y2.dtype)
+        for rows in row_blocks(*y2.shape):
+            gb, db = g2[rows], dx2[rows]
+            np.exp(y2[rows], out=db)                       # softmax(x)
+            db *= (gb @ ones)[:, None]                     # e^y Σ g
+            np.subtract(gb, db, out=db)
+        return from_rows(dx2, ctx.shape, ctx.dim)
 
 
 def _prepare(input, dim, op):
