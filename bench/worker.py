@@ -48,6 +48,9 @@ class Worker:
             import torch
             if threads:
                 torch.set_num_threads(threads)
+        elif threads:                       # our pool for large elementwise work: same count as torch
+            import tinygrad_tx
+            tinygrad_tx.set_num_threads(threads)
         from .backends import make_backend
         self.B = make_backend(framework, "float32", device)
         self.cases = {}

@@ -7,6 +7,7 @@ that runs them backwards is ``tinygrad_tx/autograd.py``.
 from .autograd import Function, SavedMemory, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .ops.movement import IndexOutOfRange
 from .gradcheck import GradcheckError, gradcheck
+from .parallel import get_num_threads, set_num_threads
 from .tensor import (Tensor, arange, cat, full, manual_seed, matmul, maximum, minimum, ones, ones_like,
                      rand, randn, stack, tensor, where, zeros, zeros_like)
 
@@ -18,6 +19,6 @@ int64 = "int64"
 
 __all__ = [
     "Function", "GradcheckError", "SavedMemory", "gradcheck", "Tensor", "IndexOutOfRange", "arange", "cat", "enable_grad", "full",
-    "is_grad_enabled", "manual_seed", "matmul", "maximum", "minimum", "no_grad", "ones", "ones_like",
-    "rand", "randn", "set_grad_enabled", "stack", "tensor", "where", "zeros", "zeros_like",
+    "get_num_threads", "is_grad_enabled", "manual_seed", "matmul", "maximum", "minimum", "no_grad", "ones", "ones_like",
+    "rand", "randn", "set_grad_enabled", "set_num_threads", "stack", "tensor", "where", "zeros", "zeros_like",
 ]

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..parallel import parallel_chunks
+
 # t = 1/(1 + P|x|) and Q's coefficients c0..c5 (fitted by ``fit_tail_coefficients(5, 0.39)``).
 P = 0.39
 Q = (0.37957066107513215, 0.48738497437882994, -0.0417099714367401,
@@ -110,15 +112,23 @@ def _block(x, y, d, work):
 
 
 def gelu_float32(x: np.ndarray, with_derivative: bool):
-    """Exact GELU of a float32 array: ``(y, dy/dx)`` (``dy/dx`` is None unless asked for)."""
+    """Exact GELU of a float32 array: ``(y, dy/dx)`` (``dy/dx`` is None unless asked for).
+
+    Large arrays are split into one contiguous chunk per thread (``tinygrad_tx.parallel``);
+    each chunk walks its blocks with its own work arrays.
+    """
     flat = np.ascontiguousarray(x).reshape(-1)
     y = np.empty_like(flat)
     d = np.empty_like(flat) if with_derivative else None
-    work = np.empty((4, min(BLOCK, flat.size)), dtype=np.float32)
-    # x² may overflow to inf (then φ = 0, right) and φ underflow to 0; ±inf inputs give nan, as in torch
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        for start in range(0, flat.size, BLOCK):
-            stop = min(start + BLOCK, flat.size)
-            _block(flat[start:stop], y[start:stop], None if d is None else d[start:stop],
-                   work[:, :stop - start])
+
+    def chunk(lo, hi):
+        work = np.empty((4, min(BLOCK, hi - lo)), dtype=np.float32)
+        # x² may overflow to inf (then φ = 0, right) and φ underflow to 0; ±inf inputs give nan, as in torch
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            for start in range(lo, hi, BLOCK):
+                stop = min(start + BLOCK, hi)
+                _block(flat[start:stop], y[start:stop], None if d is None else d[start:stop],
+                       work[:, :stop - start])
+
+    parallel_chunks(flat.size, chunk, align=BLOCK)
     return y.reshape(x.shape), (None if d is None else d.reshape(x.shape))
