@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 import tinygrad_tx as tg
 import tinygrad_tx.functional as F
-from tinygrad_tx.functional._util import keep_mask
+from tinygrad_tx.functional import _util
+from tinygrad_tx.functional._util import from_rows, keep_mask, row_blocks, to_rows
 from parity import check_parity, rel_err, to_torch
 from strategies import float_dtypes, non_contiguous, seeds, shapes, values
 
@@ -672,6 +673,168 @@ def test_attention_bad_input():
         fn(tg.Tensor(np.zeros(4)), k, v)
     with pytest.raises(ValueError, match="dropout_p"):
         fn(q, k, v, dropout_p=-0.1)
+
+
+# ============================================================================ row blocks
+# softmax, log_softmax, cross_entropy and layer_norm run over blocks of rows (_util.row_blocks, about
+# BLOCK_ELEMENTS elements each). The tests below shrink the blocks so that small inputs cross many
+# block boundaries: row counts that are not a multiple of the block, one row, rows longer than a block.
+
+@pytest.fixture(params=[1, 7, 24], ids=lambda n: f"block{n}")
+def small_blocks(request, monkeypatch):
+    monkeypatch.setattr(_util, "BLOCK_ELEMENTS", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("shape,axis", [((), 0), ((5,), 0), ((4, 3), 1), ((4, 3), 0), ((2, 3, 4), 1),
+                                        ((0, 3), 1), ((3, 0), 1), ((2, 0, 4), 2)])
+def test_to_rows_from_rows_round_trip(shape, axis):
+    a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    r = to_rows(a, axis)
+    n = shape[axis] if shape else 1
+    assert r.ndim == 2 and r.shape[1] == n and r.flags.c_contiguous
+    if shape:  # each row is one slice along the axis
+        np.testing.assert_array_equal(r, np.moveaxis(a, axis, -1).reshape(r.shape))
+    back = from_rows(r, shape, axis)
+    assert back.shape == shape
+    np.testing.assert_array_equal(back, a)
+
+
+def test_to_rows_is_a_view_for_the_last_axis_of_a_contiguous_array():
+    a = np.zeros((3, 4, 5))
+    assert np.shares_memory(to_rows(a, 2), a)
+    assert not np.shares_memory(to_rows(a, 1), a)                    # the axis moved: a copy
+    assert not np.shares_memory(to_rows(non_contiguous(a), 2), a)
+
+
+@pytest.mark.parametrize("n_rows,row_len", [(0, 5), (1, 5), (7, 5), (10, 5), (3, 100)])
+def test_row_blocks_cover_every_row_once(small_blocks, n_rows, row_len):
+    blocks = row_blocks(n_rows, row_len)
+    covered = np.concatenate([np.arange(n_rows)[b] for b in blocks]) if blocks else np.arange(0)
+    np.testing.assert_array_equal(covered, np.arange(n_rows))
+    assert all(b.stop - b.start == max(1, small_blocks // row_len) for b in blocks[:-1])
+    assert len(row_blocks(n_rows, row_len, scale=4)) <= len(blocks)
+
+
+BLOCK_LAYOUTS = [((7, 5), -1, False), ((1, 9), -1, False), ((3, 4, 5), 1, False), ((6, 4), -1, True),
+                 ((2, 3, 40), -1, False)]
+
+
+@pytest.mark.parametrize("name,torch_fn", [("softmax", TF.softmax), ("log_softmax", TF.log_softmax)])
+@pytest.mark.parametrize("shape,dim,strided", BLOCK_LAYOUTS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_softmax_family_in_small_blocks(small_blocks, name, torch_fn, shape, dim, strided, dtype):
+    x = vals(shape, 11, scale=2.0)
+    x = non_contiguous(x) if strided else x
+    check_parity(f"F.{name}", lambda t: getattr(F, name)(t, dim), lambda t: torch_fn(t, dim), [x], dtype, seed=12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_softmax_rows_that_need_the_max_shift(small_blocks, dtype):
+    """Softmax exponentiates x unshifted and redoes, shifted by the row max, the rows whose sum
+    overflows (logits near 1000), underflows (all near -800) or mixes -inf with finite logits
+    that underflow; here they sit among ordinary rows, in several blocks."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((9, 6))
+    x[1] += 1000.0
+    x[4] -= 800.0
+    x[6, :3] = -np.inf
+    x[6, 3:] -= 900.0
+    x[7, 2] = 1000.0
+    check_parity("F.softmax", lambda t: F.softmax(t, -1), lambda t: TF.softmax(t, -1), [x], dtype, seed=6)
+    y = F.softmax(tg.Tensor(x.astype(dtype)), -1).data
+    assert np.all(np.isfinite(y)) and np.allclose(y.sum(-1), 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,torch_fn", [("softmax", TF.softmax), ("log_softmax", TF.log_softmax)])
+def test_softmax_family_nan_and_minus_inf_rows_in_blocks(small_blocks, name, torch_fn):
+    x = np.random.default_rng(2).standard_normal((7, 4))
+    x[2] = -np.inf
+    x[5, 1] = np.nan
+    ours = getattr(F, name)(tg.Tensor(x), 1).data
+    theirs = torch_fn(torch.tensor(x), 1).numpy()
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    ok = ~np.isnan(theirs)
+    np.testing.assert_allclose(ours[ok], theirs[ok], rtol=1e-14, atol=1e-300)
+
+
+CE_BLOCK_CASES = [((7, 5), "mean", 0.0, False), ((7, 5), "sum", 0.2, True), ((1, 9), "none", 0.1, False),
+                  ((3, 5, 4), "mean", 0.1, True), ((6,), "sum", 0.0, True), ((9, 3), "none", 0.0, True)]
+
+
+@pytest.mark.parametrize("shape,reduction,smoothing,weighted", CE_BLOCK_CASES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cross_entropy_in_small_blocks(small_blocks, shape, reduction, smoothing, weighted, dtype):
+    c = shape[0] if len(shape) == 1 else shape[1]
+    x = vals(shape, 21, scale=2.0)
+    t = _targets(shape, c, -100, 0.3, 22)
+    inputs = [x, t] + ([np.random.default_rng(23).uniform(0.2, 2.0, c)] if weighted else [])
+    kw = dict(reduction=reduction, label_smoothing=smoothing)
+    blind = not (t != -100).any()
+    check_parity("F.cross_entropy", lambda a, b, w=None: F.cross_entropy(a, b, weight=w, **kw),
+                 lambda a, b, w=None: TF.cross_entropy(a, b, weight=w, **kw), inputs, dtype, grad=[0],
+                 seed=24, allow_zero_grad=(0,) if blind else ())
+
+
+def test_cross_entropy_without_a_backward_gives_the_same_loss(small_blocks):
+    """Without a graph the forward keeps no p (the exponentials go to a scratch block)."""
+    x = vals((9, 5), 31, scale=2.0)
+    t = _targets((9, 5), 5, -100, 0.2, 32)
+    for kw in (dict(), dict(label_smoothing=0.3, reduction="none")):
+        with_graph = F.cross_entropy(tg.Tensor(x, requires_grad=True), t, **kw)
+        with tg.no_grad():
+            without = F.cross_entropy(tg.Tensor(x, requires_grad=True), t, **kw)
+        np.testing.assert_array_equal(without.data, with_graph.data)
+
+
+LN_BLOCK_CASES = [((7, 5), (5,)), ((1, 9), (9,)), ((3, 2, 4), (2, 4)), ((2, 3, 30), (30,))]
+
+
+@pytest.mark.parametrize("shape,normalized", LN_BLOCK_CASES)
+@pytest.mark.parametrize("affine", ["both", "weight", "bias", "none"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_layer_norm_in_small_blocks(small_blocks, shape, normalized, affine, dtype):
+    """Rows far from zero (|μ| = 20σ, where the mean's rounding is removed) among centred rows."""
+    x = vals(shape, 41)
+    x.reshape(-1, int(np.prod(normalized)))[1::3] += 20.0
+    rng = np.random.default_rng(42)
+    w = rng.standard_normal(normalized) if affine in ("both", "weight") else None
+    b = rng.standard_normal(normalized) if affine in ("both", "bias") else None
+    rest = [a for a in (w, b) if a is not None]
+
+    def split(r):
+        r = list(r)
+        return (r.pop(0) if w is not None else None), (r.pop(0) if b is not None else None)
+
+    check_parity("F.layer_norm", lambda t, *r: F.layer_norm(t, normalized, *split(r)),
+                 lambda t, *r: TF.layer_norm(t, normalized, *split(r)), [x] + rest, dtype, seed=43)
+
+
+@pytest.mark.parametrize("needs", [(True, False, False), (False, True, False), (False, False, True),
+                                   (False, True, True)])
+def test_layer_norm_computes_only_the_gradients_asked_for(small_blocks, needs):
+    x, w, b = vals((7, 6), 51), vals((6,), 52), vals((6,), 53)
+    ours = [tg.Tensor(a, requires_grad=n) for a, n in zip((x, w, b), needs)]
+    theirs = [torch.tensor(a, requires_grad=n) for a, n in zip((x, w, b), needs)]
+    g = np.random.default_rng(54).standard_normal((7, 6))
+    F.layer_norm(ours[0], 6, ours[1], ours[2]).backward(g)
+    TF.layer_norm(theirs[0], (6,), theirs[1], theirs[2]).backward(torch.tensor(g))
+    for o, t, n in zip(ours, theirs, needs):
+        assert (o.grad is not None) == n
+        if n:
+            assert rel_err(o.grad, t.grad.numpy()) <= F64_RTOL
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_layer_norm_without_a_backward_gives_the_same_output(small_blocks, dtype):
+    """Without a graph x̂ is built in the output array instead of a saved one."""
+    x, w, b = (a.astype(dtype) for a in (vals((7, 6), 61) + 5.0, vals((6,), 62), vals((6,), 63)))
+    for args in ((w, b), (w, None), (None, b), (None, None)):
+        tensors = [None if a is None else tg.Tensor(a, requires_grad=True) for a in args]
+        with_graph = F.layer_norm(tg.Tensor(x, requires_grad=True), 6, *tensors)
+        with tg.no_grad():
+            without = F.layer_norm(tg.Tensor(x, requires_grad=True), 6, *tensors)
+        np.testing.assert_array_equal(without.data, with_graph.data)
 
 
 # ============================================================================ finite differences, dtypes
