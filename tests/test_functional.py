@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import tinygrad_tx as tg
 import tinygrad_tx.functional as F
 from tinygrad_tx.functional import _util
-from tinygrad_tx.functional._util import from_rows, keep_mask, row_blocks, to_rows
+from tinygrad_tx.functional._util import from_rows, keep_mask, row_blocks, row_sums, to_rows
 from parity import check_parity, rel_err, to_torch
 from strategies import float_dtypes, non_contiguous, seeds, shapes, values
 
@@ -714,6 +714,24 @@ def test_row_blocks_cover_every_row_once(small_blocks, n_rows, row_len):
     np.testing.assert_array_equal(covered, np.arange(n_rows))
     assert all(b.stop - b.start == max(1, small_blocks // row_len) for b in blocks[:-1])
     assert len(row_blocks(n_rows, row_len, scale=4)) <= len(blocks)
+
+
+@pytest.mark.parametrize("d", [1, 5, 128, 256, 1000, 1024, 4096])
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_row_sums_are_as_accurate_as_np_sum(d, contiguous):
+    """BLAS row sums (in pieces of 128 for long rows) against exact float64 sums, on positive terms
+    with a heavy tail (e^{2z}): the mean relative error over 512 rows is within 15% of NumPy's
+    pairwise sum's (a plain BLAS sum of rows of 1024 is 1.8x NumPy's; 4096: 3.2x)."""
+    rng = np.random.default_rng(d)
+    a = np.exp(2 * rng.standard_normal((512, d))).astype(np.float32)
+    a = a if contiguous else non_contiguous(a)
+    exact = a.astype(np.float64).sum(axis=1)
+    ours, numpys = row_sums(a), np.sum(a, axis=1)
+    assert ours.dtype == np.float32
+    assert np.mean(np.abs(ours - exact) / exact) <= 1.15 * np.mean(np.abs(numpys - exact) / exact)
+    out = np.empty(512, np.float32)
+    assert row_sums(a, out=out) is out and np.array_equal(out, ours)
+    assert rel_err(row_sums(a.astype(np.float64)), exact) <= 1e-15
 
 
 BLOCK_LAYOUTS = [((7, 5), -1, False), ((1, 9), -1, False), ((3, 4, 5), 1, False), ((6, 4), -1, True),

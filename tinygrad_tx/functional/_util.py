@@ -126,6 +126,29 @@ def from_rows(r: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
     return np.moveaxis(r.reshape(moved), -1, axis)
 
 
+# Row sums are matrix-vector products with ones (BLAS), several times faster than np.sum along a
+# short row; rows longer than this are summed by BLAS in pieces of this length (see row_sums).
+_PIECE = 128
+
+
+def row_sums(block: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Σ along each row of a 2-D block, about as accurate as NumPy's pairwise ``np.sum``.
+
+    BLAS (``block @ ones``) is several times faster than ``np.sum`` on short rows, but over a
+    long row each of its float32 accumulators adds many terms in turn: 2.5x ``np.sum``'s error
+    on rows of 1024 (measured). So a row of more than 128 entries is cut into pieces of 128
+    (when its length is a multiple of 128, as a reshape of a contiguous block) that BLAS sums
+    and NumPy adds up; other long rows go to ``np.add.reduce``.
+    """
+    n, d = block.shape
+    if d <= _PIECE:
+        return np.matmul(block, np.ones(d, block.dtype), out=out)
+    if d % _PIECE or not block.flags.c_contiguous:
+        return np.add.reduce(block, axis=1, out=out)
+    pieces = block.reshape(n * (d // _PIECE), _PIECE) @ np.ones(_PIECE, block.dtype)
+    return np.add.reduce(pieces.reshape(n, d // _PIECE), axis=1, out=out)
+
+
 def row_max(block: np.ndarray) -> np.ndarray:
     """The maximum of each row of a 2-D block, as a column (an empty row's is -inf).
 

@@ -27,7 +27,8 @@ import numpy as np
 
 from ..autograd import Function, is_grad_enabled
 from ..tensor import Tensor
-from ._util import as_tensor, check_float, describe_values, from_rows, int_array, row_blocks, row_max, to_rows
+from ._util import (as_tensor, check_float, describe_values, from_rows, int_array, row_blocks, row_max,
+                    row_sums, to_rows)
 from .softmax import log_softmax_composite
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -53,8 +54,8 @@ class CrossEntropy(Function):
     Layout. Every position's logits are one row of a 2-D array (``to_rows``:
     a view for (N, C) logits); the forward runs over blocks of rows that stay
     in cache from the row maxima to the normalised p (``row_blocks``), and row
-    sums are matrix-vector products (BLAS; several times faster than
-    ``np.sum`` along a row). log p is only needed at the targets (and, with
+    sums are matrix-vector products (``row_sums``; BLAS, several times faster
+    than ``np.sum`` along a row). log p is only needed at the targets (and, with
     smoothing, summed over the classes), so the full array of it is never
     formed; without a backward, p is not kept either.
     """
@@ -73,7 +74,6 @@ class CrossEntropy(Function):
         p2 = np.empty_like(z2) if keep_p else None
         blocks = row_blocks(n_rows, n_classes)
         scratch = None if keep_p else np.empty_like(z2[blocks[0]] if blocks else z2)
-        ones = np.ones(n_classes, z2.dtype)
         s_t = np.empty(n_rows, z2.dtype)                # s at the target
         log_sum = np.empty(n_rows, z2.dtype)            # log Σ_c e^{s_c}
         smooth = np.empty(n_rows, z2.dtype) if eps > 0 else None   # Σ_c w_c s_c
@@ -83,8 +83,8 @@ class CrossEntropy(Function):
             sb = np.subtract(zb, row_max(zb), out=p2[rows] if keep_p else scratch[:k])
             s_t[rows] = sb[at[:k], t[rows]]
             if smooth is not None:
-                smooth[rows] = sb @ (ones if weight is None else weight)
-            total = np.exp(sb, out=sb) @ ones
+                smooth[rows] = row_sums(sb) if weight is None else sb @ weight
+            total = row_sums(np.exp(sb, out=sb))
             np.log(total, out=log_sum[rows])
             if keep_p:
                 sb /= total[:, None]                    # p

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..tensor import Tensor, _canonical_dim
-from ._util import as_tensor, check_float, from_rows, row_blocks, row_max, to_rows
+from ._util import as_tensor, check_float, from_rows, row_blocks, row_max, row_sums, to_rows
 
 
 class Softmax(Function):
@@ -39,19 +39,19 @@ class Softmax(Function):
     2-D array (``to_rows``: a view in the usual case of the last dim), in
     blocks of rows that stay in cache across the passes each makes
     (``row_blocks``). Row sums are matrix-vector products with a vector of
-    ones: BLAS sums a short row several times faster than ``np.sum``.
+    ones (``row_sums``): BLAS sums a short row several times faster than
+    ``np.sum``.
     """
 
     @staticmethod
     def forward(ctx, x, *, dim):
         x2 = to_rows(x, dim)
         y2 = np.empty_like(x2)
-        ones = np.ones(x2.shape[1], x2.dtype)
         totals = np.empty(x2.shape[0], x2.dtype)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # bad rows are redone
             for rows in row_blocks(*x2.shape):
                 yb = np.exp(x2[rows], out=y2[rows])
-                yb /= np.matmul(yb, ones, out=totals[rows])[:, None]
+                yb /= row_sums(yb, out=totals[rows])[:, None]
             bad = ~((totals >= np.sqrt(np.finfo(x2.dtype).tiny)) & (totals < np.inf))
             if bad.any():  # overflow, underflow or nan: shift these rows by their maxima
                 shifted = x2[bad] - row_max(x2[bad])   # an all -inf row gives nan, as in torch
@@ -66,11 +66,10 @@ class Softmax(Function):
         (y2,) = ctx.saved_tensors
         g2 = to_rows(g, ctx.dim)
         dx2 = np.empty_like(y2)
-        ones = np.ones(y2.shape[1], y2.dtype)
         for rows in row_blocks(*y2.shape):
             gb, yb, db = g2[rows], y2[rows], dx2[rows]
             np.multiply(gb, yb, out=db)
-            np.subtract(gb, (db @ ones)[:, None], out=db)   # g - ⟨g, y⟩
+            np.subtract(gb, row_sums(db)[:, None], out=db)  # g - ⟨g, y⟩
             db *= yb
         return from_rows(dx2, ctx.shape, ctx.dim)
 
@@ -95,13 +94,12 @@ class LogSoftmax(Function):
         y2 = np.empty_like(x2)
         blocks = row_blocks(*x2.shape)
         scratch = np.empty_like(x2[blocks[0]] if blocks else x2)
-        ones = np.ones(x2.shape[1], x2.dtype)
         with np.errstate(invalid="ignore"):  # an all -inf row gives nan, as in torch
             for rows in blocks:
                 xb, yb = x2[rows], y2[rows]
                 np.subtract(xb, row_max(xb), out=yb)
                 e = np.exp(yb, out=scratch[:len(yb)])
-                yb -= np.log(e @ ones)[:, None]
+                yb -= np.log(row_sums(e))[:, None]
         ctx.save_for_backward(y2)
         ctx.shape, ctx.dim = x.shape, dim
         return from_rows(y2, x.shape, dim)
@@ -111,11 +109,10 @@ class LogSoftmax(Function):
         (y2,) = ctx.saved_tensors
         g2 = to_rows(g, ctx.dim)
         dx2 = np.empty_like(y2)
-        ones = np.ones(y2.shape[1], y2.dtype)
         for rows in row_blocks(*y2.shape):
             gb, db = g2[rows], dx2[rows]
             np.exp(y2[rows], out=db)                       # softmax(x)
-            db *= (gb @ ones)[:, None]                     # e^y Σ g
+            db *= row_sums(gb)[:, None]                    # e^y Σ g
             np.subtract(gb, db, out=db)
         return from_rows(dx2, ctx.shape, ctx.dim)
 
