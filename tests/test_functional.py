@@ -9,6 +9,8 @@ backward also passes ``tinygrad_tx.gradcheck`` (finite differences, no torch).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -774,6 +776,18 @@ def test_softmax_family_nan_and_minus_inf_rows_in_blocks(small_blocks, name, tor
     np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
     ok = ~np.isnan(theirs)
     np.testing.assert_allclose(ours[ok], theirs[ok], rtol=1e-14, atol=1e-300)
+
+
+@pytest.mark.parametrize("name,torch_fn", [("softmax", TF.softmax), ("log_softmax", TF.log_softmax)])
+@pytest.mark.parametrize("shape,dim", [((3, 0), 1), ((0, 4), 1), ((2, 0, 3), 1), ((2, 0, 3), 2)])
+def test_softmax_family_empty_inputs(name, torch_fn, shape, dim):
+    """Empty slices or no slices at all: empty results and gradients, and no NumPy warnings."""
+    x = tg.Tensor(np.zeros(shape), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = getattr(F, name)(x, dim)
+        y.backward(np.ones(shape))
+    assert y.shape == tuple(torch_fn(torch.zeros(shape), dim).shape) and x.grad.shape == shape
 
 
 CE_BLOCK_CASES = [((7, 5), "mean", 0.0, False), ((7, 5), "sum", 0.2, True), ((1, 9), "none", 0.1, False),

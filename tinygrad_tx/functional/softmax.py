@@ -94,7 +94,8 @@ class LogSoftmax(Function):
         y2 = np.empty_like(x2)
         blocks = row_blocks(*x2.shape)
         scratch = np.empty_like(x2[blocks[0]] if blocks else x2)
-        with np.errstate(invalid="ignore"):  # an all -inf row gives nan, as in torch
+        with np.errstate(invalid="ignore", divide="ignore"):  # an all -inf row gives nan, as in torch;
+            # an empty one (dim of size 0) log 0, subtracted from nothing
             for rows in blocks:
                 xb, yb = x2[rows], y2[rows]
                 np.subtract(xb, row_max(xb), out=yb)
