@@ -242,5 +242,22 @@ def test_flat_parameters_invalidated_by_rebinding_and_hand_set_grads():
     assert all(p._grad_slot is None for p in params)
     with pytest.raises(TypeError, match="one floating dtype"):
         FlatParameters([tg.Tensor(np.ones(2, np.float32)), tg.Tensor(np.ones(2))])
-    with pytest.raises(ValueError, match="twice"):
+    with pytest.raises(ValueError, match="appears twice"):
         FlatParameters([params[0], params[0]])
+
+
+# ============================================================================ size-dependent paths
+
+@pytest.mark.parametrize("n_ids,vocab", [(64, 27), (512, 64), (40, 2000), (2048, 27)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_embedding_backward_dense_and_sparse_paths_match_torch(n_ids, vocab, dtype):
+    """The embedding backward builds the one-hot matrix dense when V·N <= 2^15 and sparse
+    above; the cases sit on both sides, with repeated ids and a padding row."""
+    from parity import check_parity
+    from tinygrad_tx import functional as F
+    rng = np.random.default_rng(n_ids + vocab)
+    ids = rng.integers(0, min(vocab, 50), n_ids).reshape(-1, 8)    # at most 50 distinct rows: repeats
+    w = rng.standard_normal((vocab, 16))
+    check_parity("F.embedding", lambda t: F.embedding(ids, t, padding_idx=3),
+                 lambda t: torch.nn.functional.embedding(torch.from_numpy(ids), t, padding_idx=3),
+                 [w], dtype, seed=7)

@@ -55,7 +55,9 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -107,7 +109,7 @@ class enable_grad(no_grad):
 
 # --------------------------------------------------------------------------- saved-memory accounting
 
-class SavedMemory:
+class _SavedMemory:
     """Bytes of arrays currently held by graph nodes for their backward.
 
     ``save_for_backward`` adds the bytes it is given; they are released when the
@@ -115,25 +117,38 @@ class SavedMemory:
     high-water mark since the last :meth:`reset_peak`. The benchmark reads it to
     compare the activation memory of two implementations of the same op.
     Arrays that are views of one another are counted once per save call by their
-    base buffer.
+    base buffer. (One instance, ``SavedMemory``: updating an instance's slots is
+    cheaper than assigning class attributes, which every op does twice.)
     """
 
-    current = 0
-    peak = 0
+    __slots__ = ("current", "peak")
 
-    @classmethod
-    def reset_peak(cls):
-        cls.peak = cls.current
+    def __init__(self):
+        self.current = 0
+        self.peak = 0
+
+    def reset_peak(self):
+        self.peak = self.current
+
+
+SavedMemory = _SavedMemory()
 
 
 def _nbytes(arrays):
-    bases = {}  # id(base buffer) -> its bytes, so views of one buffer count once
+    """Bytes of the distinct base buffers behind ``arrays`` (non-arrays skipped): views of
+    one buffer count once. A list scan, not a dict: a save holds a handful of arrays."""
+    bases = []
     for a in arrays:
         if isinstance(a, np.ndarray):
-            while isinstance(a.base, np.ndarray):
-                a = a.base
-            bases[id(a)] = a.nbytes
-    return sum(bases.values())
+            b = a.base
+            while isinstance(b, np.ndarray):
+                a, b = b, b.base
+            for seen in bases:
+                if seen is a:
+                    break
+            else:
+                bases.append(a)
+    return sum([b.nbytes for b in bases])
 
 
 # --------------------------------------------------------------------------- Function and Context
@@ -171,10 +186,12 @@ class Context:
         if self._saved_bytes:
             self._release()
         self._saved = arrays
-        self._saved_bytes = _nbytes(arrays)
-        SavedMemory.current += self._saved_bytes
-        if SavedMemory.current > SavedMemory.peak:
-            SavedMemory.peak = SavedMemory.current
+        self._saved_bytes = n = _nbytes(arrays)
+        if n:
+            memory = SavedMemory
+            memory.current += n
+            if memory.current > memory.peak:
+                memory.peak = memory.current
 
     @property
     def saved_tensors(self):
@@ -441,9 +458,11 @@ def _backward_node(ctx, g, grads):
         if not need or gi is None:
             continue
         if isinstance(node, Tensor):
-            gi = reduce_grad_to_input(gi, node.data.shape, node.data.dtype, fn.__name__)
+            shape, dtype = node.data.shape, node.data.dtype
         else:
-            gi = reduce_grad_to_input(gi, node.out_shape, node.out_dtype, fn.__name__)
+            shape, dtype = node.out_shape, node.out_dtype
+        if type(gi) is not np.ndarray or gi.shape != shape or gi.dtype != dtype:
+            gi = reduce_grad_to_input(gi, shape, dtype, fn.__name__)
         reduced[i] = gi
         key = id(node)
         prev = grads.get(key)
@@ -474,47 +493,51 @@ class FlatParameters:
 
     ``FlatParameters(params)`` copies the values of ``params`` (one floating dtype,
     distinct Tensors) into one 1-D buffer ``data`` and rebinds every ``p.data`` to a
-    view of its segment (``p.data`` keeps its shape; everything that holds the Tensor
-    sees the new array, an old reference to the previous array does not). It also
-    gives each one a gradient slot, a view of its segment of ``grad``: the engine
-    copies the first gradient of a backward into the slot instead of allocating an
-    array, so after a backward ``p.grad`` *is* that view and ``grad`` holds every
-    gradient, flattened, with no gather. An optimizer then updates all parameters
-    with a handful of NumPy calls on ``data`` and ``grad``
-    (:class:`tinygrad_tx.optim.Adam` does).
+    view of its segment (same shape and values). It also gives each one a gradient
+    slot, a view of its segment of ``grad``: the engine copies the first gradient of a
+    backward into the slot instead of allocating an array, so after a backward
+    ``p.grad`` *is* that view and ``grad`` holds every gradient, flattened, with no
+    gather. An optimizer then updates all parameters with a handful of NumPy calls on
+    ``data`` and ``grad`` (:class:`tinygrad_tx.optim.Adam` does).
+
+    Consequences: code that holds a parameter's *previous* array no longer sees its
+    updates (:meth:`movable` says when nothing does); and every backward writes into
+    the same gradient arrays, as with ``zero_grad(set_to_none=False)``, so copy a
+    ``p.grad`` that you keep across backward passes.
 
     ``valid()`` says whether every parameter still uses its view (``p.data`` rebound
-    by, e.g., ``module.to(dtype)`` or ``load_state_dict`` invalidates the layout);
-    ``grads_in_place()`` whether every gradient is its slot (a gradient assigned by
-    hand, or None after ``zero_grad()`` when some parameter got none, is not).
+    by, e.g., ``module.to(dtype)`` breaks the layout); ``grads_in_place()`` whether every
+    gradient is its slot (a gradient assigned by hand is not).
     """
+
+    _buffers = weakref.WeakValueDictionary()   # id -> every live ``data`` buffer made here
+    _sole_refcount = None                      # sys.getrefcount(t.data) of an array held by t alone
 
     def __init__(self, params):
         self.params = list(params)
+        problem = self._layout_problem(self.params)
+        if problem is not None:
+            error, reason = problem
+            raise error(f"FlatParameters: {reason}")
         dtype = self.params[0].data.dtype
-        if dtype.kind != "f" or any(p.data.dtype != dtype for p in self.params):
-            raise TypeError(f"FlatParameters needs parameters of one floating dtype, got "
-                            f"{sorted({str(p.data.dtype) for p in self.params})}")
-        if len({id(p) for p in self.params}) != len(self.params):
-            raise ValueError("FlatParameters got the same parameter twice")
-        sizes = [p.data.size for p in self.params]
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
+        self.offsets = [0]
+        for p in self.params:
+            self.offsets.append(self.offsets[-1] + p.data.size)
         self.data = np.empty(self.offsets[-1], dtype=dtype)
         self.grad = np.zeros(self.offsets[-1], dtype=dtype)
+        FlatParameters._buffers[id(self.data)] = self.data
         self.views = []
-        for p, lo, hi in zip(self.params, self.offsets, self.offsets[1:]):
-            view = self.data[lo:hi].reshape(p.data.shape)
+        for i, p in enumerate(self.params):
+            view = self.segment(self.data, i, p.data.shape)
             view[...] = p.data
             p.data = view
-            p._grad_slot = self.grad[lo:hi].reshape(p.data.shape)
-            if p.grad is not None:          # a gradient that arrived before flattening
-                np.copyto(p._grad_slot, p.grad, casting="same_kind")
-                p.grad = p._grad_slot
+            p._grad_slot = self.segment(self.grad, i, p.data.shape)
             self.views.append(view)
 
-    def segment(self, buffer: np.ndarray, i: int) -> np.ndarray:
-        """Parameter ``i``'s part of a flat ``buffer`` (same length as ``data``), in its shape."""
-        return buffer[self.offsets[i]:self.offsets[i + 1]].reshape(self.views[i].shape)
+    def segment(self, buffer: np.ndarray, i: int, shape=None) -> np.ndarray:
+        """Parameter ``i``'s part of a flat ``buffer`` (as long as ``data``), in its shape."""
+        part = buffer[self.offsets[i]:self.offsets[i + 1]]
+        return part.reshape(self.views[i].shape if shape is None else shape)
 
     def valid(self) -> bool:
         return all(p.data is v for p, v in zip(self.params, self.views))
@@ -526,6 +549,42 @@ class FlatParameters:
         """Stop writing gradients into the slots (the values stay views of ``data``)."""
         for p in self.params:
             p._grad_slot = None
+        self.views = []
+
+    @staticmethod
+    def _layout_problem(params):
+        """(exception class, reason) when ``params`` cannot share one buffer at all, else None."""
+        dtypes = {p.data.dtype for p in params}
+        if len(dtypes) != 1 or next(iter(dtypes)).kind != "f":
+            return TypeError, f"the parameters must have one floating dtype, got {sorted(str(d) for d in dtypes)}"
+        if len({id(p) for p in params}) != len(params):
+            return ValueError, "the same parameter appears twice"
+        return None
+
+    @classmethod
+    def movable(cls, params):
+        """None when flattening ``params`` changes nothing that the rest of the program can see,
+        else the reason why not.
+
+        Rebinding ``p.data`` is invisible when that array is referenced by ``p`` alone: no
+        other Tensor shares it (tied weights made of two Tensors), no view of it exists, no
+        variable holds it (``sys.getrefcount`` counts all of those) -- and it is not itself a
+        view into someone else's array (only into a buffer made here).
+        """
+        problem = cls._layout_problem(params)
+        if problem is not None:
+            return problem[1]
+        if cls._sole_refcount is None:
+            probe = Tensor(np.empty(1))
+            cls._sole_refcount = sys.getrefcount(probe.data)
+        for i, p in enumerate(params):
+            base = p.data.base
+            if base is not None and cls._buffers.get(id(base)) is not base:
+                return f"parameter {i} (shape {p.data.shape}) is a view of another array"
+            if sys.getrefcount(p.data) > cls._sole_refcount:
+                return (f"the array of parameter {i} (shape {p.data.shape}) is also referenced elsewhere "
+                        "(another Tensor, a view of it, or a variable), which would stop seeing the updates")
+        return None
 
 
 # tensor.py imports this module first (the package imports autograd before tensor), so Tensor
