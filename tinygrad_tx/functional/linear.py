@@ -19,6 +19,8 @@ from ._util import as_tensor, check_float, describe_values, int_array
 
 # ============================================================================ embedding
 
+_DENSE_ONE_HOT_MAX = 1 << 15   # entries of Mᵀ up to which the embedding backward builds it dense
+
 class Embedding(Function):
     """y[..., :] = W[ids[...], :]  (a row lookup; W is (V, D)).
 
@@ -31,10 +33,13 @@ class Embedding(Function):
     That scatter-add is the product Mᵀ G with M the (N, V) one-hot matrix of
     the ids. We build Mᵀ directly as a (V, N) sparse CSC matrix (column n holds
     a single 1 in row ids_n, so its index arrays are ids and 0..N with no
-    sorting) and multiply, which SciPy does in one compiled pass.
+    sorting) and multiply, which SciPy does in one compiled pass. For a small
+    Mᵀ (V·N up to 2^15 entries) building the sparse matrix costs more than the
+    product itself, and the dense one-hot Mᵀ @ G (one BLAS call) is used.
     Measured on 2 CPU cores, float32 (N ids, V rows, D columns):
 
         N, V, D              np.add.at   sort+reduceat   bincount/col   one-hot @ G   CSC @ G
+        64, 27, 32            0.044 ms      0.051 ms           -          0.012 ms    0.053 ms
         512, 27, 64            1.5 ms        0.2 ms         0.3 ms         1.7 ms      0.12 ms
         4096, 65, 128         19.5 ms        5-7 ms         5.1 ms         7.5 ms      0.30 ms
         4096, 1000, 256       29.3 ms       13-15 ms       15.9 ms        59.9 ms      3.1 ms
@@ -52,9 +57,13 @@ class Embedding(Function):
     @staticmethod
     def backward(ctx, g):
         (ids,) = ctx.saved_tensors
-        n, dim = ids.size, g.shape[-1]
-        m_t = scipy.sparse.csc_array((np.ones(n, dtype=g.dtype), ids.reshape(-1), np.arange(n + 1)),
-                                     shape=(ctx.num_embeddings, n))
+        n, dim, v = ids.size, g.shape[-1], ctx.num_embeddings
+        if v * n <= _DENSE_ONE_HOT_MAX:
+            m_t = np.zeros((v, n), dtype=g.dtype)
+            m_t[ids.reshape(-1), np.arange(n)] = 1
+        else:
+            m_t = scipy.sparse.csc_array((np.ones(n, dtype=g.dtype), ids.reshape(-1), np.arange(n + 1)),
+                                         shape=(v, n))
         dw = m_t @ g.reshape(n, dim)
         if ctx.padding_idx is not None:
             dw[ctx.padding_idx] = 0

@@ -7,6 +7,8 @@ times, as with repeated integer indices).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..autograd import Function
@@ -26,12 +28,12 @@ def infer_shape(shape, size: int, op: str = "reshape"):
         raise ValueError(f"{op}: only one dimension can be inferred, got shape {list(shape)}")
     if any(s < -1 for s in shape):
         raise ValueError(f"{op}: invalid shape dimension in {list(shape)}")
-    if -1 in shape:
-        known = int(np.prod([s for s in shape if s != -1]))
+    if -1 in shape:   # math.prod, not np.prod: exact Python ints and ~20x less call overhead
+        known = math.prod(s for s in shape if s != -1)
         if known == 0 or size % known:
             raise ValueError(f"{op}: shape {list(shape)} is invalid for input of size {size}")
         shape = tuple(size // known if s == -1 else s for s in shape)
-    if int(np.prod(shape)) != size:
+    if math.prod(shape) != size:
         raise ValueError(f"{op}: shape {list(shape)} is invalid for input of size {size}")
     return shape
 
@@ -56,7 +58,7 @@ class Permute(Function):
 
     @staticmethod
     def forward(ctx, x, dims):
-        ctx.inverse = tuple(np.argsort(dims))
+        ctx.inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))   # argsort of dims
         return np.transpose(x, dims)
 
     @staticmethod
