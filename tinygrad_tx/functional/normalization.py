@@ -56,7 +56,7 @@ class LayerNorm(Function):
         w = None if weight is None else weight.reshape(d)
         b = None if bias is None else bias.reshape(d)
         ones = np.ones(d, x2.dtype)                        # (block @ ones) / d: the row means
-        negligible = np.finfo(x2.dtype).eps               # of 1 only in rows far from zero
+        negligible = np.finfo(x2.dtype).eps                # an ulp of 1, in units of x̂
         for rows in blocks:
             xb, cb, yb = x2[rows], xhat2[rows], y2[rows]
             np.subtract(xb, ((xb @ ones) / d)[:, None], out=cb)
@@ -68,7 +68,9 @@ class LayerNorm(Function):
             delta = (cb @ ones) / d
             var = np.einsum("ij,ij->i", cb, cb) / d - delta * delta
             r = np.reciprocal(np.sqrt(np.maximum(var, 0) + eps), out=rstd[rows])
-            if np.max(np.abs(delta * r)) > negligible:      # δ moves x̂ by δρ: more than an ulp
+            # Subtracting δ costs a pass and moves x̂ by δρ: by more than an ulp of 1 only in rows
+            # far from zero, so the blocks without such rows skip it.
+            if np.max(np.abs(delta * r)) > negligible:
                 cb -= delta[:, None]
             cb *= r[:, None]
             if w is not None:
