@@ -18,6 +18,8 @@ Attention implementations (``attn_impl``; the parameters and outputs are the sam
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import functional as F
@@ -48,6 +50,14 @@ def as_targets(targets, logits_shape, vocab_size: int, name: str = "targets") ->
     return targets
 
 
+@functools.lru_cache(maxsize=64)
+def causal_mask(t_q: int, t_k: int) -> np.ndarray:
+    """Bool (t_q, t_k), True where key j <= query i; built once per shape (read-only)."""
+    mask = np.tril(np.ones((t_q, t_k), dtype=bool))
+    mask.flags.writeable = False
+    return mask
+
+
 def attention(q, k, v, attn_impl: str, dropout, mask=None, is_causal: bool = False):
     """softmax(q kᵀ / √d_k, masked) v for (B, heads, T, d_k) q, k, v.
 
@@ -58,7 +68,7 @@ def attention(q, k, v, attn_impl: str, dropout, mask=None, is_causal: bool = Fal
     p = dropout.p if dropout.training else 0.0
     if attn_impl == "naive":
         if is_causal:
-            causal = np.tril(np.ones((q.shape[-2], k.shape[-2]), dtype=bool))
+            causal = causal_mask(q.shape[-2], k.shape[-2])
             mask = causal if mask is None else mask & causal
         att = (q @ k.transpose(-2, -1)) * (1.0 / (q.shape[-1] ** 0.5))
         if mask is not None:
@@ -105,6 +115,7 @@ class CausalSelfAttention(nn.Module):
 
         # Causal mask buffer, not saved in the state dict (persistent=False)
         mask = np.tril(np.ones((block_size, block_size), dtype=np.float32)).reshape(1, 1, block_size, block_size)
+        mask.flags.writeable = False   # a constant: lets forward reuse what it derives from it
         self.register_buffer("causal_mask", Tensor(mask), persistent=False)
 
     def forward(self, x):
@@ -122,7 +133,7 @@ class CausalSelfAttention(nn.Module):
         if self.attn_impl == "naive":
             # The tutorial's code: scaled scores (B, n_heads, T, T), masked, softmax, dropout, @ v
             att = (q @ k.transpose(-2, -1)) * (1.0 / (self.d_k ** 0.5))
-            att = att.masked_fill(self.causal_mask[:, :, :T, :T] == 0, float("-inf"))
+            att = att.masked_fill(self._future_positions(T), float("-inf"))
             att = F.softmax(att, dim=-1)
             att = self.attn_dropout(att)
             y = att @ v
@@ -132,6 +143,21 @@ class CausalSelfAttention(nn.Module):
         y = y.transpose(1, 2).contiguous().view(B, T, C)
 
         return self.resid_dropout(self.c_proj(y))
+
+    def _future_positions(self, T):
+        """The tutorial's ``self.causal_mask[:, :, :T, :T] == 0`` (True where key j > query i).
+        While the buffer is the read-only array made in ``__init__`` (or its cast), the result
+        is computed once per sequence length instead of at every step; a writeable buffer
+        (one you may edit in place) is read every time."""
+        buffer = self.causal_mask.data
+        if buffer.flags.writeable:
+            return self.causal_mask[:, :, :T, :T] == 0
+        cached = getattr(self, "_future_cache", None)
+        if cached is None or cached[0] is not buffer:
+            self._future_cache = cached = (buffer, {})
+        if T not in cached[1]:
+            cached[1][T] = self.causal_mask[:, :, :T, :T] == 0
+        return cached[1][T]
 
 
 class FeedForward(nn.Module):

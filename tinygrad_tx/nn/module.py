@@ -390,7 +390,10 @@ class Module:
                     if t is None or id(t) in seen or t.data.dtype.kind != "f":
                         continue
                     seen.add(id(t))
-                    t.data = t.data.astype(dtype, copy=False)
+                    old = t.data
+                    t.data = old.astype(dtype, copy=False)
+                    if not old.flags.writeable:   # a read-only constant stays read-only
+                        t.data.flags.writeable = False
                     if t.grad is not None:
                         t.grad = t.grad.astype(dtype, copy=False)
         return self
