@@ -1,5 +1,5 @@
 """The graph's memory behaviour and traversal: what it keeps alive, when it frees, in which order
-it runs, the pairwise reduction of broadcast gradients, and gradient slots (FlatParameters).
+it runs, the pairwise reduction of broadcast gradients, and size-dependent op paths.
 
 Where torch defines the behaviour (gradients of arbitrary DAGs, hooks on tensors that were
 dropped, second backwards) the same program runs through torch and the results are compared.
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import tinygrad_tx as tg
 from tinygrad_tx import SavedMemory
-from tinygrad_tx.autograd import FlatParameters, reduce_grad_to_input, sum_rows
+from tinygrad_tx.autograd import reduce_grad_to_input, sum_rows
 
 
 # ============================================================================ what the graph keeps alive
@@ -194,56 +194,6 @@ def test_reduce_grad_to_input_sums_the_broadcast_axes(grad_shape, shape, dtype):
     gt = np.ascontiguousarray(np.swapaxes(g, 0, -1)).swapaxes(0, -1)   # same values, not C-contiguous
     np.testing.assert_allclose(reduce_grad_to_input(gt, shape, np.dtype(dtype), "Op"), got,
                                rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
-
-
-# ============================================================================ gradient slots
-
-def _params(rng, dtype=np.float32):
-    return [tg.Tensor(rng.standard_normal(s).astype(dtype), requires_grad=True) for s in [(3, 4), (4,), (2, 2, 2)]]
-
-
-def test_flat_parameters_views_and_slots():
-    rng = np.random.default_rng(4)
-    params = _params(rng)
-    values = [p.data.copy() for p in params]
-    flat = FlatParameters(params)
-    assert flat.valid() and not flat.grads_in_place()
-    for i, (p, v) in enumerate(zip(params, values)):
-        np.testing.assert_array_equal(p.data, v)
-        assert np.shares_memory(p.data, flat.data)
-        np.testing.assert_array_equal(flat.segment(flat.data, i), v)
-    x = tg.Tensor(rng.standard_normal((5, 3)).astype(np.float32))
-    loss = ((x @ params[0] + params[1]).sum(1) * params[2].sum()).sum()
-    loss.backward()
-    assert flat.grads_in_place()
-    assert all(np.shares_memory(p.grad, flat.grad) for p in params)
-    first = [p.grad.copy() for p in params]
-    ((x @ params[0] + params[1]).sum(1) * params[2].sum()).sum().backward()    # accumulates in place
-    assert flat.grads_in_place()
-    for p, f in zip(params, first):
-        np.testing.assert_allclose(p.grad, 2 * f, rtol=1e-6)
-    # the same program without slots gives the same gradients
-    plain = [tg.Tensor(v, requires_grad=True) for v in values]
-    for _ in range(2):
-        ((x @ plain[0] + plain[1]).sum(1) * plain[2].sum()).sum().backward()
-    for p, q in zip(params, plain):
-        np.testing.assert_array_equal(p.grad, q.grad)
-
-
-def test_flat_parameters_invalidated_by_rebinding_and_hand_set_grads():
-    rng = np.random.default_rng(5)
-    params = _params(rng)
-    flat = FlatParameters(params)
-    params[1].grad = np.ones(4, np.float32)     # a gradient set by hand is not the slot
-    assert not flat.grads_in_place()
-    params[0].data = params[0].data.copy()      # rebinding the values breaks the layout
-    assert not flat.valid()
-    flat.release()
-    assert all(p._grad_slot is None for p in params)
-    with pytest.raises(TypeError, match="one floating dtype"):
-        FlatParameters([tg.Tensor(np.ones(2, np.float32)), tg.Tensor(np.ones(2))])
-    with pytest.raises(ValueError, match="appears twice"):
-        FlatParameters([params[0], params[0]])
 
 
 # ============================================================================ size-dependent paths

@@ -1,5 +1,5 @@
 """The GPT training step's fast paths: the cached causal mask of the naive attention, and whole
-training steps (fused AdamW, gradients in flat slots, graph freed as backward runs) against the
+training steps (fused AdamW over flat parameters, graph freed as backward runs) against the
 PyTorch twin."""
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_gpt_training_steps_match_torch(attn_impl):
         topt.zero_grad()
         twin(torch.from_numpy(idx), torch.from_numpy(tgt))[1].backward()
         topt.step()
-    assert len(opt._flat_states) == 2 and all(f.params.grads_in_place() for f in opt._flat_states.values())
+    assert len(opt._flat_states) == 2 and all(f.params.valid() for f in opt._flat_states.values())
     theirs = dict(twin.named_parameters())
     for name, p in ours.named_parameters():
         t = theirs[name].detach().numpy()

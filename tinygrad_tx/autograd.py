@@ -45,19 +45,12 @@ How a graph is run backwards
    ``retain_grad()``), and frees each node's saved arrays as soon as its
    backward has run (unless ``retain_graph=True``), so a second backward
    through the same graph raises a clear ``RuntimeError``.
-
-A leaf may own a *gradient slot* (``Tensor._grad_slot``, a preallocated array,
-usually a view into one flat buffer that a fused optimizer updates in a few
-NumPy calls): its first gradient is then copied into the slot instead of a
-fresh array. See :class:`FlatParameters`.
 """
 from __future__ import annotations
 
 import functools
 import math
-import sys
 import threading
-import weakref
 
 import numpy as np
 
@@ -473,118 +466,11 @@ def _backward_node(ctx, g, grads):
 
 
 def _accumulate(t, g):
-    """Accumulate into ``t.grad`` like torch: the first gradient is copied (into the tensor's
-    gradient slot when it has one), later ones added (in place into the slot)."""
-    slot = t._grad_slot
+    """Accumulate into ``t.grad`` like torch: the first gradient is copied, later ones added."""
     if t.grad is None:
-        if slot is not None:
-            np.copyto(slot, g, casting="same_kind")
-            t.grad = slot
-        else:
-            t.grad = np.array(g, dtype=t.data.dtype, copy=True)
-    elif t.grad is slot:
-        np.add(slot, g, out=slot, casting="same_kind")
+        t.grad = np.array(g, dtype=t.data.dtype, copy=True)
     else:
         t.grad = np.asarray(t.grad + g)
-
-
-class FlatParameters:
-    """Tensors whose values and gradients are views into two contiguous buffers.
-
-    ``FlatParameters(params)`` copies the values of ``params`` (one floating dtype,
-    distinct Tensors) into one 1-D buffer ``data`` and rebinds every ``p.data`` to a
-    view of its segment (same shape and values). It also gives each one a gradient
-    slot, a view of its segment of ``grad``: the engine copies the first gradient of a
-    backward into the slot instead of allocating an array, so after a backward
-    ``p.grad`` *is* that view and ``grad`` holds every gradient, flattened, with no
-    gather. An optimizer then updates all parameters with a handful of NumPy calls on
-    ``data`` and ``grad`` (:class:`tinygrad_tx.optim.Adam` does).
-
-    Consequences: code that holds a parameter's *previous* array no longer sees its
-    updates (:meth:`movable` says when nothing does); and every backward writes into
-    the same gradient arrays, as with ``zero_grad(set_to_none=False)``, so copy a
-    ``p.grad`` that you keep across backward passes.
-
-    ``valid()`` says whether every parameter still uses its view (``p.data`` rebound
-    by, e.g., ``module.to(dtype)`` breaks the layout); ``grads_in_place()`` whether every
-    gradient is its slot (a gradient assigned by hand is not).
-    """
-
-    _buffers = weakref.WeakValueDictionary()   # id -> every live ``data`` buffer made here
-    _sole_refcount = None                      # sys.getrefcount(t.data) of an array held by t alone
-
-    def __init__(self, params):
-        self.params = list(params)
-        problem = self._layout_problem(self.params)
-        if problem is not None:
-            error, reason = problem
-            raise error(f"FlatParameters: {reason}")
-        dtype = self.params[0].data.dtype
-        self.offsets = [0]
-        for p in self.params:
-            self.offsets.append(self.offsets[-1] + p.data.size)
-        self.data = np.empty(self.offsets[-1], dtype=dtype)
-        self.grad = np.zeros(self.offsets[-1], dtype=dtype)
-        FlatParameters._buffers[id(self.data)] = self.data
-        self.views = []
-        for i, p in enumerate(self.params):
-            view = self.segment(self.data, i, p.data.shape)
-            view[...] = p.data
-            p.data = view
-            p._grad_slot = self.segment(self.grad, i, p.data.shape)
-            self.views.append(view)
-
-    def segment(self, buffer: np.ndarray, i: int, shape=None) -> np.ndarray:
-        """Parameter ``i``'s part of a flat ``buffer`` (as long as ``data``), in its shape."""
-        part = buffer[self.offsets[i]:self.offsets[i + 1]]
-        return part.reshape(self.views[i].shape if shape is None else shape)
-
-    def valid(self) -> bool:
-        return all(p.data is v for p, v in zip(self.params, self.views))
-
-    def grads_in_place(self) -> bool:
-        return all(p.grad is not None and p.grad is p._grad_slot for p in self.params)
-
-    def release(self) -> None:
-        """Stop writing gradients into the slots (the values stay views of ``data``)."""
-        for p in self.params:
-            p._grad_slot = None
-        self.views = []
-
-    @staticmethod
-    def _layout_problem(params):
-        """(exception class, reason) when ``params`` cannot share one buffer at all, else None."""
-        dtypes = {p.data.dtype for p in params}
-        if len(dtypes) != 1 or next(iter(dtypes)).kind != "f":
-            return TypeError, f"the parameters must have one floating dtype, got {sorted(str(d) for d in dtypes)}"
-        if len({id(p) for p in params}) != len(params):
-            return ValueError, "the same parameter appears twice"
-        return None
-
-    @classmethod
-    def movable(cls, params):
-        """None when flattening ``params`` changes nothing that the rest of the program can see,
-        else the reason why not.
-
-        Rebinding ``p.data`` is invisible when that array is referenced by ``p`` alone: no
-        other Tensor shares it (tied weights made of two Tensors), no view of it exists, no
-        variable holds it (``sys.getrefcount`` counts all of those) -- and it is not itself a
-        view into someone else's array (only into a buffer made here).
-        """
-        problem = cls._layout_problem(params)
-        if problem is not None:
-            return problem[1]
-        if cls._sole_refcount is None:
-            probe = Tensor(np.empty(1))
-            cls._sole_refcount = sys.getrefcount(probe.data)
-        for i, p in enumerate(params):
-            base = p.data.base
-            if base is not None and cls._buffers.get(id(base)) is not base:
-                return f"parameter {i} (shape {p.data.shape}) is a view of another array"
-            if sys.getrefcount(p.data) > cls._sole_refcount:
-                return (f"the array of parameter {i} (shape {p.data.shape}) is also referenced elsewhere "
-                        "(another Tensor, a view of it, or a variable), which would stop seeing the updates")
-        return None
 
 
 # tensor.py imports this module first (the package imports autograd before tensor), so Tensor

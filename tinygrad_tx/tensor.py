@@ -63,8 +63,8 @@ class Tensor:
     array([2., 4.])
     """
 
-    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_grad_slot",
-                 "_name", "__weakref__")
+    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
+                 "__weakref__")
     __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected ops
 
     def __init__(self, data, requires_grad: bool = False, dtype=None):
@@ -73,7 +73,6 @@ class Tensor:
         self._ctx = None
         self._retains_grad = False
         self._hooks = ()
-        self._grad_slot = None
         self._name = None
         self._requires_grad = False
         if requires_grad:
@@ -88,7 +87,6 @@ class Tensor:
         t._requires_grad = ctx is not None
         t._retains_grad = False
         t._hooks = ()
-        t._grad_slot = None
         t._name = None
         return t
 

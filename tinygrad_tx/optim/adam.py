@@ -2,8 +2,8 @@
 
 One update rule, :func:`adam_update`, written once on arrays. A step applies it either to
 each parameter in turn or -- the *fused* path -- once to a whole parameter group whose
-parameters, gradients and moment estimates are views into flat buffers
-(:class:`~tinygrad_tx.autograd.FlatParameters`): a dozen NumPy calls per group instead of a
+parameters and moment estimates are views into flat buffers (:class:`FlatParameters`),
+with the gradients gathered into one array: a dozen NumPy calls per group instead of a
 dozen per parameter. Every element goes through the same float operations in the same
 order either way, so the two paths give bit-identical results.
 """
@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from ..autograd import FlatParameters
+from .flat import FlatParameters
 from .optimizer import Optimizer
 
 # The fused step walks the flat buffers in chunks of this many elements: the dozen passes of
@@ -131,14 +131,10 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             flat = self._fused_state(group)
             if flat is not None:
-                flat.steps += 1
-                step, grad = float(flat.steps[0]), flat.gather_grads(self)
-                vmax = flat.max_exp_avg_sq
-                for lo in range(0, grad.size, _CHUNK):
-                    part = slice(lo, lo + _CHUNK)
-                    g = -grad[part] if group["maximize"] else grad[part]
-                    adam_update(flat.params.data[part], g, flat.exp_avg[part], flat.exp_avg_sq[part],
-                                None if vmax is None else vmax[part], step, **hyper)
+                grad = flat.params.gather([self._grad_of(p) for p in group["params"]])
+                if group["maximize"]:
+                    np.negative(grad, out=grad)
+                flat.update(grad, hyper)
                 continue
             for p, grad in self._params_with_grad(group):  # grad already negated if maximize
                 state = self._init_state(p, amsgrad)
@@ -222,7 +218,7 @@ class AdamW(Adam):
 class _FlatAdamState:
     """A parameter group's Adam state in flat buffers, for the fused step.
 
-    ``params`` (a :class:`FlatParameters`) holds the values and gradient slots;
+    ``params`` (a :class:`FlatParameters`) holds the values;
     ``exp_avg``, ``exp_avg_sq`` (and ``max_exp_avg_sq``) are flat arrays of the same length
     and ``steps`` one float32 count per parameter. ``optimizer.state[p]`` keeps torch's
     per-parameter layout -- its entries are views of these buffers (``step`` a 0-d view of
@@ -259,10 +255,11 @@ class _FlatAdamState:
         return all(state.get(p) is st and all(st[k] is v for k, v in entries)
                    for p, st, entries in zip(self.params.params, self.states, self.entries))
 
-    def gather_grads(self, opt: Adam) -> np.ndarray:
-        """The flat gradient buffer, with every gradient that is not already its slot (one
-        assigned by hand, a Tensor, another dtype) checked and copied in."""
-        for p in self.params.params:
-            if p.grad is not p._grad_slot:
-                np.copyto(p._grad_slot, opt._grad_of(p))
-        return self.params.grad
+    def update(self, grad: np.ndarray, hyper: dict) -> None:
+        """One step of every parameter: :func:`adam_update` on the flat buffers, a chunk at a time."""
+        self.steps += 1
+        step, vmax = float(self.steps[0]), self.max_exp_avg_sq
+        for lo in range(0, grad.size, _CHUNK):
+            part = slice(lo, lo + _CHUNK)
+            adam_update(self.params.data[part], grad[part], self.exp_avg[part], self.exp_avg_sq[part],
+                        None if vmax is None else vmax[part], step, **hyper)
