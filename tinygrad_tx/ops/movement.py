@@ -24,6 +24,8 @@ class IndexOutOfRange(IndexError, ValueError):
 def infer_shape(shape, size: int, op: str = "reshape"):
     """Resolve one -1 in ``shape`` and check the element count, with torch's message."""
     shape = tuple(int(s) for s in shape)
+    if math.prod(shape) == size and min(shape, default=0) >= 0:   # the common case: nothing to infer
+        return shape
     if shape.count(-1) > 1:
         raise ValueError(f"{op}: only one dimension can be inferred, got shape {list(shape)}")
     if any(s < -1 for s in shape):
@@ -45,7 +47,7 @@ class Reshape(Function):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
-        return np.reshape(x, infer_shape(shape, x.size))
+        return x.reshape(infer_shape(shape, x.size))
 
     @staticmethod
     def backward(ctx, g):
@@ -122,7 +124,7 @@ class GetItem(Function):
         except IndexError as e:
             raise IndexOutOfRange(f"index {index!r} is out of range for a tensor of shape {x.shape}: {e}") from None
         ctx.shape, ctx.advanced, ctx.index = x.shape, advanced, index
-        return np.array(y) if np.ndim(y) == 0 else y
+        return y if isinstance(y, np.ndarray) else np.array(y)   # an int index of a 1-D x gives a scalar
 
     @staticmethod
     def backward(ctx, g):
