@@ -30,25 +30,30 @@ How a graph is run backwards
 ----------------------------
 ``Tensor.backward`` calls :func:`run_backward`, which
 
-1. sorts the graph topologically **iteratively** (an explicit stack, so a
-   chain of 100,000 ops needs no recursion),
-2. walks it from the output to the leaves, calling each ``backward`` once
-   with the fully accumulated gradient of that node's output, and drops the
-   node (and that gradient) as soon as its backward has run,
+1. visits the nodes in reverse order of creation: every node's inputs were
+   recorded before it, so a max-heap on the creation number (``Context.seq``)
+   hands out a node only after every consumer of its output has run -- its
+   gradient is then complete. No recursion (a chain of 100,000 ops is fine)
+   and no separate sorting pass; the heap holds only the frontier;
+2. calls each ``backward`` once with that fully accumulated gradient, and
+   drops the node (and the gradient) as soon as its backward has run,
 3. hands every returned gradient to :func:`reduce_grad_to_input`, the **one
    place where broadcasting is undone**: forward ops broadcast freely and their
    backwards return gradients in the broadcast shape; this function sums over
    the leading axes that broadcasting added and over the axes that were size 1
    in the input, casts to the input's dtype (mixed float32/float64 graphs), and
    checks the result's shape and dtype against the input,
-4. accumulates gradients into ``.grad`` of leaves (and of tensors that called
-   ``retain_grad()``), and frees each node's saved arrays as soon as its
+4. accumulates gradients into ``.grad`` of leaves (after every node has run,
+   each leaf once with its summed gradient) and of tensors that called
+   ``retain_grad()``, and frees each node's saved arrays as soon as its
    backward has run (unless ``retain_graph=True``), so a second backward
    through the same graph raises a clear ``RuntimeError``.
 """
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
 import math
 import threading
 
@@ -146,6 +151,9 @@ def _nbytes(arrays):
 
 # --------------------------------------------------------------------------- Function and Context
 
+_creation_order = itertools.count()
+
+
 class Context:
     """A node of the graph: what a Function's forward leaves for its backward (torch's ``ctx``
     and ``grad_fn`` in one).
@@ -155,17 +163,19 @@ class Context:
     ``input_nodes[i]`` is the graph node behind positional input ``i``: the
     Context that produced it (a non-leaf Tensor), the Tensor itself (a leaf,
     including constants that need no grad), or None (not a Tensor).
+    ``seq`` numbers the nodes in creation order (the backward visits them in reverse).
     ``out_shape``/``out_dtype`` describe the output, so that a consumer can reduce
     its gradient to it without keeping the output array alive. A non-leaf Tensor's
     hooks, ``retain_grad()`` (a weak reference to it) and ``name`` live here too,
     because the node outlives the Tensor object.
     """
 
-    __slots__ = ("fn", "input_nodes", "needs_input_grad", "out_shape", "out_dtype", "hooks", "retained",
-                 "name", "_saved", "_saved_bytes", "_freed", "__dict__")
+    __slots__ = ("fn", "seq", "input_nodes", "needs_input_grad", "out_shape", "out_dtype", "hooks",
+                 "retained", "name", "_saved", "_saved_bytes", "_freed", "__dict__")
 
     def __init__(self, fn, input_nodes, needs_input_grad):
         self.fn = fn
+        self.seq = next(_creation_order)   # larger than the seq of every input's node
         self.input_nodes = input_nodes
         self.needs_input_grad = needs_input_grad
         self.hooks = ()
@@ -369,34 +379,6 @@ def _freed_error(ctx):
         "Call .backward(retain_graph=True) the first time if you need to backward twice.")
 
 
-def _topological_order(root):
-    """The nodes (Contexts and leaf Tensors) that ``root`` depends on, in DFS post-order:
-    every node after all of its inputs, so popping from the end visits outputs before inputs.
-
-    Iterative post-order depth-first search: no recursion, so graph depth is
-    unbounded. Only inputs that need a gradient are followed.
-    """
-    order = []
-    visited = set()
-    stack = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in visited:   # marked when expanded (not when pushed), so that a node
-            continue              # reached again deeper down is placed after that consumer
-        visited.add(id(node))
-        stack.append((node, True))
-        if isinstance(node, Context):
-            if node._freed:
-                raise _freed_error(node)
-            for inp, need in zip(node.input_nodes, node.needs_input_grad):
-                if need and id(inp) not in visited:
-                    stack.append((inp, False))
-    return order
-
-
 # Observers of the backward pass (used by study tools); each is called as
 # observer(ctx, grad_out, grads_in) after a node's backward has run.
 _backward_observers: list = []
@@ -412,32 +394,36 @@ def _apply_hooks(hooks, g):
 
 def run_backward(root, gradient, retain_graph: bool):
     """Backpropagate ``gradient`` (dL/d root) to every leaf behind the Tensor ``root``."""
-    start = root if root._ctx is None else root._ctx
-    order = _topological_order(start)
-    grads = {id(start): gradient}
-    while order:
-        node = order.pop()          # the list no longer holds a node once it has run
-        g = grads.pop(id(node), None)
-        if g is None:
-            continue
-        if isinstance(node, Tensor):    # a leaf
-            if node._hooks:
-                g = _apply_hooks(node._hooks, g)
-            _accumulate(node, g)
-            continue
-        if node.hooks:
-            g = _apply_hooks(node.hooks, g)
-        if node.retained is not None:
-            t = node.retained()
-            if t is not None:
-                _accumulate(t, g)
-        _backward_node(node, g, grads)
-        if not retain_graph:
-            node.free()
+    ctx = root._ctx
+    leaves = {}                # id(leaf) -> [leaf, summed gradient], in order of first arrival
+    if ctx is None:
+        leaves[id(root)] = [root, gradient]
+    else:
+        grads = {id(ctx): gradient}
+        pending = [(-ctx.seq, ctx)]     # a max-heap on seq: nodes whose gradient has started to arrive
+        while pending:
+            ctx = heapq.heappop(pending)[1]
+            if ctx._freed:
+                raise _freed_error(ctx)
+            g = grads.pop(id(ctx))
+            if ctx.hooks:
+                g = _apply_hooks(ctx.hooks, g)
+            if ctx.retained is not None:
+                t = ctx.retained()
+                if t is not None:
+                    _accumulate(t, g)
+            _backward_node(ctx, g, grads, pending, leaves)
+            if not retain_graph:
+                ctx.free()
+    for leaf, g in leaves.values():
+        if leaf._hooks:
+            g = _apply_hooks(leaf._hooks, g)
+        _accumulate(leaf, g)
 
 
-def _backward_node(ctx, g, grads):
-    """Run one node's backward and add each input's (reduced) gradient to ``grads``."""
+def _backward_node(ctx, g, grads, pending, leaves):
+    """Run one node's backward; add each input's (reduced) gradient to ``grads`` (a node's
+    first gradient also puts it on the ``pending`` heap) or to ``leaves``."""
     fn = ctx.fn
     result = fn.backward(ctx, g)
     if not isinstance(result, tuple):
@@ -450,7 +436,8 @@ def _backward_node(ctx, g, grads):
     for i, (node, need, gi) in enumerate(zip(nodes, ctx.needs_input_grad, result)):
         if not need or gi is None:
             continue
-        if isinstance(node, Tensor):
+        leaf = isinstance(node, Tensor)
+        if leaf:
             shape, dtype = node.data.shape, node.data.dtype
         else:
             shape, dtype = node.out_shape, node.out_dtype
@@ -458,8 +445,19 @@ def _backward_node(ctx, g, grads):
             gi = reduce_grad_to_input(gi, shape, dtype, fn.__name__)
         reduced[i] = gi
         key = id(node)
-        prev = grads.get(key)
-        grads[key] = gi if prev is None else prev + gi
+        if leaf:
+            entry = leaves.get(key)
+            if entry is None:
+                leaves[key] = [node, gi]
+            else:
+                entry[1] = entry[1] + gi
+        else:
+            prev = grads.get(key)
+            if prev is None:
+                grads[key] = gi
+                heapq.heappush(pending, (-node.seq, node))
+            else:
+                grads[key] = prev + gi
     if _backward_observers:
         for obs in _backward_observers:
             obs(ctx, g, reduced)
