@@ -21,7 +21,7 @@ def _check_matmul_shapes(a_shape, b_shape):
     if k_a != k_b:
         raise ValueError(f"matmul: shapes {a_shape} and {b_shape} cannot be multiplied "
                          f"(inner dimensions {k_a} != {k_b})")
-    if len(a_shape) > 2 or len(b_shape) > 2:
+    if (len(a_shape) > 2 or len(b_shape) > 2) and a_shape[:-2] != b_shape[:-2]:
         try:
             np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
         except ValueError:
