@@ -4,6 +4,7 @@ Every op's forward and hand-written backward live side by side in
 ``tinygrad_tx/ops/`` (elementwise, reductions, movement, matmul); the engine
 that runs them backwards is ``tinygrad_tx/autograd.py``.
 """
+from . import allocator
 from .autograd import Function, SavedMemory, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .ops.movement import IndexOutOfRange
 from .gradcheck import GradcheckError, gradcheck
@@ -12,6 +13,8 @@ from .tensor import (Tensor, arange, cat, full, manual_seed, matmul, maximum, mi
                      rand, randn, stack, tensor, where, zeros, zeros_like)
 
 __version__ = "0.1.0"
+
+allocator.apply_default_policy()   # freed arrays stay in the process for reuse (see allocator.py)
 
 float32 = "float32"
 float64 = "float64"
