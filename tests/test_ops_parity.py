@@ -157,7 +157,10 @@ def test_unary(name, dtype, shape, seed, layout):
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @given(shape=shapes(), seed=seeds, layout=layouts)
 def test_gelu(approximate, dtype, shape, seed, layout):
-    x = arr(shape, seed, "real", layout, scale=2.5)
+    # the tanh form's derivative (1 + tanh u)/2 + ... cancels below x ≈ -5: there torch's float64
+    # gradient and ours are both ~1e-9 off the exact value and torch's float32 one is exactly 0,
+    # so the tanh form is drawn at scale 1 (as in test_functional); exact GELU at 2.5
+    x = arr(shape, seed, "real", layout, scale=2.5 if approximate == "none" else 1.0)
     check_parity(f"gelu[{approximate}]", lambda t: t.gelu(approximate=approximate),
                  lambda t: F.gelu(t, approximate=approximate), [x], dtype, seed=seed)
 
