@@ -44,7 +44,10 @@ LN_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 # t·Q(t) = Σ_k (c_k / P^(k+1)) s^(k+1): the coefficients absorb the powers of P.
 _QS = tuple(c / P ** (k + 1) for k, c in enumerate(Q))
 
-BLOCK = 32768  # elements per block: the five float32 work arrays (640 KB) stay in L2
+# Elements per block. Each block makes 27 NumPy calls; larger blocks mean fewer calls and, with
+# several threads, fewer GIL hand-offs between them. Measured on 2M elements (2-core EPYC VM):
+# 32768 → 19.5 ms (2 threads: 17.1), 131072 → 16.9 ms (2 threads: 9.6), 262144 → 17.1 (10.1).
+BLOCK = 131072
 
 
 def tail_float64(x: np.ndarray) -> np.ndarray:
