@@ -199,10 +199,7 @@ class Context:
     @property
     def saved_tensors(self):
         if self._freed:
-            raise RuntimeError(
-                f"Trying to backward through the graph a second time (through {self.fn.__name__}): "
-                "its saved arrays were freed after the first backward. "
-                "Call .backward(retain_graph=True) the first time if you need to backward twice.")
+            raise _freed_error(self, "its saved arrays were freed after the first backward")
         return self._saved
 
     @property
@@ -372,10 +369,9 @@ def reduce_grad_to_input(grad, shape, dtype, fn_name: str):
 
 # --------------------------------------------------------------------------- backward
 
-def _freed_error(ctx):
+def _freed_error(ctx, what: str = "the graph was freed by the first backward"):
     return RuntimeError(
-        f"Trying to backward through the graph a second time (through {ctx.fn.__name__}): "
-        "the graph was freed by the first backward. "
+        f"Trying to backward through the graph a second time (through {ctx.fn.__name__}): {what}. "
         "Call .backward(retain_graph=True) the first time if you need to backward twice.")
 
 

@@ -26,8 +26,9 @@ absolute error ~7.5e-8 in Φ and up to tens of percent relative error in the
 far tail. In float32 the result is dominated by float32 rounding; the tests
 compare it with torch's float32 GELU against a float64 oracle.
 
-Speed: every pass is one NumPy call over a block that stays in cache
-(``BLOCK`` elements); 27 passes and one ``exp`` per element, no float64.
+Speed: every pass is one NumPy call over a block of ``BLOCK`` elements whose
+work arrays stay in the CPU's caches; 27 passes and one ``exp`` per element,
+no float64.
 """
 from __future__ import annotations
 
@@ -88,9 +89,8 @@ def fit_tail_coefficients(degree: int = 5, p: float = P, x_max: float = 14.0, po
 
 def _block(x, y, d, work):
     """One block: y = x Φ(x) and (if d is not None) d = Φ(x) + x φ(x), all float32, in place."""
-    t, tail, pdf, h = work
+    s, tail, pdf, h = work
     f32 = np.float32
-    s = t
     np.abs(x, out=s)                                      # s = 1/(1/P + |x|) = P t
     s += f32(1 / P)
     np.reciprocal(s, out=s)
@@ -103,7 +103,7 @@ def _block(x, y, d, work):
     pdf -= f32(LN_SQRT_2PI)
     np.exp(pdf, out=pdf)
     tail *= pdf                                           # T = Φ(-|x|)
-    np.greater_equal(x, f32(0), out=h, casting="unsafe")       # h = [x >= 0] as 0.0/1.0
+    np.greater_equal(x, f32(0), out=h, casting="unsafe")  # h = [x >= 0] as 0.0/1.0
     np.multiply(tail, f32(-2), out=y)                     # Φ = T + h(1 - 2T)  (y holds Φ for now)
     y += f32(1)
     y *= h
