@@ -12,6 +12,10 @@ from .parallel import get_num_threads, set_num_threads
 from .tensor import (Tensor, arange, cat, full, manual_seed, matmul, maximum, minimum, ones, ones_like,
                      rand, randn, stack, tensor, where, zeros, zeros_like)
 
+from ._bind import bind as _bind
+
+globals().update(_bind())   # every op module's FUNCTIONS (tinygrad_tx.sin, ...); methods onto Tensor
+
 __version__ = "0.1.0"
 
 allocator.apply_default_policy()   # freed arrays stay in the process for reuse (see allocator.py)

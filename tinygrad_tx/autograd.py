@@ -261,7 +261,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        arrays = [a.data if isinstance(a, Tensor) else a for a in args]
+        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
         needs = None
         if _state.enabled:
             needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
@@ -384,7 +384,7 @@ def _apply_hooks(hooks, g):
     for hook in hooks:
         new = hook(Tensor(g))
         if new is not None:
-            g = new.data if isinstance(new, Tensor) else np.asarray(new)
+            g = new._data if isinstance(new, Tensor) else np.asarray(new)
     return g
 
 
@@ -434,7 +434,7 @@ def _backward_node(ctx, g, grads, pending, leaves):
             continue
         leaf = isinstance(node, Tensor)
         if leaf:
-            shape, dtype = node.data.shape, node.data.dtype
+            shape, dtype = node._data.shape, node._data.dtype
         else:
             shape, dtype = node.out_shape, node.out_dtype
         if type(gi) is not np.ndarray or gi.shape != shape or gi.dtype != dtype:
@@ -462,7 +462,7 @@ def _backward_node(ctx, g, grads, pending, leaves):
 def _accumulate(t, g):
     """Accumulate into ``t.grad`` like torch: the first gradient is copied, later ones added."""
     if t.grad is None:
-        t.grad = np.array(g, dtype=t.data.dtype, copy=True)
+        t.grad = np.array(g, dtype=t._data.dtype, copy=True)
     else:
         t.grad = np.asarray(t.grad + g)
 

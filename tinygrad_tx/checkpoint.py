@@ -59,7 +59,7 @@ def _json_default(x):
 
 
 def _as_array(value, what: str) -> np.ndarray:
-    arr = np.asarray(value.data if isinstance(value, Tensor) else value)
+    arr = np.asarray(value._data if isinstance(value, Tensor) else value)
     if arr.dtype == object:
         raise TypeError(f"{what}: cannot save an object array (value of type {type(value).__name__})")
     return arr if arr.flags.c_contiguous else arr.copy(order="C")  # (ascontiguousarray makes 0-d 1-d)

@@ -36,7 +36,7 @@ def _backward_vjp(fn, arrays, diff_idx, u):
 
 def _forward(fn, arrays):
     with no_grad():
-        return np.asarray(fn(*[Tensor(a) for a in arrays]).data, dtype=np.float64)
+        return np.asarray(fn(*[Tensor(a) for a in arrays])._data, dtype=np.float64)
 
 
 def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-6, rtol: float = 1e-4,
@@ -46,7 +46,7 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-6, rtol: float 
     ``inputs`` are arrays (float64 ones are differentiated; others, such as
     integer indices or bool masks, are passed through unchanged).
     """
-    arrays = [np.asarray(a.data if isinstance(a, Tensor) else a) for a in inputs]
+    arrays = [np.asarray(a._data if isinstance(a, Tensor) else a) for a in inputs]
     diff_idx = [i for i, a in enumerate(arrays) if a.dtype == np.float64]
     if not diff_idx:
         raise ValueError("gradcheck needs at least one float64 input (finite differences are "

@@ -35,7 +35,7 @@ def default_generator() -> np.random.Generator:
 def _to_array(data, dtype=None) -> np.ndarray:
     """Convert user data to an array with torch.tensor's dtype rules."""
     if isinstance(data, Tensor):
-        arr = data.data
+        arr = data._data
     elif isinstance(data, np.ndarray):
         arr = data
     elif isinstance(data, np.generic):
@@ -63,12 +63,12 @@ class Tensor:
     array([2., 4.])
     """
 
-    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
+    __slots__ = ("_data", "grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
                  "__weakref__")
     __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected ops
 
     def __init__(self, data, requires_grad: bool = False, dtype=None):
-        self.data = _to_array(data, dtype)
+        self._data = _to_array(data, dtype)
         self.grad = None
         self._ctx = None
         self._retains_grad = False
@@ -81,7 +81,7 @@ class Tensor:
     @classmethod
     def _from_op(cls, array: np.ndarray, ctx) -> "Tensor":
         t = cls.__new__(cls)
-        t.data = array
+        t._data = array
         t.grad = None
         t._ctx = ctx
         t._requires_grad = ctx is not None
@@ -89,6 +89,14 @@ class Tensor:
         t._hooks = ()
         t._name = None
         return t
+
+    @property
+    def data(self):
+        return self._data
+
+    @data.setter
+    def data(self, value):
+        self._data = value._data if isinstance(value, Tensor) else value
 
     # ------------------------------------------------------------------ autograd attributes
     @property
@@ -98,9 +106,9 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value: bool):
         value = bool(value)
-        if value and self.data.dtype.kind not in "fc":
+        if value and self._data.dtype.kind not in "fc":
             raise TypeError(f"only Tensors of floating point dtype can require gradients, "
-                            f"got dtype {self.data.dtype} (shape {self.data.shape})")
+                            f"got dtype {self._data.dtype} (shape {self._data.shape})")
         if not value and self._ctx is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf tensors; "
                                "use .detach() to get a tensor that does not require grad")
@@ -171,21 +179,21 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
         if gradient is None:
-            if self.data.size != 1:
+            if self._data.size != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
-                                   f"this tensor has shape {self.data.shape}: pass gradient=")
-            g = np.ones_like(self.data)
+                                   f"this tensor has shape {self._data.shape}: pass gradient=")
+            g = np.ones_like(self._data)
         else:
-            g = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient)
-            if g.shape != self.data.shape:
-                raise ValueError(f"gradient has shape {g.shape} but the tensor has shape {self.data.shape}")
-            if g.dtype != self.data.dtype:
-                g = g.astype(self.data.dtype)
+            g = gradient._data if isinstance(gradient, Tensor) else np.asarray(gradient)
+            if g.shape != self._data.shape:
+                raise ValueError(f"gradient has shape {g.shape} but the tensor has shape {self._data.shape}")
+            if g.dtype != self._data.dtype:
+                g = g.astype(self._data.dtype)
         run_backward(self, g, retain_graph)
 
     def detach(self) -> "Tensor":
         """A new leaf sharing this tensor's data, outside any graph."""
-        return Tensor(self.data)
+        return Tensor(self._data)
 
     def detach_(self) -> "Tensor":
         self._ctx = None
@@ -195,54 +203,54 @@ class Tensor:
     # ------------------------------------------------------------------ array attributes
     @property
     def shape(self):
-        return self.data.shape
+        return self._data.shape
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     def size(self, dim=None):
         if dim is None:
-            return self.data.shape
-        return self.data.shape[_canonical_dim(dim, self.ndim)]
+            return self._data.shape
+        return self._data.shape[_canonical_dim(dim, self.ndim)]
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     def numel(self) -> int:
-        return self.data.size
+        return self._data.size
 
     def __len__(self):
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._data.shape[0]
 
     def item(self):
-        if self.data.size != 1:
-            raise ValueError(f"a Tensor with {self.data.size} elements cannot be converted to a Python scalar")
-        return self.data.item()
+        if self._data.size != 1:
+            raise ValueError(f"a Tensor with {self._data.size} elements cannot be converted to a Python scalar")
+        return self._data.item()
 
     def numpy(self) -> np.ndarray:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        return self.data
+        return self._data
 
     def tolist(self):
-        return self.data.tolist()
+        return self._data.tolist()
 
     def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
+        return self._data if dtype is None else self._data.astype(dtype)
 
     def __repr__(self):
-        body = np.array2string(self.data, separator=", ", prefix="tensor(", precision=4)
+        body = np.array2string(self._data, separator=", ", prefix="tensor(", precision=4)
         extras = []
-        if self.data.dtype != DEFAULT_FLOAT and self.data.dtype != np.int64 and self.data.dtype != np.bool_ \
-                or self.data.size == 0:
-            extras.append(f"dtype={self.data.dtype}")
+        if self._data.dtype != DEFAULT_FLOAT and self._data.dtype != np.int64 and self._data.dtype != np.bool_ \
+                or self._data.size == 0:
+            extras.append(f"dtype={self._data.dtype}")
         if self._ctx is not None:
             extras.append(f"grad_fn=<{self._ctx.fn.__name__}Backward>")
         elif self._requires_grad:
@@ -250,9 +258,9 @@ class Tensor:
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
 
     def __bool__(self):
-        if self.data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self.data.size} elements is ambiguous")
-        return bool(self.data)
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} elements is ambiguous")
+        return bool(self._data)
 
     def __hash__(self):
         return id(self)
@@ -261,7 +269,7 @@ class Tensor:
     def to(self, dtype) -> "Tensor":
         from .ops.elementwise import Cast
         dtype = np.dtype(dtype)
-        if dtype == self.data.dtype:
+        if dtype == self._data.dtype:
             return self
         return Cast.apply(self, dtype=dtype)
 
@@ -284,7 +292,7 @@ class Tensor:
         return self.to(np.bool_)
 
     def is_floating_point(self) -> bool:
-        return self.data.dtype.kind == "f"
+        return self._data.dtype.kind == "f"
 
     def contiguous(self) -> "Tensor":
         return self
@@ -325,14 +333,14 @@ def _as_operand(x, like: Tensor):
     if isinstance(x, Tensor):
         return x
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.ndarray):
-        kind = like.data.dtype.kind
+        kind = like._data.dtype.kind
         if kind in "fc":
-            return np.asarray(x, dtype=like.data.dtype)
+            return np.asarray(x, dtype=like._data.dtype)
         if isinstance(x, float):
             return np.asarray(x, dtype=DEFAULT_FLOAT)
         if isinstance(x, bool) and kind == "b":
             return np.asarray(x)
-        return np.asarray(x, dtype=np.int64 if kind == "b" else like.data.dtype)
+        return np.asarray(x, dtype=np.int64 if kind == "b" else like._data.dtype)
     if isinstance(x, (np.ndarray, np.generic, list, tuple)):
         return Tensor(x)
     raise TypeError(f"unsupported operand type {type(x).__name__} for a Tensor operation")
@@ -341,8 +349,8 @@ def _as_operand(x, like: Tensor):
 def _promote_pair(a, b):
     """Cast the non-float side of a float/int pair to the float side's dtype (torch's rule:
     int64 + float32 -> float32, where NumPy would pick float64)."""
-    da = a.data.dtype if isinstance(a, Tensor) else a.dtype
-    db = b.data.dtype if isinstance(b, Tensor) else b.dtype
+    da = a._data.dtype if isinstance(a, Tensor) else a.dtype
+    db = b._data.dtype if isinstance(b, Tensor) else b.dtype
     if da == db:
         return a, b
     fa, fb = da.kind == "f", db.kind == "f"
@@ -352,9 +360,9 @@ def _promote_pair(a, b):
             return (a.to(db) if isinstance(a, Tensor) else a.astype(db)), b
         return a, (b.to(da) if isinstance(b, Tensor) else b.astype(da))
     if fa and not fb:
-        return a, (b.data if isinstance(b, Tensor) else b).astype(da)
+        return a, (b._data if isinstance(b, Tensor) else b).astype(da)
     if fb and not fa:
-        return (a.data if isinstance(a, Tensor) else a).astype(db), b
+        return (a._data if isinstance(a, Tensor) else a).astype(db), b
     return a, b
 
 
@@ -372,16 +380,16 @@ def _reflected(fn, self, other):
 def _float_operands(a, b):
     """True division and pow of ints produce float32, as torch's do."""
     def f(x):
-        d = x.data.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
+        d = x._data.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
         if d.kind in "iub":
-            return (x.data if isinstance(x, Tensor) else np.asarray(x)).astype(DEFAULT_FLOAT)
+            return (x._data if isinstance(x, Tensor) else np.asarray(x)).astype(DEFAULT_FLOAT)
         return x
     return f(a), f(b)
 
 
 def _floating(s: Tensor) -> Tensor:
     """exp/log/... of an int or bool tensor compute in float32, as torch's do (NumPy would pick float64)."""
-    return s if s.data.dtype.kind == "f" else Tensor(s.data.astype(DEFAULT_FLOAT))
+    return s if s._data.dtype.kind == "f" else Tensor(s._data.astype(DEFAULT_FLOAT))
 
 
 def _dims_arg(dims):
@@ -417,7 +425,7 @@ def _tensor_methods():
         return _binary_op(_E.Pow, s, o)
 
     def rpow(s, o):
-        if isinstance(o, (int, float)) and not isinstance(o, bool) and s.data.dtype.kind == "f":
+        if isinstance(o, (int, float)) and not isinstance(o, bool) and s._data.dtype.kind == "f":
             # a Python base stays a Python number: the backward's log(base) is then exact in
             # float64, as torch's is (log of a float32-rounded base near 1 loses digits)
             return _E.Pow.apply(float(o), s)
@@ -438,8 +446,8 @@ def _tensor_methods():
     # ---- comparisons (no gradient; bool results)
     def cmp(npfn):
         def f(s, o):
-            o = o.data if isinstance(o, Tensor) else o
-            return Tensor(npfn(s.data, o))
+            o = o._data if isinstance(o, Tensor) else o
+            return Tensor(npfn(s._data, o))
         return f
     T.__eq__ = cmp(np.equal)
     T.__ne__ = cmp(np.not_equal)
@@ -451,14 +459,14 @@ def _tensor_methods():
 
     def logical(npfn):
         def f(s, o):
-            o = o.data if isinstance(o, Tensor) else o
-            return Tensor(npfn(s.data, o))
+            o = o._data if isinstance(o, Tensor) else o
+            return Tensor(npfn(s._data, o))
         return f
     T.__and__ = logical(np.logical_and)
     T.__or__ = logical(np.logical_or)
     T.__xor__ = logical(np.logical_xor)
-    T.__invert__ = lambda s: Tensor(~s.data)
-    T.logical_not = lambda s: Tensor(np.logical_not(s.data))
+    T.__invert__ = lambda s: Tensor(~s._data)
+    T.logical_not = lambda s: Tensor(np.logical_not(s._data))
 
     # ---- pointwise math and activations
     T.exp = lambda s: _E.Exp.apply(_floating(s))
@@ -479,9 +487,9 @@ def _tensor_methods():
     T.minimum = lambda s, o: _binary_op(_E.Minimum, s, o)
 
     def masked_fill(s, mask, value):
-        mask = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+        mask = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
         if isinstance(value, Tensor):
-            if value.data.size != 1:
+            if value._data.size != 1:
                 raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got shape {value.shape}")
             value = value.item()
         return _E.MaskedFill.apply(s, mask, value)
@@ -511,7 +519,7 @@ def _tensor_methods():
                 return pairwise(s, dim)
             if dim is None:
                 return _R.MaxAll.apply(s, mode=mode)
-            axis, idx = _R.arg_extreme(s.data, dim, keepdim, mode)
+            axis, idx = _R.arg_extreme(s._data, dim, keepdim, mode)
             if axis is None:  # 0-d input: the value itself, index 0
                 return result_cls(_E.Clone.apply(s), Tensor(np.zeros((), dtype=np.int64)))
             values = _R.MaxDim.apply(s, idx, axis=axis, keepdim=keepdim)
@@ -521,14 +529,14 @@ def _tensor_methods():
     T.min = extreme("min", _R.MinResult, T.minimum)
     T.amax = lambda s, dim=None, keepdim=False: s.max() if dim is None else s.max(dim, keepdim).values
     T.argmax = lambda s, dim=None, keepdim=False: Tensor(
-        np.argmax(s.data, axis=None if dim is None else _canonical_dim(dim, s.ndim), keepdims=keepdim))
+        np.argmax(s._data, axis=None if dim is None else _canonical_dim(dim, s.ndim), keepdims=keepdim))
     T.argmin = lambda s, dim=None, keepdim=False: Tensor(
-        np.argmin(s.data, axis=None if dim is None else _canonical_dim(dim, s.ndim), keepdims=keepdim))
+        np.argmin(s._data, axis=None if dim is None else _canonical_dim(dim, s.ndim), keepdims=keepdim))
 
     # ---- shape
     def reshape(s, *shape):
         shape = _dims_arg(shape)
-        if shape == s.data.shape:
+        if shape == s._data.shape:
             return s
         return _M.Reshape.apply(s, shape)
     T.reshape = reshape
@@ -683,9 +691,9 @@ def _check_same_rank(tensors, op):
 def _common_dtype(tensors):
     """torch's promotion: a float dtype beats int/bool (int64 with float32 -> float32, where
     NumPy would pick float64); within a kind the wider dtype wins."""
-    dtype = tensors[0].data.dtype
+    dtype = tensors[0]._data.dtype
     for t in tensors[1:]:
-        d = t.data.dtype
+        d = t._data.dtype
         if (dtype.kind == "f") != (d.kind == "f"):
             dtype = dtype if dtype.kind == "f" else d
         else:
@@ -703,7 +711,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
             raise ValueError(f"cat: sizes of tensors must match except in dimension {dim}; "
                              f"tensor 0 has shape {ref.shape}, tensor {i} has shape {t.shape}")
     dtype = _common_dtype(tensors)
-    tensors = [t if t.data.dtype == dtype else t.to(dtype) for t in tensors]
+    tensors = [t if t._data.dtype == dtype else t.to(dtype) for t in tensors]
     return _M.Cat.apply(*tensors, dim=d)
 
 
@@ -717,13 +725,13 @@ def stack(tensors, dim: int = 0) -> Tensor:
             raise ValueError(f"stack expects each tensor to be equal size, but got {ref.shape} at entry 0 "
                              f"and {t.shape} at entry {i}")
     dtype = _common_dtype(tensors)
-    tensors = [t if t.data.dtype == dtype else t.to(dtype) for t in tensors]
+    tensors = [t if t._data.dtype == dtype else t.to(dtype) for t in tensors]
     return _M.Stack.apply(*tensors, dim=d)
 
 
 def where(condition, input, other) -> Tensor:
     """``input`` where ``condition`` is true, else ``other`` (``torch.where``)."""
-    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         input = Tensor(input)
     if not isinstance(input, Tensor):

@@ -23,6 +23,10 @@ from .loss import CrossEntropy, cross_entropy, cross_entropy_composite
 from .normalization import LayerNorm, layer_norm, layer_norm_composite
 from .softmax import LogSoftmax, Softmax, log_softmax, log_softmax_composite, softmax, softmax_composite
 
+# Tensor methods that are these functions (bound by tinygrad_tx/_bind.py); torch-level names.
+TENSOR_METHODS = {}
+FUNCTIONS = {}
+
 __all__ = [
     "softmax", "softmax_composite", "log_softmax", "log_softmax_composite",
     "cross_entropy", "cross_entropy_composite",

@@ -31,7 +31,7 @@ def check_float(op: str, **tensors) -> np.dtype:
     for name, t in tensors.items():
         if t is None:
             continue
-        d = t.data.dtype
+        d = t._data.dtype
         if d.kind != "f":
             raise TypeError(f"{op}: {name} must be a floating point tensor, got dtype {d} (shape {t.shape})")
         if dtype is None:
@@ -44,7 +44,7 @@ def check_float(op: str, **tensors) -> np.dtype:
 
 def int_array(x, op: str, name: str) -> np.ndarray:
     """The integer array behind ``x`` (a Tensor, array, list or int) — ids, class targets."""
-    a = x.data if isinstance(x, Tensor) else np.asarray(x)
+    a = x._data if isinstance(x, Tensor) else np.asarray(x)
     if a.dtype.kind not in "iu":
         raise TypeError(f"{op}: {name} must be an integer (long) tensor of indices, got dtype {a.dtype}")
     return a

@@ -207,11 +207,11 @@ def scaled_dot_product_attention_composite(query, key, value, attn_mask=None, dr
     allowed = np.ones(shape, dtype=bool)
     if mask is not None:
         if mask.dtype == np.bool_:
-            scores = scores.masked_fill(~mask.data, float("-inf"))
-            allowed &= mask.data
+            scores = scores.masked_fill(~mask._data, float("-inf"))
+            allowed &= mask._data
         else:
             scores = scores + mask
-            allowed &= mask.data != -np.inf
+            allowed &= mask._data != -np.inf
     if is_causal:
         future = _causal_future(*shape[-2:])
         scores = scores.masked_fill(future, float("-inf"))

@@ -177,7 +177,7 @@ def _check(input, target, weight, ignore_index, reduction, label_smoothing, op):
         if w.requires_grad and is_grad_enabled():
             raise ValueError(f"{op}: weight cannot require grad (class weights are constants; "
                              f"torch's nll_loss is not differentiable with respect to weight)")
-    return z, t, (None if w is None else w.data), axis
+    return z, t, (None if w is None else w._data), axis
 
 
 def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",

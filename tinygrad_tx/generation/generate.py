@@ -76,7 +76,7 @@ class inference_mode:
 def as_prompt(prompt, vocab_size, name: str = "prompt"):
     """A prompt as a (B, T) int64 array, and whether it came in 1-D. Lists, arrays and
     Tensors of integer ids; at least one id; every id in [0, vocab_size)."""
-    arr = prompt.data if isinstance(prompt, Tensor) else np.asarray(prompt)
+    arr = prompt._data if isinstance(prompt, Tensor) else np.asarray(prompt)
     if arr.size == 0:
         raise ValueError(f"{name} is empty (shape {arr.shape}): generation needs at least one token "
                          "to condition on (the names model starts from '$', id 0)")
@@ -146,13 +146,13 @@ class NextLogits:
 
     def __call__(self, ids: np.ndarray) -> np.ndarray:
         if self.cache is None:
-            return self._forward_full(self._window(ids)).data[:, -1]
+            return self._forward_full(self._window(ids))._data[:, -1]
         if ids.shape[1] <= self.block_size and self.cache.holds_prefix_of(ids):
             new = ids[:, self.cache.length:]
         else:
             self.cache.reset()
             new = self._window(ids)
-        return self._forward_cached(new).data[:, -1]
+        return self._forward_cached(new)._data[:, -1]
 
 
 class NextLogitsSeq2Seq(NextLogits):

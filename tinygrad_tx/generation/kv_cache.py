@@ -136,7 +136,7 @@ def _gpt_attention_cached(attn, h: Tensor, cache: KVCache, layer: int) -> Tensor
     appended to the cache; the new queries attend over every cached key; c_proj."""
     q, k, v = attn.c_attn(h).split(attn.d_model, dim=2)
     q, k, v = _heads(q, attn.n_heads), _heads(k, attn.n_heads), _heads(v, attn.n_heads)
-    k_all, v_all = cache.store(layer, k.data, v.data)
+    k_all, v_all = cache.store(layer, k._data, v._data)
     y = _attend_cached(q, k_all, v_all)
     return attn.resid_dropout(attn.c_proj(_merge_heads(y)))
 
@@ -165,7 +165,7 @@ def _forward_new_tokens(model, lm, idx, ids_name: str, cache: KVCache, block_ste
         for layer, block in enumerate(lm.blocks):
             x = block_step(block, x, layer)
         logits = lm.lm_head(lm.ln_f(x))
-    cache.advance(idx.data)
+    cache.advance(idx._data)
     return logits
 
 
@@ -193,8 +193,8 @@ class Seq2SeqKVCache(KVCache):
             self.cross_keys, self.cross_values = [], []
             for block in dec.blocks:
                 attn = block.cross_attn
-                self.cross_keys.append(_heads(attn.k_proj(memory), attn.n_heads).data)
-                self.cross_values.append(_heads(attn.v_proj(memory), attn.n_heads).data)
+                self.cross_keys.append(_heads(attn.k_proj(memory), attn.n_heads)._data)
+                self.cross_values.append(_heads(attn.v_proj(memory), attn.n_heads)._data)
         B, S = memory.shape[:2]
         pm = None if src_padding_mask is None else getattr(src_padding_mask, "data", src_padding_mask)
         mask = attention_mask(B, first.n_heads, 1, S, False, pm)  # (B, 1, 1, S) or None
@@ -204,8 +204,8 @@ class Seq2SeqKVCache(KVCache):
 
 def _mha_self_attention_cached(attn, h: Tensor, cache: KVCache, layer: int) -> Tensor:
     """The decoder's causal ``MultiHeadAttention`` for the new positions (separate q/k/v projections)."""
-    k_all, v_all = cache.store(layer, _heads(attn.k_proj(h), attn.n_heads).data,
-                               _heads(attn.v_proj(h), attn.n_heads).data)
+    k_all, v_all = cache.store(layer, _heads(attn.k_proj(h), attn.n_heads)._data,
+                               _heads(attn.v_proj(h), attn.n_heads)._data)
     y = _attend_cached(_heads(attn.q_proj(h), attn.n_heads), k_all, v_all)
     return attn.resid_dropout(attn.out_proj(_merge_heads(y)))
 

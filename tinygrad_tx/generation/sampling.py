@@ -102,7 +102,7 @@ def check_uniform(uniform, batch: int) -> np.ndarray:
 
 
 def _as_logits(logits) -> np.ndarray:
-    arr = logits.data if isinstance(logits, Tensor) else np.asarray(logits)
+    arr = logits._data if isinstance(logits, Tensor) else np.asarray(logits)
     check_logits(arr)
     return arr.astype(np.float64)
 

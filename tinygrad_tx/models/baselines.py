@@ -54,20 +54,20 @@ class BigramCountModel(nn.Module):
         """Add the bigram counts of ``sequences``: token-id sequences, or strings encoded with
         ``stoi`` and wrapped in ``boundary`` (e.g. '$') on both sides."""
         prev, nxt = bigram_pairs(encode_sequences(sequences, stoi, boundary), self.vocab_size)
-        np.add.at(self.counts.data, (prev, nxt), 1)   # N(c_i, c_j) += 1 per pair, repeats included
+        np.add.at(self.counts._data, (prev, nxt), 1)   # N(c_i, c_j) += 1 per pair, repeats included
         return self
 
     @property
     def probs(self) -> Tensor:
         """P(c_j | c_i) = (N(c_i, c_j) + alpha) / sum_k (N(c_i, c_k) + alpha), float32 (V, V)."""
-        probs = self.counts.data.astype(np.float32) + np.float32(self.alpha)
+        probs = self.counts._data.astype(np.float32) + np.float32(self.alpha)
         with np.errstate(invalid="ignore", divide="ignore"):
             return Tensor(probs / probs.sum(axis=1, keepdims=True))
 
     def forward(self, idx, targets=None):
         idx = as_ids(idx, self.vocab_size, ndim=(1, 2))
         with np.errstate(divide="ignore"):
-            logits = Tensor(np.log(self.probs.data)[idx.data])   # log p are logits: softmax(log p) = p
+            logits = Tensor(np.log(self.probs._data)[idx._data])   # log p are logits: softmax(log p) = p
         loss = None if targets is None else bigram_loss(logits, idx, targets)
         return logits, loss
 
@@ -77,7 +77,7 @@ class BigramCountModel(nn.Module):
         if prev.size == 0:
             raise ValueError("nll needs at least one sequence of two or more tokens")
         with np.errstate(divide="ignore"):
-            return float(-np.log(self.probs.data[prev, nxt]).mean())
+            return float(-np.log(self.probs._data[prev, nxt]).mean())
 
 
 class NeuralBigram(nn.Module):

@@ -40,13 +40,13 @@ def check_attn_impl(attn_impl: str) -> str:
 def as_ids(idx, vocab_size: int, name: str = "idx", ndim=(2,)) -> Tensor:
     """Token ids as an int Tensor, checked: integer dtype, rank, every id in [0, vocab_size)."""
     idx = idx if isinstance(idx, Tensor) else Tensor(np.asarray(idx))
-    check_token_ids(idx.data, vocab_size, name, ndim)
+    check_token_ids(idx._data, vocab_size, name, ndim)
     return idx
 
 
 def as_targets(targets, logits_shape, vocab_size: int, name: str = "targets") -> Tensor:
     targets = targets if isinstance(targets, Tensor) else Tensor(np.asarray(targets))
-    check_targets(targets.data, logits_shape, vocab_size, name=name)
+    check_targets(targets._data, logits_shape, vocab_size, name=name)
     return targets
 
 
@@ -149,7 +149,7 @@ class CausalSelfAttention(nn.Module):
         While the buffer is the read-only array made in ``__init__`` (or its cast), the result
         is computed once per sequence length instead of at every step; a writeable buffer
         (one you may edit in place) is read every time."""
-        buffer = self.causal_mask.data
+        buffer = self.causal_mask._data
         if buffer.flags.writeable:
             return self.causal_mask[:, :, :T, :T] == 0
         cached = getattr(self, "_future_cache", None)

@@ -109,7 +109,7 @@ class BatchNorm(Function):
 
 
 def _array(t):
-    return None if t is None else (t.data if isinstance(t, Tensor) else np.asarray(t))
+    return None if t is None else (t._data if isinstance(t, Tensor) else np.asarray(t))
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
@@ -124,7 +124,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """
     if not isinstance(input, Tensor):
         input = Tensor(input)
-    x = input.data
+    x = input._data
     if x.ndim < 2:
         raise ValueError(f"batch_norm: expected input of shape (N, C, *) with at least 2 dimensions, "
                          f"got shape {x.shape}")

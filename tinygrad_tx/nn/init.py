@@ -1,6 +1,6 @@
 """Weight initialisation, in place, with torch's names and distributions.
 
-Every function fills ``tensor.data`` in place (keeping its dtype and its
+Every function fills ``tensor._data`` in place (keeping its dtype and its
 identity, so tied weights stay tied) and returns the tensor, as
 ``torch.nn.init`` does. Random draws come from ``generator`` when given, else
 from the global generator ``tinygrad_tx.tensor.default_generator()`` (seeded by
@@ -32,7 +32,7 @@ def _gen(generator):
 def _fill(tensor, values):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"init: expected a Tensor or Parameter, got {type(tensor).__name__}")
-    tensor.data[...] = values
+    tensor._data[...] = values
     return tensor
 
 

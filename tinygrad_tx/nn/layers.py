@@ -129,7 +129,7 @@ class Embedding(Module):
     def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None):
         """An Embedding whose weight is ``embeddings`` (a 2-D array or Tensor, not copied);
         ``freeze=True`` makes it non-trainable, as in torch."""
-        data = embeddings.data if isinstance(embeddings, Tensor) else np.asarray(embeddings)
+        data = embeddings._data if isinstance(embeddings, Tensor) else np.asarray(embeddings)
         if data.ndim != 2:
             raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape {data.shape}")
         module = cls(data.shape[0], data.shape[1], padding_idx=padding_idx, _weight=Parameter(data))
@@ -139,7 +139,7 @@ class Embedding(Module):
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
+            self.weight._data[self.padding_idx] = 0
 
     def forward(self, input):
         return F.embedding(input, self.weight, padding_idx=self.padding_idx)
@@ -303,9 +303,9 @@ class BatchNorm1d(Module):
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
-            self.running_mean.data[...] = 0
-            self.running_var.data[...] = 1
-            self.num_batches_tracked.data[...] = 0
+            self.running_mean._data[...] = 0
+            self.running_var._data[...] = 1
+            self.num_batches_tracked._data[...] = 0
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
@@ -325,14 +325,14 @@ class BatchNorm1d(Module):
         count = self.num_batches_tracked
         update = self.training and self.track_running_stats and count is not None
         if update and self.momentum is None:
-            factor = 1.0 / float(count.data + 1)  # cumulative moving average
+            factor = 1.0 / float(count._data + 1)  # cumulative moving average
         # batch statistics in training mode, and whenever there are no running estimates
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         keep = not self.training or self.track_running_stats
         out = batch_norm(x, self.running_mean if keep else None, self.running_var if keep else None,
                          self.weight, self.bias, use_batch, factor, self.eps)
         if update:
-            count.data[...] = count.data + 1
+            count._data[...] = count._data + 1
         return out
 
     def extra_repr(self) -> str:

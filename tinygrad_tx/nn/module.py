@@ -97,7 +97,7 @@ class RemovableHandle:
 def _state_value_to_array(value, key: str) -> np.ndarray:
     """A state-dict value as a NumPy array: ndarray, our Tensor, or a torch tensor (duck-typed)."""
     if isinstance(value, Tensor):
-        arr = value.data
+        arr = value._data
     elif isinstance(value, np.ndarray):
         arr = value
     elif all(hasattr(value, a) for a in ("detach", "cpu", "numpy")):
@@ -343,7 +343,7 @@ class Module:
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         """Number of scalar parameters, each tied Parameter counted once."""
-        return sum(p.data.size for p in self.parameters() if p.requires_grad or not trainable_only)
+        return sum(p._data.size for p in self.parameters() if p.requires_grad or not trainable_only)
 
     # ------------------------------------------------------------------ modes and gradients
     def train(self, mode: bool = True):
@@ -389,13 +389,13 @@ class Module:
         for m in self.modules():
             for store in (m._parameters, m._buffers):
                 for t in store.values():
-                    if t is None or id(t) in seen or t.data.dtype.kind != "f":
+                    if t is None or id(t) in seen or t._data.dtype.kind != "f":
                         continue
                     seen.add(id(t))
-                    old = t.data
-                    t.data = old.astype(dtype, copy=False)
+                    old = t._data
+                    t._data = old.astype(dtype, copy=False)
                     if not old.flags.writeable:   # a read-only constant stays read-only
-                        t.data.flags.writeable = False
+                        t._data.flags.writeable = False
                     if t.grad is not None:
                         t.grad = t.grad.astype(dtype, copy=False)
         return self
@@ -421,10 +421,10 @@ class Module:
             destination = OrderedDict()
         for name, p in self._parameters.items():
             if p is not None:
-                destination[prefix + name] = p if keep_vars else np.array(p.data, copy=True)
+                destination[prefix + name] = p if keep_vars else np.array(p._data, copy=True)
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = b if keep_vars else np.array(b.data, copy=True)
+                destination[prefix + name] = b if keep_vars else np.array(b._data, copy=True)
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
@@ -447,8 +447,8 @@ class Module:
             if key not in state_dict:
                 continue
             arr = _state_value_to_array(state_dict[key], key)
-            if arr.shape != target.data.shape:
-                mismatched.append((key, arr.shape, target.data.shape))
+            if arr.shape != target._data.shape:
+                mismatched.append((key, arr.shape, target._data.shape))
             else:
                 arrays.append((target, arr))
         if mismatched or (strict and (missing or unexpected)):
@@ -464,7 +464,7 @@ class Module:
                        + "\n\t".join(lines))
             raise StateDictError(message, missing, unexpected, mismatched)
         for target, arr in arrays:
-            np.copyto(target.data, arr, casting="unsafe")
+            np.copyto(target._data, arr, casting="unsafe")
         return _IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ repr

@@ -31,9 +31,9 @@ class Parameter(Tensor):
         if data is None:
             data = np.empty((0,), dtype=np.float32)
         super().__init__(data)
-        if self.data.dtype.kind != "f":
+        if self._data.dtype.kind != "f":
             raise TypeError(f"Parameter: only floating point data can be a Parameter, got dtype "
-                            f"{self.data.dtype} (shape {self.data.shape}); cast it with .astype(np.float32) "
+                            f"{self._data.dtype} (shape {self._data.shape}); cast it with .astype(np.float32) "
                             "or register it as a buffer")
         self.requires_grad = requires_grad
 
@@ -43,7 +43,7 @@ class Parameter(Tensor):
     def __reduce_ex__(self, protocol):
         # copy.deepcopy / pickle: rebuild as a Parameter with its own copy of the data (the
         # memo keeps tied parameters tied), keeping requires_grad and any gradient.
-        return (_rebuild_parameter, (self.data, self._requires_grad, self.grad))
+        return (_rebuild_parameter, (self._data, self._requires_grad, self.grad))
 
 
 def _rebuild_parameter(data, requires_grad, grad):

@@ -152,7 +152,7 @@ def flash_attention(query, key, value, attn_mask=None, is_causal=False, scale=No
                          "do not broadcast") from None
     mask = None
     if attn_mask is not None:
-        mask = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+        mask = attn_mask._data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
         try:
             np.broadcast_shapes(mask.shape, batch + (qs[-2], ks[-2]))
         except ValueError:

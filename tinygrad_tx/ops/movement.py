@@ -93,7 +93,7 @@ def _normalize_index(index):
     advanced = False
     for it in items:
         if isinstance(it, Tensor):
-            it = it.data
+            it = it._data
         if isinstance(it, list):
             it = np.asarray(it)
             if it.dtype.kind == "f":

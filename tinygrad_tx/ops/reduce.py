@@ -165,3 +165,6 @@ def arg_extreme(x, dim, keepdim, mode):
 
 MaxResult = namedtuple("max", ["values", "indices"])
 MinResult = namedtuple("min", ["values", "indices"])
+
+TENSOR_METHODS = {}
+FUNCTIONS = {}

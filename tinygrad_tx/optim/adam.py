@@ -139,7 +139,7 @@ class Adam(Optimizer):
             for p, grad in self._params_with_grad(group):  # grad already negated if maximize
                 state = self._init_state(p, amsgrad)
                 state["step"] += 1
-                adam_update(p.data, grad, state["exp_avg"], state["exp_avg_sq"],
+                adam_update(p._data, grad, state["exp_avg"], state["exp_avg_sq"],
                             state["max_exp_avg_sq"] if amsgrad else None, float(state["step"]), **hyper)
         return loss
 
@@ -182,10 +182,10 @@ class Adam(Optimizer):
         state = self.state[p]
         if len(state) == 0:
             state["step"] = np.zeros((), dtype=np.float32)
-            state["exp_avg"] = np.zeros_like(p.data)
-            state["exp_avg_sq"] = np.zeros_like(p.data)
+            state["exp_avg"] = np.zeros_like(p._data)
+            state["exp_avg_sq"] = np.zeros_like(p._data)
             if amsgrad:
-                state["max_exp_avg_sq"] = np.zeros_like(p.data)
+                state["max_exp_avg_sq"] = np.zeros_like(p._data)
         elif not isinstance(state["step"], np.ndarray) or state["step"].ndim != 0:
             state["step"] = np.asarray(float(np.asarray(state["step"]).reshape(())), dtype=np.float32)
         if amsgrad and "max_exp_avg_sq" not in state:

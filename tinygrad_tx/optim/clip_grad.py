@@ -29,7 +29,7 @@ def _grads(parameters) -> list[np.ndarray]:
         if p.grad is None:
             continue
         if not isinstance(p.grad, np.ndarray):
-            p.grad = np.array(p.grad.data if isinstance(p.grad, Tensor) else p.grad, dtype=p.data.dtype)
+            p.grad = np.array(p.grad._data if isinstance(p.grad, Tensor) else p.grad, dtype=p._data.dtype)
         grads.append(p.grad)
     return grads
 
@@ -58,7 +58,7 @@ def _vector_norm(x: np.ndarray, norm_type: float) -> np.float64:
 
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> np.ndarray:
     """The p-norm of the norms of ``tensors`` (arrays), as a 0-d array of their common dtype."""
-    tensors = [t.data if isinstance(t, Tensor) else np.asarray(t) for t in _as_list(tensors)]
+    tensors = [t._data if isinstance(t, Tensor) else np.asarray(t) for t in _as_list(tensors)]
     norm_type = float(norm_type)
     if len(tensors) == 0:
         return np.zeros((), dtype=np.float32)

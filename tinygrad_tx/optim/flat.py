@@ -16,18 +16,18 @@ from ..tensor import Tensor
 
 class FlatParameters:
     """``FlatParameters(params)`` copies the values of ``params`` (one floating dtype, distinct
-    Tensors) into one 1-D buffer ``data`` and rebinds every ``p.data`` to a view of its
+    Tensors) into one 1-D buffer ``data`` and rebinds every ``p._data`` to a view of its
     segment (same shape and values): updating ``data`` in place updates every parameter.
 
     Code that held a parameter's *previous* array would no longer see the updates;
     :meth:`movable` says when nothing does. ``valid()`` says whether every parameter still
-    uses its view (``module.to(float64)`` or an assignment to ``p.data`` replaces it).
+    uses its view (``module.to(float64)`` or an assignment to ``p._data`` replaces it).
     Gradients stay ordinary per-parameter arrays, fresh at every backward as in torch;
     :meth:`gather` copies them into one flat array for the update.
     """
 
     _buffers = weakref.WeakValueDictionary()   # id -> every live ``data`` buffer made here
-    _sole_refcount = None                      # sys.getrefcount(t.data) of an array held by t alone
+    _sole_refcount = None                      # sys.getrefcount(t._data) of an array held by t alone
 
     def __init__(self, params):
         self.params = list(params)
@@ -35,17 +35,17 @@ class FlatParameters:
         if problem is not None:
             error, reason = problem
             raise error(f"FlatParameters: {reason}")
-        dtype = self.params[0].data.dtype
+        dtype = self.params[0]._data.dtype
         self.offsets = [0]
         for p in self.params:
-            self.offsets.append(self.offsets[-1] + p.data.size)
+            self.offsets.append(self.offsets[-1] + p._data.size)
         self.data = np.empty(self.offsets[-1], dtype=dtype)
         FlatParameters._buffers[id(self.data)] = self.data
         self.views = []
         for i, p in enumerate(self.params):
-            view = self.segment(self.data, i, p.data.shape)
-            view[...] = p.data
-            p.data = view
+            view = self.segment(self.data, i, p._data.shape)
+            view[...] = p._data
+            p._data = view
             self.views.append(view)
 
     def segment(self, buffer: np.ndarray, i: int, shape=None) -> np.ndarray:
@@ -54,7 +54,7 @@ class FlatParameters:
         return part.reshape(self.views[i].shape if shape is None else shape)
 
     def valid(self) -> bool:
-        return all(p.data is v for p, v in zip(self.params, self.views))
+        return all(p._data is v for p, v in zip(self.params, self.views))
 
     def gather(self, grads) -> np.ndarray:
         """One flat array of the per-parameter arrays ``grads`` (in ``params`` order)."""
@@ -67,7 +67,7 @@ class FlatParameters:
     @staticmethod
     def _layout_problem(params):
         """(exception class, reason) when ``params`` cannot share one buffer at all, else None."""
-        dtypes = {p.data.dtype for p in params}
+        dtypes = {p._data.dtype for p in params}
         if len(dtypes) != 1 or next(iter(dtypes)).kind != "f":
             return TypeError, f"the parameters must have one floating dtype, got {sorted(str(d) for d in dtypes)}"
         if len({id(p) for p in params}) != len(params):
@@ -79,7 +79,7 @@ class FlatParameters:
         """None when flattening ``params`` changes nothing that the rest of the program can see,
         else the reason why not.
 
-        Rebinding ``p.data`` is invisible when that array is referenced by ``p`` alone: no
+        Rebinding ``p._data`` is invisible when that array is referenced by ``p`` alone: no
         other Tensor shares it (tied weights made of two Tensors), no view of it exists, no
         variable holds it (``sys.getrefcount`` counts all of those) -- and it is not itself a
         view into someone else's array (only into a buffer made here).
@@ -89,12 +89,12 @@ class FlatParameters:
             return problem[1]
         if cls._sole_refcount is None:
             probe = Tensor(np.empty(1))
-            cls._sole_refcount = sys.getrefcount(probe.data)
+            cls._sole_refcount = sys.getrefcount(probe._data)
         for i, p in enumerate(params):
-            base = p.data.base
+            base = p._data.base
             if base is not None and cls._buffers.get(id(base)) is not base:
-                return f"parameter {i} (shape {p.data.shape}) is a view of another array"
-            if sys.getrefcount(p.data) > cls._sole_refcount:
-                return (f"the array of parameter {i} (shape {p.data.shape}) is also referenced elsewhere "
+                return f"parameter {i} (shape {p._data.shape}) is a view of another array"
+            if sys.getrefcount(p._data) > cls._sole_refcount:
+                return (f"the array of parameter {i} (shape {p._data.shape}) is also referenced elsewhere "
                         "(another Tensor, a view of it, or a variable), which would stop seeing the updates")
         return None

@@ -10,7 +10,7 @@ between the two without translation:
 * ``self.state[p]`` is a dict of NumPy arrays kept for parameter ``p``
   (momentum buffers, moment estimates), created lazily at ``p``'s first step,
   in ``p``'s dtype (a float32 model keeps float32 state, like torch).
-* ``step()`` updates every ``p.data`` **in place** (``p.data -= ...``), so an
+* ``step()`` updates every ``p._data`` **in place** (``p._data -= ...``), so an
   array shared by two Tensors (tied weights, views) stays consistent.
   Parameters whose ``.grad`` is None are skipped, as in torch.
 * ``state_dict()`` has torch's structure: ``{"state": {index: {...}},
@@ -137,7 +137,7 @@ class Optimizer:
                     elif isinstance(p.grad, np.ndarray):
                         p.grad[...] = 0
                     else:  # a NumPy scalar (0-d arithmetic returns those) cannot be zeroed in place
-                        p.grad = np.zeros_like(p.data)
+                        p.grad = np.zeros_like(p._data)
 
     def _params_with_grad(self, group: dict):
         """``(p, g)`` for each parameter of ``group`` that has a gradient (torch skips the others);
@@ -151,11 +151,11 @@ class Optimizer:
     @staticmethod
     def _grad_of(p: Tensor) -> np.ndarray:
         """``p.grad`` as an array of ``p``'s shape and dtype (a Tensor or other dtype is converted)."""
-        g = p.grad.data if isinstance(p.grad, Tensor) else np.asarray(p.grad)
-        if g.shape != p.data.shape:
-            raise ValueError(f"parameter of shape {p.data.shape} has a gradient of shape {g.shape}")
-        if g.dtype != p.data.dtype:
-            g = g.astype(p.data.dtype)
+        g = p.grad._data if isinstance(p.grad, Tensor) else np.asarray(p.grad)
+        if g.shape != p._data.shape:
+            raise ValueError(f"parameter of shape {p._data.shape} has a gradient of shape {g.shape}")
+        if g.dtype != p._data.dtype:
+            g = g.astype(p._data.dtype)
         return g
 
     @staticmethod
@@ -235,11 +235,11 @@ class Optimizer:
         arr = np.array(value, copy=True)
         if name == "step":
             return arr
-        if arr.shape != p.data.shape:
+        if arr.shape != p._data.shape:
             raise ValueError(f"loaded optimizer state '{name}' of parameter {idx} has shape {arr.shape}, "
-                             f"but the parameter has shape {p.data.shape}")
-        if p.data.dtype.kind == "f" and arr.dtype != p.data.dtype:
-            arr = arr.astype(p.data.dtype)
+                             f"but the parameter has shape {p._data.shape}")
+        if p._data.dtype.kind == "f" and arr.dtype != p._data.dtype:
+            arr = arr.astype(p._data.dtype)
         return arr
 
 

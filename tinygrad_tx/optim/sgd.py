@@ -50,16 +50,16 @@ class SGD(Optimizer):
             weight_decay, nesterov = float(group["weight_decay"]), group["nesterov"]
             for p, grad in self._params_with_grad(group):  # grad already negated if maximize
                 if weight_decay != 0:
-                    grad = grad + weight_decay * p.data
+                    grad = grad + weight_decay * p._data
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = np.array(grad, dtype=p.data.dtype)  # a copy; an array even when 0-d
+                        buf = np.array(grad, dtype=p._data.dtype)  # a copy; an array even when 0-d
                         state["momentum_buffer"] = buf
                     else:
                         buf *= momentum
                         buf += (1 - dampening) * grad
                     grad = grad + momentum * buf if nesterov else buf
-                p.data -= lr * grad
+                p._data -= lr * grad
         return loss

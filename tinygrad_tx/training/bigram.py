@@ -18,7 +18,7 @@ from .gpt import corpus_name, load_split, mark_novel
 def sample_bigram(model: BigramCountModel, vocab: CharVocab, num: int, seed: int, max_len: int = 30) -> list[str]:
     """Names drawn from the table: start at '$', draw each next character from its row,
     stop at '$' (or after ``max_len`` letters)."""
-    probs = model.probs.data.astype(np.float64)
+    probs = model.probs._data.astype(np.float64)
     rng = np.random.default_rng(seed)
     names = []
     for _ in range(num):

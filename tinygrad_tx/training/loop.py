@@ -149,7 +149,7 @@ def evaluate_batches(model, batches, task, keep_outputs: bool = False):
         total += float(loss.item()) * k
         n += k
         if keep_outputs:
-            outputs.append(out.data)
+            outputs.append(out._data)
     return total, n, (np.concatenate(outputs) if keep_outputs else None)
 
 

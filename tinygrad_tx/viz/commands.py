@@ -204,7 +204,7 @@ def trained_gpt(args, log=print):
 def cmd_plot_embeddings(args) -> int:
     from .pictures import plot_embeddings_3d, vowel_gathering
     model, vocab, desc = trained_gpt(args)
-    weight = model.token_embedding.weight.data
+    weight = model.token_embedding.weight._data
     if weight.shape[1] != 3:
         raise ValueError(f"the 3-D picture needs d_model = 3; this model has d_model = {weight.shape[1]}")
     stats = vowel_gathering(weight, vocab)

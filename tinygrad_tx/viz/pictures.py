@@ -63,7 +63,7 @@ def bigram_counts(names, vocab) -> np.ndarray:
     """N(c_i, c_j) over '$' + name + '$' of every name (``BigramCountModel.fit``), int (V, V)."""
     from ..models import BigramCountModel
     model = BigramCountModel(len(vocab.chars), alpha=0.0).fit(list(names), vocab.stoi, vocab.sentinel)
-    return model.counts.data.copy()
+    return model.counts._data.copy()
 
 
 def plot_bigram(counts, vocab, path, title: str | None = None) -> Path:
@@ -169,13 +169,13 @@ def attention_weights(module, x: Tensor, output: Tensor | None = None, rtol: flo
         att = F.softmax(att, dim=-1)
         if output is not None:
             y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-            again = module.c_proj(y).data.astype(np.float64)
-            ref = np.asarray(output.data, dtype=np.float64)
+            again = module.c_proj(y)._data.astype(np.float64)
+            ref = np.asarray(output._data, dtype=np.float64)
             err = float(np.max(np.abs(again - ref))) / max(float(np.max(np.abs(ref))), 1e-30)
             if err > rtol:
                 raise RuntimeError(f"the recomputed attention does not reproduce the module's output "
                                    f"(relative error {err:.2e} > {rtol:g})")
-    return att.data
+    return att._data
 
 
 def attention_maps(model, idx) -> np.ndarray:

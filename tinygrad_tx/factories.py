@@ -1,0 +1,3 @@
+"""placeholder: factories."""
+TENSOR_METHODS = {}
+FUNCTIONS = {}

@@ -1,0 +1,3 @@
+"""placeholder: filled in by the op-family work."""
+TENSOR_METHODS = {}
+FUNCTIONS = {}
