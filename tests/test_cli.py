@@ -245,7 +245,7 @@ def test_reported_loss_is_the_per_character_nll_of_every_prefix():
     for name in task.dev_names:
         ids = v.encode("$" + name + "$")
         for t in range(1, len(ids)):
-            logits = model(np.array([ids[:t]]))[0].data[0, -1].astype(np.float64)
+            logits = model(np.array([ids[:t]]))[0]._data[0, -1].astype(np.float64)
             logp = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
             nll.append(-logp[ids[t]])
     assert task.evaluate(model, "dev")["dev_loss"] == pytest.approx(np.mean(nll), rel=1e-12)
@@ -429,3 +429,174 @@ def test_installed_console_script_finds_the_benchmark_from_any_directory(tmp_pat
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "--quick" in proc.stdout
+
+
+# ---------------------------------------------------------------------------- makemore's --type
+
+@pytest.mark.parametrize("kind,model,layout", [("bigram", "NeuralBigram", "full"), ("mlp", "FlattenMLP", "prefix")])
+def test_train_names_type_baselines_train_checkpoint_and_sample(kind, model, layout, tmp_path, corpus, capsys):
+    ckpt = tmp_path / f"{kind}.safetensors"
+    code, out, err = run(["train", "names", "--type", kind, "--data", corpus, "--steps", "4", "--block-size", "8",
+                          "--eval-every", "2", "--batch-size", "8", "--out", ckpt, "--num-samples", "3", *TINY],
+                         capsys)
+    assert code == 0, err
+    assert f"model: {model}," in out and "dev loss" in out and "bigram count model" not in out
+    assert [line.split(":")[0].strip() for line in out.splitlines() if line.startswith("step")] == \
+        ["step      2/4", "step      4/4"]
+    assert len(out.split("generated names:")[1].strip().splitlines()) == 3
+    loaded, vocab, info = load_gpt(ckpt)
+    assert type(loaded).__name__ == model and info["layout"] == layout and info["config"]["type"] == kind
+    code, out, err = run(["sample", "--checkpoint", ckpt, "-n", "4", "--seed", "2", "--prefix", "Em",
+                          "--no-mark"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[0].endswith(f"({layout} layout, dev loss {info['metrics']['dev_loss']:.4f})")
+    assert model in out.splitlines()[0]
+    names = out.splitlines()[1:]
+    assert len(names) == 4 and all(n.startswith("em") and set(n) <= set("abcdefghijklmnopqrstuvwxyz") for n in names)
+
+
+def test_mlp_samples_continue_the_window_the_model_scores():
+    """``sample_names`` feeds a FlattenMLP its left-padded window: the first letter's distribution
+    is the model's own softmax on block_size '$'s, so greedy decoding picks its argmax."""
+    from tinygrad_tx.models import FlattenMLP
+    from tinygrad_tx import manual_seed
+    manual_seed(0)
+    vocab = CharVocab.tutorial()
+    m = FlattenMLP(27, block_size=5, d_model=4, hidden=8)
+    logits = m(np.zeros((1, 5), dtype=np.int64))[0]._data[0]
+    first = sample_names(m, vocab, 2, greedy=True, max_len=1)
+    expected = vocab.itos[int(np.argmax(logits))]
+    assert first == ["" if expected == "$" else expected] * 2
+
+
+def test_type_is_a_gpt_config_field_and_names_is_an_alias_of_gpt():
+    parser = cli.build_parser()
+    assert cli.config_from_args(GPTConfig, parser.parse_args(["train", "names"])) == GPTConfig()
+    cfg = cli.config_from_args(GPTConfig, parser.parse_args(["train", "gpt", "--type", "mlp"]))
+    assert cfg.type == "mlp" and GPTTask(cfg, names=(NAMES, NAMES[:12], NAMES[12:16], NAMES[16:])).layout == "prefix"
+    assert cli.main(["train", "names", "--type", "bow"]) == 2    # makemore's bow has no model here
+
+
+# ---------------------------------------------------------------------------- checks before the data
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["train", "gpt", "--d-model", "10", "--n-heads", "4"], "--d-model 10 is not divisible by --n-heads 4"),
+    (["train", "names", "--attn-impl", "flash", "--dropout", "0.1"], "--attn-impl flash has no attention dropout"),
+    (["train", "encoder", "--d-model", "6", "--n-heads", "4"], "not divisible"),
+])
+def test_flag_combinations_fail_before_the_corpus_loads(argv, fragment, tmp_path, capsys):
+    code, _, err = run([*argv, *(["--data", tmp_path / "missing.txt"] if "encoder" not in argv else [])], capsys)
+    assert_one_line_error(code, err, 2, fragment)
+    assert "file not found" not in err                       # the missing corpus was never opened
+
+
+def test_flash_without_dropout_and_compare_torch_with_dropout_pass_the_checks():
+    GPTConfig(attn_impl="flash", dropout=0.0)
+    GPTConfig(attn_impl="flash", dropout=0.1, compare_torch=True)   # --compare-torch sets dropout to 0 itself
+    GPTConfig(type="mlp", d_model=10, n_heads=4)                    # the MLP has no heads
+    with pytest.raises(ValueError, match="not divisible"):
+        GPTConfig().replace(d_model=10)
+
+
+def test_plot_commands_check_their_flags_before_training(tmp_path, capsys):
+    code, _, err = run(["plot", "attention", "--d-model", "10", "--n-heads", "4", "--data",
+                        tmp_path / "missing.txt", "-o", tmp_path / "a.png"], capsys)
+    assert_one_line_error(code, err, 1, "not divisible")
+    code, out, err = run(["plot", "attention", "--name", "Anne-Marie", "--data", tmp_path / "missing.txt"], capsys)
+    assert_one_line_error(code, err, 1, "--name 'anne-marie'", "'-'")
+    assert "corpus" not in out
+
+
+# ---------------------------------------------------------------------------- one rule for typed names
+
+def test_prefix_and_name_follow_one_rule():
+    from tinygrad_tx.training.gpt import name_letters
+    vocab = CharVocab.tutorial()
+    assert name_letters(" Mar ", vocab) == "mar" and name_letters("ANNE", vocab, "--name") == "anne"
+    with pytest.raises(ValueError, match=r"--prefix '\$a'.*'\$'.*added for you"):
+        name_letters("$a", vocab)
+    with pytest.raises(ValueError, match=r"--name 'anne-marie': characters not in the vocabulary: '-'"):
+        name_letters("Anne-Marie", vocab, "--name")
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        sample_names(GPTTask(GPTConfig(d_model=16, n_heads=2, n_layers=1),
+                             names=(NAMES, NAMES[:12], NAMES[12:16], NAMES[16:])).build_model(), vocab, 2, prefix="a$")
+
+
+def test_sample_prefix_capitals_dollar_and_empty_names(tmp_path, corpus, capsys):
+    ckpt = tmp_path / "m.safetensors"
+    assert run(["train", "gpt", "--data", corpus, "--steps", "2", "--block-size", "12", "--out", ckpt,
+                "--num-samples", "0", *TINY], capsys)[0] == 0
+    base = ["sample", "--checkpoint", ckpt, "-n", "5", "--seed", "4", "--no-mark"]
+    code, upper, err = run([*base, "--prefix", "Mar"], capsys)
+    assert code == 0, err
+    assert upper == run([*base, "--prefix", "mar"], capsys)[1]          # Mar is mar, as the corpus is
+    code, _, err = run([*base, "--prefix", "$"], capsys)
+    assert_one_line_error(code, err, 1, "--prefix '$'", "added for you")
+    from tinygrad_tx.training.gpt import mark_novel
+    lines = mark_novel(["", "emma", "zzz"], ["emma"], ["emma", "ava"])
+    assert lines == ["(empty: the model ended the name at once)", "emma  (in training set)", "zzz  (new)"]
+
+
+# ---------------------------------------------------------------------------- --threads
+
+def test_threads_flag_limits_blas_and_our_pool_and_restores_them(tmp_path, corpus, monkeypatch, capsys):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from tinygrad_tx import parallel
+    from tinygrad_tx.training import loop
+    before = parallel.get_num_threads()
+    seen = []
+    real = loop.train_step
+
+    def spy(*a, **k):
+        blas = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+        seen.append((parallel.get_num_threads(), blas))
+        return real(*a, **k)
+    monkeypatch.setattr(loop, "train_step", spy)
+    code, _, err = run(["train", "gpt", "--data", corpus, "--steps", "2", "--block-size", "12", "--threads", "1",
+                        "--out", tmp_path / "m.safetensors", "--num-samples", "0", *TINY], capsys)
+    assert code == 0, err
+    assert seen and all(n == 1 and all(b == 1 for b in blas) for n, blas in seen)
+    assert parallel.get_num_threads() == before
+    assert cli.build_parser().parse_args(["train", "vit"]).threads == 0                   # every trainer has it
+    code, _, err = run(["train", "gpt", "--threads", "-1"], capsys)
+    assert_one_line_error(code, err, 2, "--threads: must be >= 0")
+
+
+# ---------------------------------------------------------------------------- run FILE.py
+
+def test_run_parses_the_file_and_hands_everything_after_it_to_the_script(tmp_path, monkeypatch, capsys):
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    calls = []
+    shim = type(sys)("tinygrad_tx.torch_shim")
+    shim.run_file = lambda path, argv: calls.append((path, argv)) or 3
+    monkeypatch.setitem(sys.modules, "tinygrad_tx.torch_shim", shim)
+    assert run(["run", script, "--lr", "0.1", "--help", "-n", "2"], capsys)[0] == 3
+    assert calls == [(str(script), ["--lr", "0.1", "--help", "-n", "2"])]
+    shim.run_file = lambda path, argv: sys.exit(4)
+    assert run(["run", script], capsys)[0] == 4
+    shim.run_file = lambda path, argv: None
+    assert run(["run", script], capsys)[0] == 0
+
+    def broken(path, argv):
+        raise KeyError("the script's own bug")
+    shim.run_file = broken
+    code, _, err = run(["run", script], capsys)
+    assert code == 1 and "Traceback" in err and "the script's own bug" in err    # its traceback, as python shows
+
+
+def test_run_errors_and_help(tmp_path, monkeypatch, capsys):
+    code, _, err = run(["run", tmp_path / "nope.py", "--x"], capsys)
+    assert_one_line_error(code, err, 1, "file not found", "nope.py")
+    code, _, err = run(["run", tmp_path], capsys)
+    assert_one_line_error(code, err, 1, "is a directory")
+    code, _, err = run(["run"], capsys)
+    assert_one_line_error(code, err, 2, "FILE.py")
+    code, out, _ = run(["run", "--help"], capsys)
+    assert code == 0 and "run a PyTorch script on tinygrad_tx (its `import torch` loads tinygrad_tx)" in " ".join(
+        out.split())
+    script = tmp_path / "s.py"
+    script.write_text("")
+    monkeypatch.setitem(sys.modules, "tinygrad_tx.torch_shim", None)                 # not importable
+    code, _, err = run(["run", script], capsys)
+    assert_one_line_error(code, err, 1, "needs tinygrad_tx.torch_shim")

@@ -582,12 +582,17 @@ def test_cli_graph_trace_explain(tmp_path, capsys, monkeypatch):
     assert "attn.c_attn.weight" in text and "saved" in text
     assert "21 ops" in capsys.readouterr().out
     monkeypatch.setattr(graph_mod, "dot_program", lambda: None)
-    assert main(["graph", "layernorm", "--composite", "--png", "-o", str(tmp_path / "ln.dot")]) == 0
+    # a PNG asked for and not drawn: the .dot is written, the status says the PNG is missing
+    assert main(["graph", "layernorm", "--composite", "--png", "-o", str(tmp_path / "ln.dot")]) == 1
     cap = capsys.readouterr()
     assert (tmp_path / "ln.dot").exists() and "install Graphviz" in cap.err and "Sqrt" in cap.out
+    assert not (tmp_path / "ln.png").exists() and cap.err.startswith("tinygrad-tx: error:")
+    assert main(["graph", "layernorm", "-o", str(tmp_path / "ln.svg")]) == 1              # asked by the suffix
+    assert "error:" in capsys.readouterr().err and not (tmp_path / "ln.svg").exists()
     monkeypatch.chdir(tmp_path)
-    assert main(["graph", "attention"]) == 0                     # default: runs/graph/attention.svg
-    assert (tmp_path / "runs/graph/attention.dot").exists() and "dot -Tsvg" in capsys.readouterr().err
+    assert main(["graph", "attention"]) == 0                     # default: runs/graph/attention.svg, else .dot
+    cap = capsys.readouterr()
+    assert (tmp_path / "runs/graph/attention.dot").exists() and "dot -Tsvg" in cap.err and "note:" in cap.err
     assert main(["graph", "attention", "-o", "a.txt"]) == 1
     assert "graph format must be one of" in capsys.readouterr().err
     assert main(["trace", "layernorm"]) == 0

@@ -8,6 +8,8 @@
     tinygrad-tx train bigram --data names.txt
     tinygrad-tx train vit | encoder | seq2seq
     tinygrad-tx train gpt --compare-torch --steps 200 --dtype float64
+    tinygrad-tx train names --type mlp       # makemore's baselines: --type bigram | mlp | transformer
+    tinygrad-tx run script.py ARGS           # a PyTorch script, its ``import torch`` loading tinygrad_tx
 
 Every hyperparameter is a flag (``tinygrad-tx train gpt --help``); they are the fields of
 the dataclasses in :mod:`tinygrad_tx.training.config`, and the same training runs from
@@ -81,13 +83,19 @@ def add_config_flags(parser, config_cls, skip=()):
 
 
 def config_from_args(config_cls, args):
-    return config_cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config_cls)})
+    """The config of the parsed flags; a combination the config's own checks reject (``--d-model 10
+    --n-heads 4``) is a :class:`CommandLineError`, raised before any data is loaded."""
+    try:
+        return config_cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config_cls)})
+    except ValueError as e:
+        raise CommandLineError(f"{PROG} train {getattr(args, 'model', '')}: error: {e}") from None
 
 
 # --------------------------------------------------------------------------- commands
 
 TRAIN_HELP = {
-    "gpt": "the tutorial's GPT (d_model 64, 4 heads, 4 layers, block 16) on a names corpus",
+    "gpt": "the tutorial's GPT (d_model 64, 4 heads, 4 layers, block 16) on a names corpus; --type bigram|mlp "
+           "trains makemore's baselines instead (alias: 'train names')",
     "bigram": "the bigram count model: its NLL per character",
     "vit": "the Vision Transformer on scikit-learn's 8x8 digits: test accuracy",
     "encoder": "the BERT-style encoder: first-name gender (US Census lists), held-out accuracy",
@@ -144,8 +152,11 @@ def compare_torch(kind, cfg) -> int:
     return 0
 
 
+TRAIN_ALIASES = {"names": "gpt"}   # makemore's spelling: tinygrad-tx train names --type mlp
+
+
 def cmd_train(args) -> int:
-    kind = args.model
+    kind = args.model = TRAIN_ALIASES.get(args.model, args.model)
     cfg = config_from_args(_configs()[kind], args)
     if getattr(cfg, "compare_torch", False):
         return compare_torch(kind, cfg)
@@ -154,7 +165,9 @@ def cmd_train(args) -> int:
 
 
 def cmd_sample(args) -> int:
-    from .training.gpt import describe, load_gpt, load_split, mark_novel, sample_names
+    from .data import CharVocab
+    from .training.gpt import describe, load_gpt, load_split, mark_novel, name_letters, sample_names
+    name_letters(args.prefix, CharVocab.tutorial())            # a bad prefix fails before the checkpoint loads
     model, vocab, info = load_gpt(args.checkpoint)
     print(f"{args.checkpoint}: {describe(info)}")
     names = sample_names(model, vocab, args.num_samples, layout=info.get("layout", "full"), prefix=args.prefix,
@@ -214,6 +227,42 @@ def cmd_bench(args) -> int:
     return _import_bench_main()(args.args) or 0
 
 
+RUN_HELP = "run a PyTorch script on tinygrad_tx (its `import torch` loads tinygrad_tx)"
+
+
+def cmd_run(args) -> int:
+    """``tinygrad-tx run FILE.py [args...]``: ``tinygrad_tx.torch_shim.run_file(FILE, args)``, where
+    ``args`` are the words after FILE (the script's own ``sys.argv[1:]``). An exception raised by
+    the script shows its traceback (it is the script's error, not the command line's); the
+    script's ``sys.exit(n)`` becomes the exit status."""
+    path = Path(args.file)
+    if not path.is_file():
+        raise FileNotFoundError(2, "No such file", str(path)) if not path.exists() else \
+            IsADirectoryError(21, "Is a directory", str(path))
+    try:
+        run_file = importlib.import_module(f"{__package__}.torch_shim").run_file
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.torch_shim":
+            raise
+        raise ModuleNotFoundError("'tinygrad-tx run' needs tinygrad_tx.torch_shim, which this version lacks") from None
+    try:
+        code = run_file(str(path), list(args.args))
+    except SystemExit as e:
+        code = e.code
+    except KeyboardInterrupt:
+        raise
+    except BaseException:   # the script's own error: its traceback, as python FILE.py would show
+        import traceback
+        traceback.print_exc()
+        return 1
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)            # sys.exit("message"), as Python does
+    return 1
+
+
 # --------------------------------------------------------------------------- parser
 
 def build_parser() -> Parser:
@@ -230,7 +279,8 @@ def build_parser() -> Parser:
     models = train.add_subparsers(dest="model", metavar="MODEL", parser_class=Parser)
     models.required = True
     for kind, cls in _configs().items():
-        p = models.add_parser(kind, help=TRAIN_HELP[kind], description=TRAIN_HELP[kind] + "." +
+        aliases = [a for a, k in TRAIN_ALIASES.items() if k == kind]
+        p = models.add_parser(kind, aliases=aliases, help=TRAIN_HELP[kind], description=TRAIN_HELP[kind] + "." +
                               (" " + LOSS_NOTE if kind in ("gpt", "bigram") else ""))
         add_config_flags(p, cls)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -249,7 +299,8 @@ def build_parser() -> Parser:
                         help="nucleus: keep the most likely characters up to this total probability")
     sample.add_argument("--greedy", action="store_true", help="always take the most likely character")
     sample.add_argument("--seed", type=int, default=None, help="seed of the draws (default: fresh randomness)")
-    sample.add_argument("--prefix", default="", help="start every name with these letters")
+    sample.add_argument("--prefix", default="", help="start every name with these letters (a-z; upper case is "
+                        "lower-cased, as the corpus is)")
     sample.add_argument("--max-len", type=_number(int, 1), default=None,
                         help="longest name in letters (default: block_size - 1)")
     sample.add_argument("--mark", action=argparse.BooleanOptionalAction, default=True,
@@ -261,6 +312,12 @@ def build_parser() -> Parser:
                                 "'tinygrad-tx bench --help' for its flags)")
     bench.add_argument("args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=cmd_bench)
+
+    run = commands.add_parser("run", help=RUN_HELP, description=RUN_HELP + ". The words after FILE are the "
+                              "script's own arguments (its sys.argv[1:]).")
+    run.add_argument("file", metavar="FILE.py", help="the script")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's arguments")
+    run.set_defaults(func=cmd_run)
 
     from .viz.commands import register_study_commands
     register_study_commands(commands)  # graph, trace, explain, plot
@@ -288,6 +345,8 @@ def main(argv=None) -> int:
     try:
         if argv[:1] == ["bench"]:  # its flags (--help included) belong to the benchmark's parser
             args = argparse.Namespace(func=cmd_bench, args=argv[1:])
+        elif argv[:1] == ["run"] and len(argv) > 1 and not argv[1].startswith("-"):
+            args = argparse.Namespace(func=cmd_run, file=argv[1], args=argv[2:])   # the rest is the script's
         else:
             args = build_parser().parse_args(argv)
     except CommandLineError as e:
@@ -299,6 +358,9 @@ def main(argv=None) -> int:
     warnings.showwarning = _show_warning
     try:
         return args.func(args)
+    except CommandLineError as e:
+        print(_one_line(e), file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

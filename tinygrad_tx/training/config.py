@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 DTYPES = ("float32", "float64")
+NAME_MODELS = ("transformer", "bigram", "mlp")   # train gpt --type
 
 
 def _f(default, help: str, **extra):
@@ -52,6 +53,24 @@ class TrainConfig:
     compare_torch: bool = _f(False, "also train the PyTorch twin from the same initial weights on the same "
                                     "batches, print both loss curves and plot them (dropout forced to 0)")
     compare_every: int = _f(10, "with --compare-torch: print the two losses every N steps", min=1)
+    threads: int = _f(0, "threads for NumPy's BLAS and tinygrad_tx's elementwise pool while training "
+                         "(0 = leave them: OMP_NUM_THREADS, else the CPUs); 1 is steadiest on a shared machine",
+                      min=0)
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self) -> None:
+        """The checks that need no data (run when the config is made, so a bad combination of
+        flags fails before any corpus is loaded): ``ValueError`` naming the flags."""
+        if getattr(self, "type", "transformer") != "transformer":
+            return
+        if self.d_model % self.n_heads:
+            raise ValueError(f"--d-model {self.d_model} is not divisible by --n-heads {self.n_heads} "
+                             f"(each head gets d_model / n_heads dimensions)")
+        if self.attn_impl == "flash" and self.dropout > 0 and not self.compare_torch:
+            raise ValueError(f"--attn-impl flash has no attention dropout; got --dropout {self.dropout} "
+                             "(use --dropout 0, or --attn-impl fused)")
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
@@ -62,8 +81,13 @@ class TrainConfig:
 
 @dataclass
 class GPTConfig(TrainConfig):
-    """``tinygrad-tx train gpt``: the tutorial's GPT (section 7.3) on a names corpus."""
+    """``tinygrad-tx train gpt`` (also ``train names``): the tutorial's GPT (section 7.3) on a names
+    corpus, or with ``--type`` one of makemore's baselines on the same data and loop."""
 
+    type: str = _f("transformer", "the model: 'transformer' = the tutorial's GPT; 'bigram' = NeuralBigram (a "
+                                  "V x V logits table, trained); 'mlp' = FlattenMLP (embed the last --block-size "
+                                  "characters, flatten, MLP with 4 * --d-model hidden units; trains on the prefix "
+                                  "layout)", choices=NAME_MODELS)
     data: str | None = _f(None, "names file, one name per line (default: the offline US Census first names)",
                           type=str, metavar="PATH")
     dataset: str = _f("full", "training examples: 'full' = one row per name, every position scored "

@@ -75,7 +75,7 @@ class GPTTask(Task):
             names = load_split(config.data, config.split_seed)
         self.names, self.train_names, self.dev_names, self.test_names = names
         self.vocab = CharVocab.tutorial()
-        self.layout = config.dataset
+        self.layout = "prefix" if config.type == "mlp" else config.dataset   # the MLP reads a fixed window
         self._train = lm_dataset(self.train_names, self.vocab, config.block_size, self.layout)
         self._eval = {"dev": lm_dataset(self.dev_names, self.vocab, config.block_size, self.layout),
                       "test": lm_dataset(self.test_names, self.vocab, config.block_size, self.layout)}
@@ -86,6 +86,11 @@ class GPTTask(Task):
 
     def model_spec(self):
         c = self.config
+        if c.type == "bigram":
+            return "NeuralBigram", dict(vocab_size=len(self.vocab))
+        if c.type == "mlp":
+            return "FlattenMLP", dict(vocab_size=len(self.vocab), block_size=c.block_size, d_model=c.d_model,
+                                      hidden=4 * c.d_model)
         return "GPTLanguageModel", dict(vocab_size=len(self.vocab), d_model=c.d_model, n_heads=c.n_heads,
                                         n_layers=c.n_layers, block_size=c.block_size, dropout=c.dropout,
                                         attn_impl=c.attn_impl)
@@ -121,6 +126,41 @@ class GPTTask(Task):
 
 # --------------------------------------------------------------------------- sampling
 
+def name_letters(text: str, vocab: CharVocab, what: str = "--prefix") -> str:
+    """The one rule for names typed on the command line (``sample --prefix``, ``plot attention
+    --name``): lower-cased, as :func:`~tinygrad_tx.data.load_names` lower-cases the corpus, and
+    then only the vocabulary's letters; the sentinel '$' (it starts and ends every name) and
+    anything else is a ``ValueError`` naming ``what``."""
+    text = str(text).strip().lower()
+    letters = set(vocab.chars) - {vocab.sentinel}
+    bad = sorted(set(c for c in text if c not in letters))
+    if bad:
+        sentinel = "; '$' marks the start and end of every name and is added for you" \
+            if vocab.sentinel in bad else ""
+        raise ValueError(f"{what} {text!r}: characters not in the vocabulary: {''.join(bad)!r} (names use "
+                         f"{''.join(sorted(letters))!r}; upper case is lower-cased{sentinel})")
+    return text
+
+
+class LastPosition:
+    """A fixed-window model (``FlattenMLP``: logits (B, V) for the token after the window) seen as
+    a language model whose logits are (B, 1, V), the shape ``generate`` reads the last position of."""
+
+    def __init__(self, model):
+        self.model, self.vocab_size, self.block_size = model, model.vocab_size, model.block_size
+
+    def modules(self):
+        return self.model.modules()
+
+    def eval(self):
+        self.model.eval()
+        return self
+
+    def __call__(self, idx, targets=None):
+        logits, loss = self.model(idx)
+        return logits.view(logits.shape[0], 1, logits.shape[1]), loss
+
+
 def sample_names(model, vocab: CharVocab, num: int = 10, *, layout: str = "full", prefix: str = "",
                  temperature: float = 1.0, top_k=None, top_p=None, greedy: bool = False, seed=None,
                  max_len=None) -> list[str]:
@@ -135,7 +175,11 @@ def sample_names(model, vocab: CharVocab, num: int = 10, *, layout: str = "full"
         raise ValueError(f"the number of names must be >= 0, got {num}")
     if num == 0:
         return []
-    block = model.block_size
+    prefix = name_letters(prefix, vocab)
+    cache = type(model).__name__ == "GPTLanguageModel"        # the KV cache follows a GPT's blocks
+    if type(model).__name__ == "FlattenMLP":
+        model, layout = LastPosition(model), "prefix"
+    block = getattr(model, "block_size", None) or 32          # NeuralBigram reads one character
     max_len = block - 1 if max_len is None else int(max_len)
     if len(prefix) > max_len:
         raise ValueError(f"prefix {prefix!r} has {len(prefix)} letters, more than max_len={max_len}")
@@ -146,7 +190,8 @@ def sample_names(model, vocab: CharVocab, num: int = 10, *, layout: str = "full"
                          f"({block - 1} letters after '$')")
     prompt = np.tile(np.array(prompt_ids, dtype=np.int64), (num, 1))
     out = generate(model, prompt, max_new_tokens=max_len - len(prefix) + 1, temperature=temperature,
-                   top_k=top_k, top_p=top_p, greedy=greedy, seed=seed, stop_token=vocab.sentinel_id)
+                   top_k=top_k, top_p=top_p, greedy=greedy, seed=seed, stop_token=vocab.sentinel_id,
+                   use_cache=cache)
     return [(prefix + vocab.decode(row[len(prompt_ids):]).split(vocab.sentinel)[0])[:max_len] for row in out]
 
 
@@ -155,8 +200,11 @@ def mark_novel(names, train_names, all_names) -> list[str]:
     train, everything = set(train_names), set(all_names)
     out = []
     for n in names:
+        if not n:
+            out.append("(empty: the model ended the name at once)")
+            continue
         tag = "in training set" if n in train else "in the corpus, held out" if n in everything else "new"
-        out.append(f"{n or '(empty)'}  ({tag})")
+        out.append(f"{n}  ({tag})")
     return out
 
 
@@ -187,7 +235,7 @@ def train_gpt(config: GPTConfig | None = None, log=print, **overrides) -> dict:
         f"({run['units_per_second']:,.0f} tok/s): dev loss {dev:.4f}, test loss {test:.4f} (nats per character)")
     bigram = bigram_nll(task)
     path = save_and_plot(task, run, DEFAULT_OUT,
-                         f"GPT (d_model {config.d_model}, {config.n_layers} layers) on "
+                         f"{model_title(task.model_spec())} on "
                          f"{corpus_name(None if config.data is None else Path(config.data).name)}",
                          {"dev_loss": dev, "test_loss": test, "bigram_dev_nll": bigram}, log,
                          reference={f"bigram count model, dev ({bigram:.3f})": bigram})
@@ -212,9 +260,22 @@ def load_gpt(path):
     return model, CharVocab(list(info["vocab"])), info
 
 
+def model_title(spec) -> str:
+    """'GPT (d_model 64, 4 layers)', 'NeuralBigram (27 x 27 table)' or 'FlattenMLP (...)' of a model spec."""
+    name, kw = spec
+    if name == "NeuralBigram":
+        return f"NeuralBigram ({kw['vocab_size']} x {kw['vocab_size']} table)"
+    if name == "FlattenMLP":
+        return f"FlattenMLP (window {kw['block_size']}, d_model {kw['d_model']}, hidden {kw['hidden']})"
+    return f"GPT (d_model {kw['d_model']}, {kw['n_layers']} layers)"
+
+
 def describe(info: dict) -> str:
     kw = info["model_kwargs"]
     metrics = info.get("metrics", {})
     extra = f", dev loss {metrics['dev_loss']:.4f}" if "dev_loss" in metrics else ""
+    layout = f"{info.get('layout', 'full')} layout{extra}"
+    if info.get("model", "GPTLanguageModel") != "GPTLanguageModel":
+        return f"{model_title((info['model'], kw))} ({layout})"
     return (f"GPTLanguageModel d_model {kw['d_model']}, {kw['n_heads']} heads, {kw['n_layers']} layers, "
-            f"block {kw['block_size']} ({info.get('layout', 'full')} layout{extra})")
+            f"block {kw['block_size']} ({layout})")

@@ -20,13 +20,14 @@ evaluations) comes back as a dict, ready for JSON and for :mod:`.plots`.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
 
 import numpy as np
 
-from .. import manual_seed, models
+from .. import manual_seed, models, parallel
 from ..autograd import no_grad
 from ..data import DataLoader
 from ..optim import AdamW, LambdaLR, clip_grad_norm_, warmup_cosine, weight_decay_groups
@@ -213,6 +214,31 @@ class Progress:
             self.bar.close()
 
 
+@contextlib.contextmanager
+def thread_limit(threads: int):
+    """``--threads N``: inside the block NumPy's BLAS runs N threads (threadpoolctl, when
+    installed) and tinygrad_tx's elementwise pool N (``set_num_threads``); both are restored
+    on exit. 0 changes nothing."""
+    if not threads:
+        yield
+        return
+    previous = parallel.get_num_threads()
+    parallel.set_num_threads(threads)
+    try:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ModuleNotFoundError:
+            import warnings
+            warnings.warn(f"--threads {threads}: threadpoolctl is not installed, so NumPy's BLAS keeps its "
+                          "threads (pip install threadpoolctl, or set OPENBLAS_NUM_THREADS before starting)")
+            yield
+            return
+        with threadpool_limits(limits=threads, user_api="blas"):
+            yield
+    finally:
+        parallel.set_num_threads(previous)
+
+
 def format_metrics(metrics: dict) -> str:
     parts = []
     for k, v in metrics.items():
@@ -232,7 +258,11 @@ def fit(task: Task, model=None, log=None) -> dict:
     cfg = task.config
     if cfg.steps < 1:
         raise ValueError(f"--steps must be >= 1, got {cfg.steps}")
-    model = task.build_model() if model is None else model
+    with thread_limit(getattr(cfg, "threads", 0)):
+        return _fit(task, cfg, task.build_model() if model is None else model, log)
+
+
+def _fit(task: Task, cfg, model, log) -> dict:
     optimizer, scheduler, _ = make_optimizer(model, cfg)
     stream = batch_stream(task.train_dataset(), cfg.batch_size, cfg.seed, task.train_batch)
     history = {"step": [], "loss": [], "lr": [], "grad_norm": [], "evals": []}

@@ -17,6 +17,7 @@ TRACE_HELP = "run backward through a small instance and print every node in exec
 EXPLAIN_HELP = "show a fused op's derivation, forward/backward source, and a live fused/composite/torch check"
 PLOT_HELP = "draw the tutorial's pictures: bigram matrix, 3-D embeddings, attention heat-maps (PNG)"
 
+PROG = "tinygrad-tx"
 EMBEDDINGS_OUT = "runs/embeddings/model.safetensors"
 ATTENTION_OUT = "runs/attention/model.safetensors"
 
@@ -35,7 +36,9 @@ def register_study_commands(commands) -> None:
     g.add_argument("example", choices=EXAMPLES, help="what to draw")
     g.add_argument("-o", "--out", default=None, metavar="PATH",
                    help="output file; its suffix (.dot/.svg/.png) picks the format (default: runs/graph/EXAMPLE.svg, "
-                        "rendered by Graphviz's dot; the DOT source is always written beside it)")
+                        "rendered by Graphviz's dot; the DOT source is always written beside it). Without Graphviz "
+                        "only the .dot file is written: status 1 when an SVG/PNG was asked for (--svg, --png, "
+                        "-o x.svg), 0 with a note for the default")
     fmt = g.add_mutually_exclusive_group()
     fmt.add_argument("--svg", dest="format", action="store_const", const="svg", help="render an SVG with Graphviz")
     fmt.add_argument("--png", dest="format", action="store_const", const="png", help="render a PNG with Graphviz")
@@ -127,10 +130,14 @@ def cmd_graph(args) -> int:
     by_op = ", ".join(f"{name} {n}" for name, n in summary["by_op"].items())
     print(f"{desc}: {summary['ops']} ops ({by_op}), {summary['leaves']} leaves, "
           f"{summary['saved_bytes']:,} bytes saved for backward")
+    asked = args.format is not None or (args.out is not None and fmt != "dot")   # --svg, --png, -o x.png
     try:
         written = write_graph(text, path, fmt)
     except GraphvizNotFound as e:
         print(f"wrote {path.with_suffix('.dot')}")
+        if asked:   # the picture asked for was not written: say so in the exit status too
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return 1
         print(f"note: {e}", file=sys.stderr)
         return 0
     for w in written:
@@ -217,9 +224,12 @@ def cmd_plot_embeddings(args) -> int:
 
 
 def cmd_plot_attention(args) -> int:
+    from ..data import CharVocab
+    from ..training.gpt import name_letters
     from .pictures import attention_maps, plot_attention
+    name_letters(args.name, CharVocab.tutorial(), "--name")   # before any training
     model, vocab, desc = trained_gpt(args)
-    name = args.name.strip().lower()
+    name = name_letters(args.name, vocab, "--name")     # the same rule as sample --prefix
     ids = [vocab.sentinel_id] + vocab.encode(name)
     if len(ids) > model.block_size:
         raise ValueError(f"'$' + {name!r} has {len(ids)} characters; the model reads at most {model.block_size}")
