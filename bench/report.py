@@ -243,6 +243,30 @@ def markdown(res) -> str:
 
 # --------------------------------------------------------------------------- plots
 
+def load_note(meta) -> str | None:
+    """The warning every plot carries when the machine was loaded during the run (the load average
+    at the start or the end, plus our threads, above the CPUs), else None."""
+    ls, le = meta.get("loadavg_start"), meta.get("loadavg_end")
+    cpus, threads = meta.get("cpu_count") or 1, meta.get("threads") or 1
+    loads = [x[0] for x in (ls, le) if x]
+    busy = meta.get("busy_machine") or any(x + threads > cpus + 0.25 for x in loads)
+    if not busy:
+        return None
+    seen = " → ".join(f"{x:.2f}" for x in loads)
+    return (f"machine loaded during the run (load average {seen} on {cpus} CPUs, {threads} thread(s) each): "
+            "other processes shared the cores, so these times are unreliable")
+
+
+# marker and line of each flash-sweep series: ours_flash and torch_fused hold the same O(T·d) memory, so
+# ours_flash is drawn last, with large hollow markers that stay visible around torch_fused's small ones
+FLASH_STYLES = {
+    "ours_naive": dict(fmt="o-", ms=5),
+    "torch_naive": dict(fmt="s--", ms=5),
+    "torch_fused": dict(fmt="x:", ms=6, lw=1.2),
+    "ours_flash": dict(fmt="D-", ms=10, mfc="none", mew=1.8, lw=2.2, alpha=0.85),
+}
+
+
 def plots(res, out_dir) -> list:
     import matplotlib
     matplotlib.use("Agg")
@@ -250,6 +274,13 @@ def plots(res, out_dir) -> list:
 
     out_dir = Path(out_dir)
     written = []
+    note = load_note(res.get("meta", {}))
+
+    def save(fig, path):
+        if note:
+            fig.text(0.5, 0.005, note, ha="center", va="bottom", fontsize=8, color="firebrick")
+            fig.tight_layout(rect=(0, 0.04, 1, 1))
+        return _save(fig, path, layout=not note)
     rows = [r for r in res.get("components", []) if r.get("available")]
     if rows:
         # time per component (fwd+bwd), log scale, min–max as error bars
@@ -273,7 +304,7 @@ def plots(res, out_dir) -> list:
         ax.invert_yaxis()
         ax.set_xscale("log")
         _label(ax, "Time per component", "forward + backward time per call, ms (median, min–max)")
-        written.append(_save(fig, out_dir / "time_per_component.png"))
+        written.append(save(fig, out_dir / "time_per_component.png"))
 
         # ours / torch ratio with targets
         fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.5))
@@ -288,7 +319,7 @@ def plots(res, out_dir) -> list:
         ax.invert_yaxis()
         ax.set_xscale("log")
         _label(ax, "tinygrad_tx / torch", "time ratio tinygrad_tx / torch CPU (median; red: target)")
-        written.append(_save(fig, out_dir / "ratio.png"))
+        written.append(save(fig, out_dir / "ratio.png"))
 
     s11 = res.get("section11")
     if s11:
@@ -323,27 +354,28 @@ def plots(res, out_dir) -> list:
         a2.plot(T, [r["score_bytes_f32"] / 2 ** 20 for r in s11], "--", color="gray", label="T·T·heads scores (f32)")
         a2.set_yscale("log")
         _label(a2, "memory held for backward", ylabel="MB", fontsize=8)
-        written.append(_save(fig, out_dir / "scaling_section11.png"))
+        written.append(save(fig, out_dir / "scaling_section11.png"))
 
     fs = res.get("flash_sweep")
     if fs:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-        for key in ("ours_naive", "ours_flash", "torch_naive", "torch_fused"):
+        for key, style in FLASH_STYLES.items():
             t_pts = [(r["T"], r[key]["fwdbwd"]["median"] * 1e3) for r in fs if "fwdbwd" in r.get(key, {})]
             m_pts = [(r["T"], (r[key].get("saved_bytes_distinct") or r[key]["saved_bytes"]) / 2 ** 20)
                      for r in fs if "saved_bytes" in r.get(key, {})]
-            style = "o-" if "naive" in key else "s--"
+            style = dict(style)
+            fmt = style.pop("fmt")
             if t_pts:
-                a1.plot(*zip(*t_pts), style, label=key)
+                a1.plot(*zip(*t_pts), fmt, label=key, **style)
             if m_pts:
-                a2.plot(*zip(*m_pts), style, label=key)
+                a2.plot(*zip(*m_pts), fmt, label=key, **style)
         a2.plot([r["T"] for r in fs], [r["score_bytes_f32"] / 2 ** 20 for r in fs], ":", color="gray",
                 label="one T×T×heads array")
         for a, yl, title in ((a1, "ms per fwd+bwd", "time"), (a2, "MB held for backward", "memory")):
             a.set_xscale("log", base=2)
             a.set_yscale("log")
             _label(a, f"naive vs tiled/flash attention: {title}", "sequence length T", yl, fontsize=8)
-        written.append(_save(fig, out_dir / "flash_vs_naive.png"))
+        written.append(save(fig, out_dir / "flash_vs_naive.png"))
     return written
 
 
@@ -357,10 +389,11 @@ def _label(ax, title, xlabel=None, ylabel=None, **legend):
     ax.set_title(title)
 
 
-def _save(fig, path):
-    """Lay out, write and close ``fig``; returns the path as a string."""
+def _save(fig, path, layout: bool = True):
+    """Lay out (unless done), write and close ``fig``; returns the path as a string."""
     import matplotlib.pyplot as plt
-    fig.tight_layout()
+    if layout:
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return str(path)

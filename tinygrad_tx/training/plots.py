@@ -36,6 +36,18 @@ def smooth(values, window: int) -> np.ndarray:
     return (c[idx] - c[lo]) / (idx - lo)
 
 
+def metric_axis(values) -> tuple[float, float]:
+    """Limits of the metric axis. A fraction (accuracy, exact match: every value in [0, 1]) gets
+    the whole [0, 1]: autoscaled, 0.808 -> 0.816 over two points filled the panel like a steep
+    climb. Anything else: its range, padded by 5%."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size and np.all((v >= 0) & (v <= 1)):
+        return 0.0, 1.0
+    lo, hi = float(v.min()), float(v.max())
+    pad = 0.05 * (hi - lo) or 0.05 * max(abs(hi), 1.0)
+    return lo - pad, hi + pad
+
+
 def plot_history(history: dict, path, title: str, metric: str | None = None, reference: dict | None = None):
     """Train loss per step (raw and smoothed) and the dev evaluations; ``metric`` (e.g.
     ``'dev_acc'``) goes on a second axis; ``reference`` = {label: y} draws horizontal lines."""
@@ -49,10 +61,8 @@ def plot_history(history: dict, path, title: str, metric: str | None = None, ref
     for k in loss_keys:
         ax.plot([e["step"] for e in evals], [e[k] for e in evals], "o-", color="tab:orange", lw=1.6,
                 label=k.replace("_", " "))
-    for label, y in (reference or {}).items():
-        ax.axhline(y, color="gray", ls="--", lw=1)
-        ax.annotate(label, (steps[-1], y), xytext=(-4, 3), textcoords="offset points", ha="right",
-                    fontsize=8, color="gray")
+    for label, y in (reference or {}).items():   # labelled in the legend: a label on the line hid short curves
+        ax.axhline(y, color="gray", ls="--", lw=1, label=label)
     ax.set_xlabel("step")
     ax.set_ylabel("loss (nats)")
     ax.set_title(title)
@@ -62,11 +72,14 @@ def plot_history(history: dict, path, title: str, metric: str | None = None, ref
     handles, labels = ax.get_legend_handles_labels()
     if metric and evals and metric in evals[0]:
         ax2 = ax.twinx()
-        h = ax2.plot([e["step"] for e in evals], [e[metric] for e in evals], "s-", color="tab:green", lw=1.4,
-                     label=metric.replace("_", " "))
-        ax2.set_ylabel(metric.replace("_", " "))
+        values = [e[metric] for e in evals]
+        label = f"{metric.replace('_', ' ')} (last {values[-1]:.3f})"
+        h = ax2.plot([e["step"] for e in evals], values, "s-", color="tab:green", lw=1.4, label=label)
+        lo_m, hi_m = metric_axis(values)
+        ax2.set_ylim(lo_m, hi_m)
+        ax2.set_ylabel(metric.replace("_", " ") + (" (axis from 0)" if lo_m == 0 else ""))
         handles += h
-        labels += [metric.replace("_", " ")]
+        labels += [label]
     ax.legend(handles, labels, loc="center right" if len(handles) > 3 else "upper right", fontsize=8)
     ax.grid(alpha=0.3)
     return _save(plt, fig, path)

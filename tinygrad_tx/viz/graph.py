@@ -15,6 +15,8 @@ chain of contexts *is* the graph ``backward`` walks. :func:`to_dot` draws it:
   with its ``Tensor.name`` or as ``input``, and its shape;
 * with ``constants=True``, a grey note per input Tensor that needs no gradient (masks,
   targets as Tensors);
+* a key of these colours (``legend=True``), and ``q``/``k``/``v`` on the three ``GetItem``
+  ops that split a ``c_attn`` projection;
 * an **arrow from each input to the op that consumed it**: the forward data flow.
   ``backward`` visits the boxes in the opposite direction, from the root at the bottom
   to the leaves at the top, and each box's ``backward`` turns the gradient of its output
@@ -120,8 +122,49 @@ def graph_nodes(root: Tensor):
                 stack.append(a)
 
 
+# (fill colour, shape, legend text) of each kind of node
+STYLES = {
+    "op": ("#dbe8f6", "box", "Function call (op)"),
+    "root": ("#f6dbdb", "box", "the output (backward starts here)"),
+    "parameter": ("#e3f2d9", "ellipse", "parameter (leaf, by name)"),
+    "input": ("#fff4c2", "ellipse", "other leaf that needs grad"),
+    "constant": ("#eeeeee", "note", "input without grad"),
+}
+QKV = ("q", "k", "v")
+
+
+def split_names(nodes) -> dict:
+    """``id(ctx) -> 'q' | 'k' | 'v'`` for the three ``GetItem`` ops that split the output of a
+    module named ``...c_attn`` (the fused Q/K/V projection), in the order ``split`` made them."""
+    children: dict = {}
+    for node, inputs in nodes:
+        if not isinstance(node, Tensor) and node.fn.__name__ == "GetItem" and inputs:
+            src = inputs[0]
+            if (src.name or "").split(".")[-1] == "c_attn":
+                children.setdefault(id(src), []).append(node)
+    labels = {}
+    for group in children.values():
+        if len(group) == 3:
+            for label, ctx in zip(QKV, sorted(group, key=lambda c: c.seq)):
+                labels[id(ctx)] = label
+    return labels
+
+
+def _legend(kinds) -> list[str]:
+    """A boxed key of the node colours present in the graph (node ids ``legend*``, no edges)."""
+    lines = ["  subgraph cluster_legend {", '    label="key"; fontsize=9; color=gray60; style=rounded;']
+    present = [k for k in STYLES if k in kinds]
+    for i, kind in reversed(list(enumerate(present))):   # dot lays a cluster's loose nodes out right to left
+        fill, shape, text = STYLES[kind]
+        style = "rounded,filled" if shape == "box" else "filled"
+        lines.append(f"    legend{i} [label={_quote(text)}, shape={shape}, style=\"{style}\", "
+                     f"fillcolor=\"{fill}\", fontsize=9];")
+    lines.append("  }")
+    return lines
+
+
 def to_dot(tensor: Tensor, params=None, *, constants: bool = False, saved_bytes: bool = False,
-           title: str | None = None, rankdir: str = "TB") -> str:
+           title: str | None = None, rankdir: str = "TB", legend: bool = True) -> str:
     """The autograd graph that produced ``tensor`` as Graphviz DOT text.
 
     Parameters
@@ -141,6 +184,11 @@ def to_dot(tensor: Tensor, params=None, *, constants: bool = False, saved_bytes:
         A caption drawn under the graph.
     rankdir:
         Graphviz layout direction, ``'TB'`` (inputs at the top) or ``'LR'``.
+    legend:
+        Draw a key of the node colours (op, output, parameter, other leaf, constant).
+
+    The three ``GetItem`` ops that split the output of a ``c_attn`` projection are labelled
+    ``q``, ``k`` and ``v`` (:func:`split_names`).
 
     See the module docstring for what the boxes and arrows mean.
     """
@@ -162,17 +210,22 @@ def to_dot(tensor: Tensor, params=None, *, constants: bool = False, saved_bytes:
         return ids[id(t)]
 
     root = tensor._ctx if isinstance(tensor, Tensor) and tensor._ctx is not None else tensor
-    for node, inputs in graph_nodes(tensor):
+    nodes = list(graph_nodes(tensor))
+    qkv = split_names(nodes)
+    kinds = set()
+    for node, inputs in nodes:
         nid = node_id(node)
         if not isinstance(node, Tensor):    # an op
             label = f"{node.fn.__name__}\n{_shape(node.out_shape)}"
-            if node.name:
-                label = f"{node.name} = {label}"
+            name = node.name or qkv.get(id(node))
+            if name:
+                label = f"{name} = {label}"
             if saved_bytes:
                 label += f"\nsaved {format_bytes(node.saved_bytes)}"
-            style = 'shape=box, style="rounded,filled", fillcolor="#dbe8f6"'
-            if node is root:
-                style = 'shape=box, style="rounded,filled,bold", fillcolor="#f6dbdb"'
+            kind = "root" if node is root else "op"
+            kinds.add(kind)
+            bold = ",bold" if node is root else ""
+            style = f'shape=box, style="rounded,filled{bold}", fillcolor="{STYLES[kind][0]}"'
             lines.append(f"  {nid} [label={_quote(label)}, {style}];")
             for inp in inputs:
                 if isinstance(inp, Tensor) and not inp.requires_grad and not constants:
@@ -180,15 +233,19 @@ def to_dot(tensor: Tensor, params=None, *, constants: bool = False, saved_bytes:
                 edges.append(f"  {node_id(inp)} -> {nid};")
         elif node.requires_grad or node is root:
             name = leaf_label(node, names)
-            param = id(node) in names
+            kind = "parameter" if id(node) in names else "input"
+            kinds.add(kind)
             label = f"{name or 'input'}\n{_shape(node.shape)}"
-            fill = "#e3f2d9" if param else "#fff4c2"
+            fill = STYLES[kind][0]
             lines.append(f"  {nid} [label={_quote(label)}, shape=ellipse, style=filled, fillcolor=\"{fill}\"];")
         elif constants:
+            kinds.add("constant")
             label = f"{node.name or 'constant'}\n{_shape(node.shape)} {node.dtype}"
             lines.append(f"  {nid} [label={_quote(label)}, shape=note, style=filled, fillcolor=\"#eeeeee\", "
                          "fontcolor=gray30];")
     lines.extend(edges)
+    if legend:
+        lines.extend(_legend(kinds))
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -1,12 +1,13 @@
 """The pictures the tutorial describes, drawn from real models (PNG, matplotlib's Agg backend).
 
 * :func:`plot_bigram`: the section-3.2 count matrix N(c_i, c_j) as an image, every cell
-  labelled with its bigram and count.
+  labelled with its bigram and count; colour = log(1 + N), with a colorbar in counts.
 * :func:`plot_embeddings_3d`: the 27 character vectors of a names model trained with
   ``d_model = 3`` (section 5.4) as a 3-D scatter, vowels in their own colour;
   :func:`vowel_gathering` measures how close the vowels came together.
 * :func:`attention_maps` and :func:`plot_attention`: the attention weights of every head of
-  every layer of a names GPT over one name (section 6), one heat-map per head.
+  every layer of a names GPT over one name (section 6), one heat-map per head; the cells the
+  causal mask removes (key after query) are hatched grey, unlike weights that are merely ~0.
 
 The loss curves of ``--compare-torch`` are drawn by ``tinygrad-tx train ... --compare-torch``
 itself (:func:`tinygrad_tx.training.plots.plot_compare`).
@@ -75,9 +76,13 @@ def plot_bigram(counts, vocab, path, title: str | None = None) -> Path:
     if counts.shape != (v, v):
         raise ValueError(f"counts must be ({v}, {v}) for a vocabulary of {v} characters, got {counts.shape}")
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(0.55 * v + 1, 0.55 * v + 1), dpi=80)
-    fig.subplots_adjust(left=0.05, right=0.99, bottom=0.05, top=0.96)
-    ax.imshow(np.log1p(counts), cmap="Blues")
+    fig, ax = plt.subplots(figsize=(0.55 * v + 2.2, 0.55 * v + 1), dpi=80)
+    fig.subplots_adjust(left=0.04, right=0.94, bottom=0.05, top=0.96)
+    im = ax.imshow(np.log1p(counts), cmap="Blues")
+    ticks = [n for n in (0, 1, 10, 100, 1000, 10000, 100000) if n <= max(int(counts.max()), 1)]
+    bar = fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02, ticks=np.log1p(ticks))
+    bar.ax.set_yticklabels([f"{n:,}" for n in ticks])
+    bar.set_label("count N (colour = log(1 + N))")
     dark = np.log1p(counts) > 0.6 * np.log1p(counts.max())
     for i in range(v):
         for j in range(v):   # one text per cell (the pair over its count): drawing text is the slow part
@@ -215,13 +220,19 @@ def plot_attention(maps, tokens, path, title: str | None = None) -> Path:
     if len(tokens) != t:
         raise ValueError(f"{len(tokens)} token labels for {t} positions")
     plt = pyplot()
+    from matplotlib import patches
+    cmap = plt.get_cmap("viridis").with_extremes(bad=(0, 0, 0, 0))   # masked cells: transparent
+    future = np.triu(np.ones((t, t), dtype=bool), k=1)              # key j > query i: removed by the mask
     size = 0.32 * t + 1.0
     fig, axes = plt.subplots(layers, heads, figsize=(size * heads + 1.2, size * layers + 0.8), dpi=100,
                              squeeze=False, layout="constrained")
     for li in range(layers):
         for hi in range(heads):
             ax = axes[li, hi]
-            im = ax.imshow(maps[li, hi], cmap="viridis", vmin=0.0, vmax=1.0)
+            im = ax.imshow(np.ma.masked_where(future, maps[li, hi]), cmap=cmap, vmin=0.0, vmax=1.0,
+                           zorder=2)
+            ax.add_patch(patches.Rectangle((-0.5, -0.5), t, t, facecolor="#d9d9d9", edgecolor="#9a9a9a", lw=0,
+                                           hatch="///", zorder=1))   # seen through the masked cells only
             ax.set_xticks(range(t), [_plain(c) for c in tokens], fontsize=9)
             ax.set_yticks(range(t), [_plain(c) for c in tokens], fontsize=9)
             ax.set_title(f"layer {li}, head {hi}", fontsize=9)
@@ -229,7 +240,7 @@ def plot_attention(maps, tokens, path, title: str | None = None) -> Path:
                 ax.set_ylabel("query (predicting the next char)", fontsize=8)
             if li == layers - 1:
                 ax.set_xlabel("key (attended to)", fontsize=8)
-    fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
+    fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight (hatched grey: masked, a future key)")
     if title:
         fig.suptitle(_plain(title), fontsize=11)
     return _save(fig, path)
