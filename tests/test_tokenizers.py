@@ -142,7 +142,7 @@ def test_bpe_stops_early_and_validates():
         BPETokenizer.train(["ab"], 255)
     with pytest.raises(ValueError, match="min_frequency"):
         BPETokenizer.train(["ab"], 300, min_frequency=0)
-    with pytest.raises(TypeError, match="expected str"):
+    with pytest.raises(TypeError, match="text must be a str, got"):
         BPETokenizer().encode(b"ab")
     with pytest.raises(ValueError, match=r"unknown token ids \[256, 999\]"):
         BPETokenizer().decode([97, 999, 256])
@@ -266,7 +266,7 @@ def test_wordpiece_max_input_chars_and_validation():
         WordPieceTokenizer({"[UNK]": 0, "a": 0})
     with pytest.raises(ValueError, match=r"unknown token ids \[7\]"):
         tok.decode([0, 7])
-    with pytest.raises(TypeError, match="expected str"):
+    with pytest.raises(TypeError, match="text must be a str, got"):
         tok.encode(None)
 
 
