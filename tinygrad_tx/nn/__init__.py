@@ -3,21 +3,43 @@
 * :mod:`.module` — ``Module`` (registration, traversal, train/eval, ``to(dtype)``,
   ``state_dict``/``load_state_dict``, hooks, repr) and ``functional_call``;
 * :mod:`.parameter` — ``Parameter``;
-* :mod:`.container` — ``Sequential``, ``ModuleList``;
+* :mod:`.container` — ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``,
+  ``ParameterDict``;
 * :mod:`.layers` — ``Linear``, ``Embedding``, ``Conv2d`` (patch case), ``LayerNorm``,
   ``BatchNorm1d``, ``Dropout``, ``GELU``, ``ReLU``, ``Tanh``;
+* :mod:`.activation` — ``Identity``, ``Flatten``, ``Unflatten``, ``Sigmoid``, ``SiLU``, ``Mish``,
+  ``LeakyReLU``, ``ELU``, ``Softplus``, ``Hardtanh``, ``ReLU6``, ``Softmax``, ``LogSoftmax``;
+* :mod:`.loss` — ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``, ``BCELoss``,
+  ``BCEWithLogitsLoss``, ``SmoothL1Loss``, ``HuberLoss``;
+* :mod:`.attention` — ``MultiheadAttention``;
 * :mod:`.batch_norm` — the fused batch-norm Function and ``batch_norm``;
-* :mod:`.init` — torch's initialisers, drawing from a seeded NumPy generator.
+* :mod:`.init` — torch's initialisers, drawing from a seeded NumPy generator;
+* :mod:`.utils` — ``clip_grad_norm_``, ``clip_grad_value_``, ``parameters_to_vector``,
+  ``vector_to_parameters``;
+* ``functional`` — ``tinygrad_tx.functional`` under torch's name (``import tinygrad_tx.nn.functional as F``).
 """
-from . import init
+import sys as _sys
+
+from .. import functional
+from . import init, utils
+from .activation import (ELU, Flatten, Hardtanh, Identity, LeakyReLU, LogSoftmax, Mish, ReLU6, Sigmoid, SiLU,
+                         Softmax, Softplus, Unflatten)
+from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .batch_norm import batch_norm
-from .container import ModuleList, Sequential
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .layers import GELU, BatchNorm1d, Conv2d, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
+                   SmoothL1Loss)
 from .module import Module, RemovableHandle, StateDictError, functional_call
 from .parameter import Parameter
 
+_sys.modules[__name__ + ".functional"] = functional   # `import tinygrad_tx.nn.functional as F` works
+
 __all__ = [
-    "BatchNorm1d", "Conv2d", "Dropout", "Embedding", "GELU", "LayerNorm", "Linear", "Module", "ModuleList",
-    "Parameter", "ReLU", "RemovableHandle", "Sequential", "StateDictError", "Tanh", "batch_norm",
-    "functional_call", "init",
+    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
+    "Flatten", "GELU", "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
+    "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
+    "NonDynamicallyQuantizableLinear", "Parameter", "ParameterDict", "ParameterList", "ReLU", "ReLU6",
+    "RemovableHandle", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "StateDictError",
+    "Tanh", "Unflatten", "batch_norm", "functional", "functional_call", "init", "utils",
 ]

@@ -1,7 +1,8 @@
-"""Containers: ``Sequential`` (chains its children) and ``ModuleList`` (holds them).
+"""Containers: ``Sequential`` (chains its children), ``ModuleList`` and ``ModuleDict`` (hold
+them), ``ParameterList`` and ``ParameterDict`` (hold Parameters).
 
-Both register their children under the names "0", "1", ..., so state-dict keys
-read ``blocks.0.ln1.weight`` exactly as in torch.
+The sequences register their children under the names "0", "1", ..., so state-dict keys
+read ``blocks.0.ln1.weight`` exactly as in torch; the dicts under their keys.
 """
 from __future__ import annotations
 
@@ -59,6 +60,20 @@ class _ModuleSequence(Module):
         self.add_module(str(len(self)), module)
         return self
 
+    def extend(self, modules):
+        if not isinstance(modules, Iterable):
+            raise TypeError(f"{type(self).__name__}.extend should be called with an iterable of modules, "
+                            f"but got {type(modules).__name__}")
+        for module in list(modules):
+            self.append(module)
+        return self
+
+    def pop(self, idx=-1):
+        """Remove and return the child at ``idx`` (the rest are renumbered)."""
+        module = self[idx]
+        del self[idx]
+        return module
+
 
 class Sequential(_ModuleSequence):
     """``Sequential(m0, m1, ...)`` or ``Sequential(OrderedDict(name=module))``:
@@ -75,6 +90,20 @@ class Sequential(_ModuleSequence):
 
     def _from_items(self, items):
         return Sequential(OrderedDict(items))
+
+    def insert(self, index: int, module):
+        """Put ``module`` before position ``index`` (``-len <= index <= len``), renumbering."""
+        if not isinstance(module, Module):
+            raise TypeError(f"Sequential.insert: module should be of type Module, got {type(module).__name__}")
+        n = len(self)
+        if isinstance(index, bool) or not isinstance(index, int) or not -n <= index <= n:
+            raise IndexError(f"Sequential.insert: index {index!r} is out of range for length {n}")
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(modules):
+            self.add_module(str(i), m)
+        return self
 
     def forward(self, input):
         for module in self:
@@ -99,14 +128,6 @@ class ModuleList(_ModuleSequence):
 
     def __add__(self, other):
         return ModuleList(list(self) + list(other))
-
-    def extend(self, modules):
-        if not isinstance(modules, Iterable):
-            raise TypeError(f"ModuleList.extend should be called with an iterable of modules, "
-                            f"but got {type(modules).__name__}")
-        for module in list(modules):
-            self.append(module)
-        return self
 
     def insert(self, index: int, module) -> None:
         n = len(self)
@@ -133,3 +154,165 @@ class ModuleList(_ModuleSequence):
             line = f"({start}): {text}" if start == end else f"({start}-{end}): {end - start + 1} x {text}"
             lines.append(_addindent(line, 2))
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _pairs(items, where: str):
+    """(key, value) pairs from a mapping or an iterable of pairs (torch's ``update`` rule)."""
+    if isinstance(items, Mapping):
+        return list(items.items())
+    if not isinstance(items, Iterable):
+        raise TypeError(f"{where}.update should be called with an iterable of key/value pairs, "
+                        f"but got {type(items).__name__}")
+    pairs = []
+    for j, item in enumerate(items):
+        if not isinstance(item, Iterable) or isinstance(item, (str, bytes)):
+            raise TypeError(f"{where} update sequence element #{j} should be Iterable; is {type(item).__name__}")
+        item = tuple(item)
+        if len(item) != 2:
+            raise ValueError(f"{where} update sequence element #{j} has length {len(item)}; 2 is required")
+        pairs.append(item)
+    return pairs
+
+
+class _Dict:
+    """The dict protocol over one registry (``_modules`` or ``_parameters``) of a Module."""
+
+    _store = ""
+
+    def _set(self, key, value):  # pragma: no cover - defined by each container
+        raise NotImplementedError
+
+    def __getitem__(self, key):
+        return self.__dict__[self._store][key]
+
+    def __setitem__(self, key, value):
+        self._set(key, value)
+
+    def __delitem__(self, key):
+        del self.__dict__[self._store][key]
+
+    def __len__(self):
+        return len(self.__dict__[self._store])
+
+    def __iter__(self):
+        return iter(self.__dict__[self._store])
+
+    def __contains__(self, key):
+        return key in self.__dict__[self._store]
+
+    def keys(self):
+        return self.__dict__[self._store].keys()
+
+    def items(self):
+        return self.__dict__[self._store].items()
+
+    def values(self):
+        return self.__dict__[self._store].values()
+
+    def clear(self) -> None:
+        self.__dict__[self._store].clear()
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def update(self, items) -> None:
+        for key, value in _pairs(items, type(self).__name__):
+            self[key] = value
+
+
+class ModuleDict(_Dict, Module):
+    """A dict of modules (insertion order kept) whose entries are registered children."""
+
+    _store = "_modules"
+
+    def __init__(self, modules=None):
+        Module.__init__(self)
+        if modules is not None:
+            self.update(modules)
+
+    def _set(self, key, module):
+        self.add_module(key, module)
+
+
+def _as_parameter(value):
+    """torch's containers turn a plain Tensor (or array) into a Parameter sharing its data."""
+    from ..tensor import Tensor
+    from .parameter import Parameter
+    if isinstance(value, Parameter) or value is None:
+        return value
+    return Parameter(value._data if isinstance(value, Tensor) else value)
+
+
+def _parameter_line(key, p) -> str:
+    if p is None:
+        return f"    ({key}): None"
+    size = "x".join(str(n) for n in p.shape)
+    return f"    ({key}): Parameter containing: [tinygrad_tx.{p._data.dtype} of size {size}]"
+
+
+def _parameters_repr(module, keys) -> str:
+    lines = [_parameter_line(k, module._parameters[k]) for k in keys]
+    if not lines:
+        return module._get_name() + "()"
+    return module._get_name() + "(\n" + "\n".join(lines) + "\n)"
+
+
+class ParameterList(Module):
+    """A list of Parameters registered under "0", "1", ... (state-dict keys ``name.0``, ...).
+    A Tensor put in it becomes a Parameter sharing its data, as in torch."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        if values is not None:
+            self.extend(values)
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ParameterList(list(self._parameters.values())[idx])
+        return self._parameters[str(_index(self, idx))]
+
+    def __setitem__(self, idx, param):
+        self.register_parameter(str(_index(self, idx)), _as_parameter(param))
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def append(self, value):
+        self.register_parameter(str(len(self)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        if not isinstance(values, Iterable) or isinstance(values, (str, bytes)):
+            raise TypeError(f"ParameterList.extend should be called with an iterable, "
+                            f"but got {type(values).__name__}")
+        for value in list(values):
+            self.append(value)
+        return self
+
+    def __repr__(self):
+        return _parameters_repr(self, list(self._parameters))
+
+
+class ParameterDict(_Dict, Module):
+    """A dict of Parameters registered under their keys; Tensors become Parameters."""
+
+    _store = "_parameters"
+
+    def __init__(self, parameters=None):
+        Module.__init__(self)
+        if parameters is not None:
+            self.update(parameters)
+
+    def _set(self, key, value):
+        self.register_parameter(key, _as_parameter(value))
+
+    def __repr__(self):
+        return _parameters_repr(self, list(self._parameters))

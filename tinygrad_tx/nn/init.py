@@ -139,3 +139,68 @@ def fan_in_uniform_(tensor, fan_in: int, generator=None):
     """U(-1/sqrt(fan_in), 1/sqrt(fan_in)): the bias default of Linear and Conv2d (0 when fan_in == 0)."""
     bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
     return uniform_(tensor, -bound, bound, generator=generator)
+
+
+def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
+    """Fill with N(mean, std^2) truncated to [a, b] (``a``, ``b`` in the values' units, as torch).
+
+    Inverse-CDF sampling: with α = (a − mean)/std, β = (b − mean)/std and u ~ U(Φ(α), Φ(β)),
+    ``mean + std · Φ⁻¹(u)`` has exactly the truncated density; a final clip to [a, b] removes
+    rounding just outside the interval.
+    """
+    from scipy.special import ndtr, ndtri
+    if std < 0:
+        raise ValueError(f"trunc_normal_: std must be non-negative, got {std}")
+    if not a <= b:
+        raise ValueError(f"trunc_normal_: expects a <= b, got a={a}, b={b}")
+    if std == 0:
+        return _fill(tensor, np.clip(mean, a, b))
+    lo, hi = ndtr((a - mean) / std), ndtr((b - mean) / std)
+    u = _gen(generator).uniform(lo, hi, size=tensor.shape)
+    return _fill(tensor, np.clip(mean + std * ndtri(u), a, b))
+
+
+def orthogonal_(tensor, gain: float = 1.0, generator=None):
+    """A (semi-)orthogonal matrix (torch's recipe): the Q of the QR decomposition of a standard
+    normal (rows × cols) matrix (transposed first when rows < cols), its columns' signs fixed
+    by diag(R) so the distribution is uniform (Haar), scaled by ``gain``; the trailing dims
+    are flattened into cols."""
+    if tensor.ndim < 2:
+        raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, got shape "
+                         f"{tensor.shape}")
+    if tensor._data.size == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor._data.size // rows
+    flat = _gen(generator).standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, (gain * q).reshape(tensor.shape))
+
+
+def eye_(tensor):
+    """The identity matrix (ones on the main diagonal of a 2-D tensor, zeros elsewhere)."""
+    if tensor.ndim != 2:
+        raise ValueError(f"eye_: only tensors with 2 dimensions are supported, got shape {tensor.shape}")
+    return _fill(tensor, np.eye(*tensor.shape))
+
+
+def dirac_(tensor, groups: int = 1):
+    """The Dirac delta for a 3-, 4- or 5-D convolution weight: each output channel of each group
+    passes its matching input channel through unchanged (a one at the kernel's centre)."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape "
+                         f"{tensor.shape}")
+    out_per_group = tensor.shape[0] // groups
+    if tensor.shape[0] % groups != 0:
+        raise ValueError(f"dirac_: dim 0 ({tensor.shape[0]}) must be divisible by groups ({groups})")
+    values = np.zeros(tensor.shape)
+    centre = tuple(k // 2 for k in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, tensor.shape[1])):
+            values[(g * out_per_group + d, d) + centre] = 1
+    return _fill(tensor, values)

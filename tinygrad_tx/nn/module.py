@@ -43,6 +43,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .. import device as _device
+from .. import dtypes as _dtypes
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -124,6 +126,30 @@ def _float_dtype(dtype, where: str) -> np.dtype:
     if dt.kind != "f":
         raise TypeError(f"{where} only accepts floating point dtypes, but got desired dtype={dt}")
     return dt
+
+
+def _parse_to(args, kwargs):
+    """torch's ``Module.to`` signatures: (device=None, dtype=None, non_blocking=False), (dtype),
+    (tensor); returns (device or None, dtype or None)."""
+    unknown = set(kwargs) - {"device", "dtype", "non_blocking", "memory_format"}
+    if unknown:
+        raise TypeError(f"Module.to() got unexpected keyword argument(s) {sorted(unknown)}")
+    if len(args) > 3:
+        raise TypeError(f"Module.to() takes at most 3 positional arguments, got {len(args)}")
+    device_arg, dtype_arg = kwargs.get("device"), kwargs.get("dtype")
+    for arg in args:
+        if isinstance(arg, bool):  # non_blocking
+            continue
+        if isinstance(arg, Tensor):
+            dtype_arg = arg._data.dtype
+        elif isinstance(arg, (_device.device, int)) or (isinstance(arg, str) and arg.split(":")[0] in
+                                                       ("cpu", "cuda", "mps", "meta", "xla", "xpu")):
+            device_arg = arg if not isinstance(arg, int) else f"cuda:{arg}"
+        else:
+            dtype_arg = arg
+    if dtype_arg is not None:
+        dtype_arg = _dtypes.resolve(dtype_arg, "Module.to: dtype")
+    return device_arg, dtype_arg
 
 
 class Module:
@@ -345,6 +371,50 @@ class Module:
         """Number of scalar parameters, each tied Parameter counted once."""
         return sum(p._data.size for p in self.parameters() if p.requires_grad or not trainable_only)
 
+    def _get_attr_path(self, target: str):
+        """Walk a dotted path ("blocks.0.attn"): the module holding the last name, and that name."""
+        if not isinstance(target, str):
+            raise TypeError(f"expected a dotted name such as 'blocks.0.attn', got {target!r}")
+        *path, last = target.split(".")
+        mod = self
+        for item in path:
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod, last
+
+    def _get_leaf(self, target: str):
+        """The attribute at the dotted path ``target`` and its last name (AttributeError if absent)."""
+        mod, name = self._get_attr_path(target)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        return mod, name, getattr(mod, name)
+
+    def get_submodule(self, target: str = "") -> "Module":
+        """The sub-module at the dotted path ``target`` ("" is this module), as torch's."""
+        if target == "":
+            return self
+        _, name, sub = self._get_leaf(target)
+        if not isinstance(sub, Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        return sub
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The Parameter at the dotted path ``target`` ("0.weight")."""
+        _, name, param = self._get_leaf(target)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target`` ("bn.running_mean")."""
+        mod, name, buf = self._get_leaf(target)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return buf
+
     # ------------------------------------------------------------------ modes and gradients
     def train(self, mode: bool = True):
         """Set training mode here and in every descendant (Dropout, BatchNorm depend on it)."""
@@ -370,8 +440,10 @@ class Module:
                 continue
             if set_to_none:
                 p.grad = None
-            else:
-                p.grad = np.zeros_like(p.grad)
+            else:  # a fresh zero gradient of the same kind (Tensor or array), dtype and shape
+                g = p.grad
+                zeros = np.zeros_like(g._data if isinstance(g, Tensor) else g)
+                p.grad = Tensor(zeros) if isinstance(g, Tensor) else zeros
 
     def apply(self, fn):
         """Call ``fn`` on every child (recursively) and then on this module; returns self."""
@@ -396,14 +468,32 @@ class Module:
                     t._data = old.astype(dtype, copy=False)
                     if not old.flags.writeable:   # a read-only constant stays read-only
                         t._data.flags.writeable = False
-                    if t.grad is not None:
-                        t.grad = t.grad.astype(dtype, copy=False)
+                    g = t.grad
+                    if isinstance(g, Tensor):
+                        t.grad = Tensor(g._data.astype(dtype, copy=False))
+                    elif g is not None:
+                        t.grad = g.astype(dtype, copy=False)
         return self
 
-    def to(self, dtype):
-        """``module.to(dtype)``: cast floating parameters and buffers in place (integer buffers
-        such as ``num_batches_tracked`` keep their dtype); returns self."""
-        return self._cast_floating(_float_dtype(dtype, "Module.to"))
+    def to(self, *args, **kwargs):
+        """``module.to(dtype)``, ``.to(device)``, ``.to(device, dtype)``, ``.to(tensor)`` (its dtype),
+        with ``device=``/``dtype=``/``non_blocking=`` keywords, as torch's. Floating parameters
+        and buffers are cast in place (integer buffers such as ``num_batches_tracked`` keep
+        their dtype); the device is checked (only the CPU exists here). Returns self."""
+        device_arg, dtype_arg = _parse_to(args, kwargs)
+        _device.check(device_arg, "Module.to: device")
+        if dtype_arg is None:
+            return self
+        return self._cast_floating(_float_dtype(dtype_arg, "Module.to"))
+
+    def cpu(self):
+        """Parameters and buffers are already on the CPU: returns self."""
+        return self
+
+    def cuda(self, device=None):
+        _device.check("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device,
+                      "Module.cuda: device")
+        return self  # pragma: no cover - check() raises: only the CPU exists
 
     def double(self):
         return self._cast_floating(np.dtype(np.float64))
