@@ -163,3 +163,109 @@ class Stack(Function):
     @staticmethod
     def backward(ctx, g):
         return tuple(np.moveaxis(g, ctx.dim, 0))
+
+
+# ============================================================================ shared argument checks
+
+def canonical_dim(dim, ndim: int, op: str) -> int:
+    """``dim`` (possibly negative) as an axis in ``range(ndim)``; a 0-d tensor accepts 0 and -1,
+    as torch's. Out of range is torch's IndexError message (our IndexOutOfRange, also a
+    ValueError); a non-int is a TypeError."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}: dim must be an int, got {dim!r} of type {type(dim).__name__}")
+    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    if not lo <= dim <= hi:
+        raise IndexOutOfRange(f"{op}: dimension out of range (expected to be in range of "
+                              f"[{lo}, {hi}], but got {dim})")
+    return int(dim) % ndim if ndim > 0 else 0
+
+
+def canonical_dims(dims, ndim: int, op: str, what: str = "dims") -> tuple:
+    """A sequence of dims, each canonical, none repeated (torch's message otherwise)."""
+    out = tuple(canonical_dim(d, ndim, op) for d in dims)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: {what} {list(dims)} name the same dimension more than once")
+    return out
+
+
+# ============================================================================ index_put: x[index] = values
+
+def _broadcast_values(values: np.ndarray, shape: tuple, op: str) -> np.ndarray:
+    """``values`` broadcast to the indexing result's ``shape``. As torch (and NumPy), extra
+    leading size-1 axes of ``values`` are dropped first: x[0] = ones(1, 3) fills a row."""
+    v = values
+    while v.ndim > len(shape) and v.shape[0] == 1:
+        v = v.reshape(v.shape[1:])
+    try:
+        return np.broadcast_to(v, shape)
+    except ValueError:
+        raise ValueError(f"{op}: shape mismatch: value tensor of shape {list(values.shape)} cannot be "
+                         f"broadcast to indexing result of shape {list(shape)}") from None
+
+
+def _indexed_shape(array: np.ndarray, index, op: str) -> tuple:
+    """The shape of ``array[index]`` (index already normalized), with our IndexError."""
+    try:
+        return np.shape(array[index])
+    except IndexError as e:
+        raise IndexOutOfRange(f"{op}: index {index!r} is out of range for a tensor of shape "
+                              f"{array.shape}: {e}") from None
+
+
+def index_put_kernel(array: np.ndarray, index, values, accumulate: bool = False, op: str = "index_put"):
+    """``array[index] = values`` (``accumulate``: ``array[index] += values``, every duplicate
+    index adding its own value: np.add.at) **in place** on a NumPy array; returns ``array``.
+
+    ``index`` is anything ``Tensor.__getitem__`` accepts (ints, slices, None, Ellipsis, bool
+    masks, integer arrays / lists / Tensors, tuples of these); ``values`` a scalar or an array
+    broadcastable to ``array[index]``'s shape, cast to ``array``'s dtype. An index out of range
+    is an IndexError naming the index and the shape; a shape mismatch is a ValueError.
+    With duplicate indices and ``accumulate=False`` one of the writes wins (torch: unspecified).
+    """
+    index, _ = _normalize_index(index)
+    values = _broadcast_values(np.asarray(values), _indexed_shape(array, index, op), op)
+    if accumulate:
+        np.add.at(array, index, values)
+    else:
+        array[index] = values
+    return array
+
+
+class IndexPut(Function):
+    """y = x with y[index] = v (accumulate: y[index] = x[index] + v, duplicates summing).
+
+    Out of place: x itself is not modified. Let g = dL/dy.
+    dL/dx: an element of x overwritten by v no longer reaches y, so its gradient is 0; every
+    other element is copied: dL/dx = g with the assigned positions zeroed. With accumulate,
+    y = x + (scattered v), so every x element reaches y once: dL/dx = g.
+    dL/dv: v[k] lands at position index[k] of y (broadcast v: each copy lands somewhere), so
+    dL/dv = g[index], in the shape of x[index]; the engine then sums over v's broadcast
+    axes. Duplicate indices with accumulate: each v[k] adds to y[index[k]], so each still gets
+    g[index[k]] — which g[index] is. (Without accumulate only one duplicate write survives in
+    the output; g[index] still gives each duplicate that position's gradient, as torch does.)
+    """
+
+    @staticmethod
+    def forward(ctx, x, v, index=None, accumulate=False):
+        shape = _indexed_shape(x, index, "index_put")
+        vb = _broadcast_values(np.asarray(v), shape, "index_put")
+        out = x.copy()
+        if accumulate:
+            np.add.at(out, index, vb)
+        else:
+            out[index] = vb
+        ctx.index, ctx.accumulate, ctx.v_shape = index, accumulate, np.shape(v)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        gx = g
+        if not ctx.accumulate and ctx.needs_input_grad[0]:
+            gx = g.copy()
+            gx[ctx.index] = 0
+        gv = None
+        if ctx.needs_input_grad[1]:
+            gv = np.asarray(g[ctx.index])
+            if len(ctx.v_shape) > gv.ndim:   # v had extra leading size-1 axes (dropped in forward)
+                gv = gv.reshape((1,) * (len(ctx.v_shape) - gv.ndim) + gv.shape)
+        return gx, gv
