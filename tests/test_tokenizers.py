@@ -365,3 +365,349 @@ def test_wordpiece_bert_punctuation_same_as_huggingface(s, max_chars):
 @given(st.lists(st.integers(0, 399), max_size=15))
 def test_wordpiece_decode_same_as_huggingface(wp_names, ids):
     assert wp_names.decode(ids) == hf_wordpiece(wp_names).decode(ids, skip_special_tokens=False)
+
+
+# ============================================================ files, special tokens, encodings
+import json  # noqa: E402
+
+from tokenizers import processors, trainers  # noqa: E402
+
+from tinygrad_tx.tokenizers import (BERT_SPECIAL_TOKENS, GPT2_SPLIT_PATTERN, Encoding,  # noqa: E402
+                                    TokenizerFileError, load_tokenizer)
+
+# Unicode with emoji (one of them a ZWJ sequence), CJK, accents, punctuation and odd whitespace.
+EMOJI_TEXT = [
+    "Hello 😀 world! Ünïcödé: 李小龍 — “quotes” 👩‍👩‍👧 family…",
+    "I'm here, you're there; it's 3.50€ or ¥120 🎉🎉  ok\n\n\tnext",
+    "Zoë, Chloé & Jürgen's café: naïve coöperation ☕️ 日本語のテキスト",
+] * 4 + TEXT_CORPUS[:40]
+EOT = "<|endoftext|>"
+# Only characters assigned in Python's Unicode database: a character assigned later (U+13460, Unicode 16)
+# is a letter to the Rust side of HF but not to Python's unicodedata, which GPT2_SPLIT_PATTERN uses.
+assigned_text = st.text(st.characters(exclude_categories=("Cs", "Cn")), max_size=4)
+special_text = st.lists(st.one_of(name_texts, assigned_text, st.sampled_from([EOT, "[CLS]", "[SEP]", "[MASK]", " ", "😀"])),
+                        max_size=6).map("".join)
+
+
+def same_encoding(ours: Encoding, hf, fields=("ids", "tokens", "offsets", "type_ids", "attention_mask",
+                                             "special_tokens_mask")):
+    for f in fields:
+        assert getattr(ours, f) == [tuple(x) if isinstance(x, tuple) else x for x in getattr(hf, f)], f
+
+
+def hf_trained_bpe(texts, vocab_size, specials=(EOT,), add_prefix_space=False, post=None):
+    hf = Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
+    hf.decoder = decoders.ByteLevel()
+    if post is not None:
+        hf.post_processor = post
+    hf.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(specials),
+                                                      show_progress=False))
+    return hf
+
+
+def hf_trained_wordpiece(texts, vocab_size):
+    hf = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    hf.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    hf.decoder = decoders.WordPiece()
+    hf.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(BERT_SPECIAL_TOKENS),
+                                                            show_progress=False))
+    hf.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[(t, hf.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
+    return hf
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Our tokenizers saved (and loaded by HF), and HF's trained tokenizers saved (and loaded by us)."""
+    d = tmp_path_factory.mktemp("tok")
+    ours_bpe = BPETokenizer.train(EMOJI_TEXT, 420, special_tokens=[EOT, "[CLS]", "[SEP]"])
+    ours_wp = WordPieceTokenizer.train(EMOJI_TEXT, 300, special_tokens=BERT_SPECIAL_TOKENS, split_on_punctuation=True)
+    hf_bpe_ = hf_trained_bpe(EMOJI_TEXT, 400)
+    hf_wp = hf_trained_wordpiece(EMOJI_TEXT, 300)
+    out = {}
+    for name, tok in (("ours_bpe", ours_bpe), ("ours_wp", ours_wp)):
+        path = tok.save(d / f"{name}.json")
+        out[name] = (tok, Tokenizer.from_file(str(path)))
+    for name, hf, cls in (("hf_bpe", hf_bpe_, BPETokenizer), ("hf_wp", hf_wp, WordPieceTokenizer)):
+        hf.save(str(d / f"{name}.json"))
+        out[name] = (cls.from_file(d / f"{name}.json"), hf)
+    return out
+
+
+@pytest.mark.parametrize("name", ["ours_bpe", "ours_wp", "hf_bpe", "hf_wp"])
+def test_files_encode_like_huggingface_on_emoji_text(files, name):
+    ours, hf = files[name]
+    assert len(ours) == hf.get_vocab_size()
+    for text in EMOJI_TEXT[:3] + [f"{EOT}a [CLS] b[SEP]" + EMOJI_TEXT[0] + EOT, "", "   "]:
+        same_encoding(ours.encode_plus(text), hf.encode(text))
+        same_encoding(ours.encode_plus(text, add_special_tokens=False), hf.encode(text, add_special_tokens=False))
+        ids = ours.encode(text)
+        assert ids == hf.encode(text).ids
+        assert ours.decode(ids) == hf.decode(ids, skip_special_tokens=False)
+        assert ours.decode(ids, skip_special_tokens=True) == hf.decode(ids)
+    got = ours.encode_batch(EMOJI_TEXT[:6])
+    for o, h in zip(got, hf.encode_batch(EMOJI_TEXT[:6])):
+        same_encoding(o, h)
+
+
+@given(special_text)
+def test_files_same_encodings_as_huggingface_random_text(files, s):
+    for ours, hf in files.values():
+        same_encoding(ours.encode_plus(s), hf.encode(s))
+
+
+@given(special_text, special_text)
+def test_pairs_same_as_huggingface(files, a, b):
+    for name in ("ours_wp", "hf_wp"):
+        ours, hf = files[name]
+        same_encoding(ours.encode_plus(a, b), hf.encode(a, b))
+
+
+def test_saved_file_round_trips_and_is_written_atomically(files, tmp_path):
+    for name in ("ours_bpe", "ours_wp", "hf_bpe", "hf_wp"):
+        tok = files[name][0]
+        path = tok.save(tmp_path / "tokenizer.json")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["tokenizer.json"]     # no temp file left
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert data["version"] == "1.0" and data["model"]["type"] in ("BPE", "WordPiece")
+        again = type(tok).from_file(path)
+        assert again.to_json() == tok.to_json()
+        assert load_tokenizer(path).encode(EMOJI_TEXT[1]) == tok.encode(EMOJI_TEXT[1])
+    with pytest.raises(TokenizerFileError, match="holds a BPETokenizer model, not a WordPieceTokenizer"):
+        WordPieceTokenizer.from_file(files["ours_bpe"][0].save(tmp_path / "bpe.json"))
+
+
+def test_special_tokens_ids_and_training():
+    tok = BPETokenizer.train(CENSUS, 300, special_tokens=[EOT])
+    assert len(tok) == 300 and tok.token_to_id(EOT) == 299 and len(tok.merges) == 43
+    assert tok.encode(f"emma{EOT}olivia") == tok.encode("emma") + [299] + tok.encode("olivia")
+    assert tok.tokenize(EOT) == [EOT.encode()]
+    assert tok.decode(tok.encode(f"a{EOT}b")) == f"a{EOT}b"
+    assert tok.decode(tok.encode(f"a{EOT}b"), skip_special_tokens=True) == "ab"
+    # specials are cut out of the training texts: never merged with their neighbours
+    assert list(BPETokenizer.train([f"ab{EOT}" * 50], 400, special_tokens=[EOT]).merges) == [(97, 98)]
+    wp = WordPieceTokenizer.train(CENSUS, 300, special_tokens=BERT_SPECIAL_TOKENS)
+    assert [wp.token_to_id(t) for t in BERT_SPECIAL_TOKENS] == [0, 1, 2, 3, 4] and wp.unk_token == "[UNK]"
+    enc = wp.encode_plus("emma [MASK]")
+    assert enc.tokens[0] == "[CLS]" and enc.tokens[-2:] == ["[MASK]", "[SEP]"]
+    assert enc.special_tokens_mask == [1] + [0] * (len(enc) - 2) + [1]
+    e_id = wp.token_to_id("e")
+    assert wp.add_special_tokens(["<new>", "[CLS]", "e"]) == 1       # 'e' is in the vocabulary: keeps its id
+    assert wp.token_to_id("<new>") == 300 and len(wp) == 301 and wp.token_to_id("e") == e_id
+
+
+def test_template_validation():
+    wp = WordPieceTokenizer(["[UNK]", "a"], special_tokens=["[CLS]"])
+    with pytest.raises(ValueError, match="not a special token"):
+        wp.set_template("[CLS] $A [SEP]")
+    with pytest.raises(ValueError, match="must contain"):
+        wp.set_template("[CLS]")
+    wp.set_template("[CLS] $A")
+    with pytest.raises(ValueError, match="no pair form"):
+        wp.encode_plus("a", "a")
+    with pytest.raises(TypeError, match="list of str"):
+        wp.add_special_tokens("[X]")
+
+
+@given(st.lists(special_text, min_size=1, max_size=5), st.integers(2, 30), st.booleans(),
+       st.sampled_from(["longest", "max_length"]), st.sampled_from([None, 4]), st.booleans())
+def test_encode_batch_padding_and_truncation_like_huggingface(files, texts, max_length, truncate, padding, multiple,
+                                                            pairs):
+    for name in ("ours_wp", "hf_wp", "ours_bpe"):
+        ours, hf = files[name]
+        batch = [(t, t[::-1]) for t in texts] if pairs and name != "ours_bpe" else texts
+        hf.no_padding()
+        hf.no_truncation()
+        if truncate:
+            hf.enable_truncation(max_length)
+        pad = "[PAD]" if name != "ours_bpe" else EOT
+        hf.enable_padding(pad_id=ours.token_to_id(pad), pad_token=pad, pad_to_multiple_of=multiple,
+                          length=max_length if padding == "max_length" else None)
+        got = ours.encode_batch(batch, padding=padding, max_length=max_length, truncation=truncate,
+                                pad_to_multiple_of=multiple, pad_token=pad)
+        want = hf.encode_batch(batch)
+        assert len(got) == len(want)
+        for o, h in zip(got, want):
+            same_encoding(o, h)
+        hf.no_padding()
+        hf.no_truncation()
+
+
+def test_padding_and_truncation_settings_are_saved(files, tmp_path):
+    tok = WordPieceTokenizer.from_file(files["ours_wp"][0].save(tmp_path / "a.json"))
+    tok.enable_padding(length=12)
+    tok.enable_truncation(10)
+    hf = Tokenizer.from_file(str(tok.save(tmp_path / "b.json")))
+    again = WordPieceTokenizer.from_file(tmp_path / "b.json")
+    texts = [EMOJI_TEXT[0], "emma", ""]
+    for o, a, h in zip(tok.encode_batch(texts), again.encode_batch(texts), hf.encode_batch(texts)):
+        same_encoding(o, h)
+        assert o == a and len(o) == 12 and o.attention_mask.count(1) <= 10
+    assert len(tok.encode(EMOJI_TEXT[0])) == 10          # encode truncates too
+
+
+def test_encoding_offsets_point_into_the_text(files):
+    text = "Zoë 😀 said: [CLS] hi" + EOT
+    for ours, _ in files.values():
+        enc = ours.encode_plus(text, add_special_tokens=False)
+        for token, (s, e) in zip(enc.tokens, enc.offsets):
+            assert 0 <= s <= e <= len(text)
+            if token in ours.special_tokens and token != ours.unk_token:
+                assert text[s:e] == token
+
+
+def test_encode_batch_and_padding_errors(files):
+    wp = files["ours_wp"][0]
+    bpe = BPETokenizer.train(CENSUS[:50], 260)
+    with pytest.raises(TypeError, match="list of texts"):
+        wp.encode_batch("emma")
+    with pytest.raises(ValueError, match="pad token"):
+        bpe.encode_batch(["a", "bb"], padding="longest")
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        wp.encode_batch(["a", "bb"], padding=True, pad_token="<nope>")
+    with pytest.raises(ValueError, match="needs max_length"):
+        wp.encode_batch(["a"], padding="max_length")
+    with pytest.raises(ValueError, match="padding must be"):
+        wp.encode_batch(["a"], padding="left")
+    with pytest.raises(ValueError, match="needs max_length"):
+        wp.encode_plus("a", truncation=True)
+    with pytest.raises(ValueError, match="smaller than the 2 special tokens"):
+        wp.encode_plus("a", max_length=1, truncation=True)
+    with pytest.raises(ValueError, match="max_length must be an integer"):
+        wp.encode_plus("a", max_length=-1, truncation=True)
+    with pytest.raises(ValueError, match="direction"):
+        wp.enable_truncation(5, direction="up")
+
+
+@pytest.mark.parametrize("prefix,trim", [(False, True), (True, True), (True, False)])
+def test_byte_level_prefix_space_and_trim_offsets_like_huggingface(tmp_path, prefix, trim):
+    hf = hf_trained_bpe(EMOJI_TEXT, 350, add_prefix_space=prefix,
+                        post=processors.ByteLevel(trim_offsets=trim, add_prefix_space=prefix))
+    hf.save(str(tmp_path / "t.json"))
+    ours = BPETokenizer.from_file(tmp_path / "t.json")
+    assert ours.add_prefix_space == prefix and ours.trim_offsets == trim
+    for s in EMOJI_TEXT[:3] + ["  x  y ", "\n\n hi", f"a{EOT}b {EOT} c", " lead", ""]:
+        same_encoding(ours.encode_plus(s), hf.encode(s))
+    assert Tokenizer.from_file(str(ours.save(tmp_path / "u.json"))).encode(EMOJI_TEXT[0]).offsets == \
+        hf.encode(EMOJI_TEXT[0]).offsets
+
+
+def test_gpt2_split_pattern_like_huggingface_byte_level():
+    tok = BPETokenizer(split_pattern=GPT2_SPLIT_PATTERN)
+    hf = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    b2u = bytes_to_unicode()
+    for s in EMOJI_TEXT[:3] + ["It's 123 \x1c  €€!! ok\n", "x\u2003\u2003y\u00a0z 'll'LL", "٣٤ ⅷ ½ ²"]:
+        assert [tok_.encode("utf-8") for tok_ in tok.pretokenize(s)] == \
+            [bytes(CHAR_OF[c] for c in w) for w, _ in hf.pre_tokenize_str(s)], s
+    assert len(b2u) == 256
+
+
+CHAR_OF = {c: b for b, c in bytes_to_unicode().items()}
+
+
+@given(st.text(alphabet="ab c\n", max_size=20), st.sampled_from(["a+", "a*", "(?=b)", " ", "b|c", "[ac]+"]))
+def test_split_pattern_isolated_like_huggingface(s, pattern):
+    ours = [w for w in BPETokenizer(split_pattern=pattern).pretokenize(s)]
+    hf = pre_tokenizers.Split(Regex(pattern), "isolated").pre_tokenize_str(s)
+    assert ours == [w for w, _ in hf]
+
+
+def test_text_errors():
+    tok = BPETokenizer()
+    wp = WordPieceTokenizer(["[UNK]"])
+    for t in (tok, wp):
+        with pytest.raises(ValueError, match=r"lone surrogate U\+D800 at index 1"):
+            t.encode("a\ud800b")
+        with pytest.raises(ValueError, match=r"pair contains a lone surrogate U\+DFFF"):
+            t.encode_plus("a", "\udfff")
+    with pytest.raises(ValueError, match=r"texts\[1\] contains a lone surrogate"):
+        BPETokenizer.train(["ok", "\udc80"], 300)
+    with pytest.raises(TypeError, match=r"texts must be an iterable of str \(a list of texts\), got a single str"):
+        BPETokenizer.train("hello", 300)
+    with pytest.raises(TypeError, match="got a single str"):
+        WordPieceTokenizer.train("hello", 300)
+    with pytest.raises(TypeError, match="must be an iterable of str, got int"):
+        BPETokenizer.train(5, 300)
+    with pytest.raises(TypeError, match=r"texts\[0\] must be a str, got int"):
+        BPETokenizer.train([5], 300)
+    with pytest.raises(ValueError, match=r"split_pattern '\(' is not a valid regular expression"):
+        BPETokenizer(split_pattern="(")
+    with pytest.raises(ValueError, match="not a valid regular expression"):
+        BPETokenizer.train(["ab"], 300, split_pattern="[a")
+    with pytest.raises(TypeError, match="split_pattern must be a str"):
+        BPETokenizer(split_pattern=3)
+
+
+def bad_file(tmp_path, text_or_obj):
+    path = tmp_path / "bad.json"
+    path.write_text(text_or_obj if isinstance(text_or_obj, str) else json.dumps(text_or_obj), encoding="utf-8")
+    return path
+
+
+def test_malformed_files_give_clear_errors(files, tmp_path):
+    good = files["ours_bpe"][0].to_json()
+    wp = files["ours_wp"][0].to_json()
+
+    def edit(obj, **changes):
+        obj = json.loads(json.dumps(obj))
+        for dotted, value in changes.items():
+            *keys, last = dotted.split("__")
+            target = obj
+            for k in keys:
+                target = target[k]
+            if value is KeyError:
+                del target[last]
+            else:
+                target[last] = value
+        return obj
+
+    cases = [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "top level must be a JSON object"),
+        (edit(good, model=KeyError), "has no 'model'"),
+        (edit(good, model__type="Unigram"), "model type 'Unigram' is not supported"),
+        (edit(good, normalizer={"type": "NFKC"}), "normalizer 'NFKC' is not supported"),
+        (edit(good, model__merges=[["Ġ", "zzz"]]), "'zzz' is not in the vocabulary"),
+        (edit(good, model__merges=[["a", "b", "c"]]), r"merges\[0\] must be two tokens"),
+        (edit(good, model__merges=[["a", "e"]]), "makes 'ae', which is not in the vocabulary"),
+        (edit(good, model__vocab={**good["model"]["vocab"], "☃": 999}), "'☃' is not byte-level"),
+        (edit(good, model__vocab={"a": "0"}), "must be an integer"),
+        (edit(good, model__dropout=0.1), "dropout"),
+        (edit(good, pre_tokenizer={"type": "Whitespace"}), r"pre_tokenizer \['Whitespace'\] is not supported"),
+        (edit(good, post_processor={"type": "RobertaProcessing"}), "post_processor 'RobertaProcessing'"),
+        (edit(good, added_tokens=[{"id": 5, "content": "x", "lstrip": True}]), "lstrip=true is not supported"),
+        (edit(good, added_tokens=[{"id": "5", "content": "x"}]), "must be int"),
+        (edit(good, truncation={"max_length": 5, "strategy": "OnlyFirst"}), "only strategy LongestFirst"),
+        (edit(good, padding={"strategy": "Weird"}), "strategy must be BatchLongest"),
+        (edit(wp, model__unk_token="[NOPE]"), "unk_token '\\[NOPE\\]' is not in the vocabulary"),
+        (edit(wp, decoder={"type": "ByteLevel"}), "decoder 'ByteLevel' is not supported for WordPiece"),
+        (edit(wp, post_processor__single=[{"Bogus": {}}]), "bad item"),
+    ]
+    for content, message in cases:
+        path = bad_file(tmp_path, content)
+        with pytest.raises(TokenizerFileError, match=message) as info:
+            load_tokenizer(path)
+        assert str(path) in str(info.value)
+    with pytest.raises(FileNotFoundError):
+        load_tokenizer(tmp_path / "missing.json")
+
+
+@needs_names_txt
+def test_names_txt_files_both_ways(tmp_path):
+    names = load_names(NAMES_TXT)
+    ours = BPETokenizer.train(names, 600, special_tokens=[EOT])
+    hf_loaded = Tokenizer.from_file(str(ours.save(tmp_path / "ours.json")))
+    hf = hf_trained_bpe(names, 600)
+    hf.save(str(tmp_path / "hf.json"))
+    ours_loaded = BPETokenizer.from_file(tmp_path / "hf.json")
+    wp = WordPieceTokenizer.train(names, 500, special_tokens=BERT_SPECIAL_TOKENS)
+    hf_wp_loaded = Tokenizer.from_file(str(wp.save(tmp_path / "wp.json")))
+    hfw = hf_trained_wordpiece(names, 500)
+    hfw.save(str(tmp_path / "hfwp.json"))
+    wp_loaded = WordPieceTokenizer.from_file(tmp_path / "hfwp.json")
+    sample = names[::97] + [" ".join(names[:200]) + EOT]
+    for a, b in ((ours, hf_loaded), (ours_loaded, hf), (wp, hf_wp_loaded), (wp_loaded, hfw)):
+        for o, h in zip(a.encode_batch(sample), b.encode_batch(sample)):
+            same_encoding(o, h)

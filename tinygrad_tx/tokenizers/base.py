@@ -96,20 +96,21 @@ class SubwordTokenizer:
         """Make each token special (matched whole in any text); a new one gets the next free id.
 
         A token already in the model's vocabulary keeps its id (as Hugging Face). Returns
-        how many were new.
+        how many got a new id.
         """
         if isinstance(tokens, str):
             raise TypeError(f"special tokens must be a list of str, got the str {tokens!r}")
-        added = {}
+        added, new = {}, 0
         for t in tokens:
             if not isinstance(t, str) or not t:
                 raise ValueError(f"a special token must be a non-empty str, got {t!r}")
             if t in self.special_tokens or t in added:
                 continue
             i = self._token_to_id(t)
-            added[t] = self._next_id() + len(added) if i is None else i
+            added[t] = self._next_id() + new if i is None else i
+            new += i is None
         self._register_specials(added)
-        return len(added)
+        return new
 
     def _register_specials(self, specials: dict[str, int]) -> None:
         """Make each ``content -> id`` special (ids as given: a file's)."""

@@ -164,7 +164,8 @@ class BPETokenizer(SubwordTokenizer):
 
     # ---------------------------------------------------------- encode/decode
     def _pieces(self, text: str, start: int = 0) -> list[tuple[str, int, int]]:
-        """``(piece, start, floor)``: a prefix space sits at ``start - 1`` and is aligned with ``floor``."""
+        """``(piece, start, floor)``: a prefix space sits at ``start - 1`` and is aligned with the
+        character at ``floor`` (its offsets are that character's, as in Hugging Face)."""
         if not text:
             return []
         floor = start
@@ -241,7 +242,7 @@ class BPETokenizer(SubwordTokenizer):
                 tokens.append(self.id_to_token(i))
                 if char_of is not None:
                     s, e = char_of[s], char_of[e - 1] + 1
-                offsets.append((max(start + s, floor), max(start + e, floor)))
+                offsets.append((max(start + s, floor), max(start + e, floor + 1)))
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """Token ids of ``text`` (any Unicode string without lone surrogates)."""
