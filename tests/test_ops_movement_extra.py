@@ -785,3 +785,16 @@ def test_top_level_shape_functions_call_the_methods():
     assert tg.broadcast_shapes((2, 1), (3,)) == (2, 3)
     with pytest.raises(TypeError):
         tg.transpose(np.zeros((2, 2)), 0, 1)
+
+
+@DTYPES
+@pytest.mark.parametrize("equation, shapes_", [
+    ("ij,jk->ik", [(2, 1), (3, 4)]), ("ij,jk", [(2, 3), (1, 4)]), ("...ij,...jk", [(2, 1, 3), (5, 1, 3, 2)]),
+    ("...,...", [(2, 3), (3,)]), ("i...j,j...->i...", [(2, 3, 4), (4, 3)]), ("bA,bc", [(2, 3), (2, 5)]),
+    ("...ij->ij", [(4, 2, 3)]), ("iij,jk->ik", [(3, 3, 2), (2, 4)]),
+])
+def test_einsum_broadcasting_and_ellipsis(dtype, equation, shapes_):
+    inputs = [values(s, k) for k, s in enumerate(shapes_)]
+    check_parity("einsum", lambda *ts: tg.einsum(equation, *ts), lambda *ts: torch.einsum(equation, *ts), inputs, dtype)
+    check_parity("einsum", lambda *ts: tg.einsum(equation, list(ts)), lambda *ts: torch.einsum(equation, list(ts)),
+                 inputs, dtype)
