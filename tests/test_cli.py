@@ -455,6 +455,19 @@ def test_train_names_type_baselines_train_checkpoint_and_sample(kind, model, lay
     assert len(names) == 4 and all(n.startswith("em") and set(n) <= set("abcdefghijklmnopqrstuvwxyz") for n in names)
 
 
+@pytest.mark.parametrize("kind", ["bigram", "mlp"])
+def test_baselines_match_their_pytorch_twins_step_by_step(kind, tmp_path, corpus, capsys):
+    pytest.importorskip("torch")
+    code, out, err = run(["train", "names", "--type", kind, "--data", corpus, "--steps", "3", "--block-size", "6",
+                          "--dtype", "float64", "--compare-torch", "--compare-every", "1", "--batch-size", "8",
+                          "--plot", tmp_path / "c.png", *TINY], capsys)
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[0]) for r in rows] == [1, 2, 3]
+    for _, ours, theirs, _ in rows:
+        assert abs(float(ours) - float(theirs)) <= 1e-12 * abs(float(theirs))
+
+
 def test_mlp_samples_continue_the_window_the_model_scores():
     """``sample_names`` feeds a FlattenMLP its left-padded window: the first letter's distribution
     is the model's own softmax on block_size '$'s, so greedy decoding picks its argmax."""
