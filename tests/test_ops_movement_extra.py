@@ -255,7 +255,7 @@ def case_scatter(draw, seed, layout):
         return ((lambda t, i, s: t.scatter(d, i, s)), (lambda t, i, s: t.scatter(d, i, s)), [x, idx, src], (0,))
     if kind == "add":
         return (lambda t, i, s: t.scatter_add(d, i, s)), (lambda t, i, s: t.scatter_add(d, i, s)), [x, idx, src]
-    reduce = draw(st.sampled_from(["sum", "mean", "amax", "amin"]))
+    reduce = draw(st.sampled_from(["sum", "prod", "mean", "amax", "amin"]))
     include_self = draw(st.booleans())
     f = lambda t, i, s: t.scatter_reduce(d, i, s, reduce, include_self=include_self)  # noqa: E731
     return f, f, [x, idx, src], (0, 2)
@@ -418,6 +418,7 @@ GRADCHECK = {
     "scatter_reduce mean": (lambda t, s: t.scatter_reduce(1, tg.tensor(IDX), s, "mean"), [_r((2, 4)), _r((2, 3), 1)]),
     "scatter_reduce amax": (lambda t, s: t.scatter_reduce(1, tg.tensor(IDX), s, "amax", include_self=False),
                             [_r((2, 4)), _r((2, 3), 1)]),
+    "scatter_reduce prod": (lambda t, s: t.scatter_reduce(1, tg.tensor(IDX), s, "prod"), [_r((2, 4)), _r((2, 3), 1)]),
     "index_select": (lambda t: t.index_select(0, tg.tensor([2, 0, 2])), [_r((3, 2))]),
     "index_add": (lambda t, s: t.index_add(0, tg.tensor([2, 0, 2]), s, alpha=-2.0), [_r((3, 2)), _r((3, 2), 1)]),
     "index_copy": (lambda t, s: t.index_copy(1, tg.tensor([2, 0]), s), [_r((2, 3)), _r((2, 2), 1)]),
@@ -719,12 +720,16 @@ def test_scatter_src_larger_than_index_gets_zero_gradient_outside_it():
         np.testing.assert_array_equal(np.asarray(os_.grad), expected)
 
 
-@pytest.mark.parametrize("reduce", ["amax", "amin", "mean", "sum"])
+@pytest.mark.parametrize("reduce", ["amax", "amin", "mean", "sum", "prod"])
 @pytest.mark.parametrize("include_self", [True, False])
-def test_scatter_reduce_ties_split_the_gradient_as_torch(reduce, include_self):
-    """Ties between x and src and among src values share g evenly, as torch's backward."""
+@pytest.mark.parametrize("zeros", [False, True])
+def test_scatter_reduce_ties_and_zeros_as_torch(reduce, include_self, zeros):
+    """Ties between x and src and among src values share g evenly, as torch's backward; for
+    prod, zero terms (one or two at a position, in x or in src) get torch's gradients."""
     x = np.array([[1.0, 5.0, 0.0], [2.0, 2.0, 2.0]])
     src = np.array([[1.0, 1.0, 5.0], [2.0, -1.0, 2.0]])
+    if zeros:
+        x[0, 0], src[0, 1], src[1, 0], src[1, 2] = 0.0, 0.0, 0.0, 0.0
     idx = np.array([[0, 0, 1], [2, 2, 0]])
     g = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     ox, os_ = tg.tensor(x, requires_grad=True), tg.tensor(src, requires_grad=True)
@@ -748,6 +753,7 @@ def test_scatter_with_reduce_has_no_derivative_as_in_torch():
 
 ZERO_D = {   # 0-d inputs, where torch treats them as 1-element tensors
     "gather": (lambda t: t.gather(0, tg.tensor(0)), lambda t: t.gather(0, torch.tensor(0))),
+    "scatter_reduce prod": (lambda t, s: t.scatter_reduce(1, tg.tensor(IDX), s, "prod"), [_r((2, 4)), _r((2, 3), 1)]),
     "index_select": (lambda t: t.index_select(0, tg.tensor([0])), lambda t: t.index_select(0, torch.tensor([0]))),
     "unfold": (lambda t: t.unfold(0, 1, 1), lambda t: t.unfold(0, 1, 1)),
     "roll": (lambda t: t.roll(1), lambda t: t.roll(1)),

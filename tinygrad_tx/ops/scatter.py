@@ -1,0 +1,303 @@
+"""Gather and scatter along a dim: gather, scatter, scatter_add, scatter_reduce, and the index
+checks every indexing op shares.
+
+index has x's rank; index[i0, ..., ik] names the position along ``dim``, the other coordinates
+are the index element's own. ``_grid(index, dim)`` turns that into a NumPy advanced index (open
+grids for the other axes), so x[grid] gathers and np.add.at(out, grid, v) scatters. Gathers
+and scatters are each other's backward: dL/dx of a gather is a scatter-add of g (an element
+picked k times gets k contributions), dL/dsrc of a scatter is a gather of g.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+from ..tensor import Tensor
+from .movement import IndexOutOfRange, canonical_dim
+
+_INT32_OR_64 = (np.dtype(np.int32), np.dtype(np.int64))
+_INT64 = (np.dtype(np.int64),)
+
+
+def _tensor(x, op: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    return x
+
+
+def _index(index, op: str, allowed=_INT32_OR_64, error=TypeError) -> np.ndarray:
+    """The index tensor's array, checked to be one of torch's accepted integer dtypes."""
+    if isinstance(index, Tensor):
+        index = index._data
+    if not isinstance(index, np.ndarray):
+        raise TypeError(f"{op}: index must be an integer Tensor, got {type(index).__name__}")
+    if index.dtype not in allowed:
+        names = "/".join(str(d) for d in allowed)
+        raise error(f"{op}: expected dtype {names} for index, got {index.dtype}")
+    return index
+
+
+def _check_bounds(index: np.ndarray, n: int, dim: int, op: str, negative_ok: bool = False):
+    """IndexError (also a ValueError) naming the first bad index and the dimension's size."""
+    if index.size == 0:
+        return
+    lo = -n if negative_ok else 0
+    bad = (index < lo) | (index >= n)
+    if bad.any():
+        raise IndexOutOfRange(f"{op}: index {int(index[bad].flat[0])} is out of bounds for dimension "
+                              f"{dim} with size {n}")
+
+
+def _grid(index: np.ndarray, dim: int) -> tuple:
+    """The advanced index addressing x[i0, ..., index[i0, ..., ik], ..., ik] for every
+    element of ``index``: open ranges on the other axes, ``index`` itself on ``dim``."""
+    grid = list(np.ogrid[tuple(slice(n) for n in index.shape)])
+    grid[dim] = index
+    return tuple(grid)
+
+
+def _crop(shape) -> tuple:
+    """The leading block of ``shape`` (src of a scatter may be larger than index)."""
+    return tuple(slice(n) for n in shape)
+
+
+# ============================================================================ gather / scatter along a dim
+
+class Gather(Function):
+    """y[i0, .., ik] = x[i0, .., index[i0, .., ik], .., ik] (index on axis ``dim``).
+    x element j feeds every output whose index points at it: dL/dx = scatter-add of g at
+    the gathered positions (np.add.at(zeros, grid, g): repeated indices add up)."""
+
+    @staticmethod
+    def forward(ctx, x, index=None, dim=0):
+        ctx.grid, ctx.shape = _grid(index, dim), x.shape
+        return x[ctx.grid]
+
+    @staticmethod
+    def backward(ctx, g):
+        out = np.zeros(ctx.shape, dtype=g.dtype)
+        np.add.at(out, ctx.grid, g)
+        return out
+
+
+def _check_scatter_shapes(op, x, index, dim, src=None):
+    if index.ndim != x.ndim:
+        raise ValueError(f"{op}: index tensor must have the same number of dimensions as input tensor "
+                         f"(index shape {index.shape}, input shape {x.shape})")
+    if src is not None and index.ndim != src.ndim:
+        raise ValueError(f"{op}: index tensor must have the same number of dimensions as src tensor "
+                         f"(index shape {index.shape}, src shape {src.shape})")
+    for d in range(index.ndim):
+        if (d != dim and index.shape[d] > x.shape[d]) or (src is not None and index.shape[d] > src.shape[d]):
+            raise ValueError(f"{op}: size does not match at dimension {d}: expected index {list(index.shape)} "
+                             f"to be no larger than self {list(x.shape)} apart from dimension {dim}"
+                             + ("" if src is None else f" and to be no larger than src {list(src.shape)}"))
+    _check_bounds(index, x.shape[dim], dim, op)
+
+
+def _as_rank1(x: Tensor, index: np.ndarray):
+    """torch treats 0-d input/index of gather and scatter as 1-d of one element."""
+    return (x.reshape(1) if x.ndim == 0 else x), index.reshape(1) if index.ndim == 0 else index
+
+
+def gather(input, dim, index):
+    input = _tensor(input, "gather")
+    index = _index(index, "gather")
+    d = canonical_dim(dim, input.ndim, "gather")
+    x, idx = _as_rank1(input, index)
+    _check_scatter_shapes("gather", x, idx, d)
+    return Gather.apply(x, index=idx, dim=d).reshape(index.shape)
+
+
+class Scatter(Function):
+    """y = x, then y[i0, .., index[i0, .., ik], .., ik] = src[i0, .., ik] (or a scalar value).
+    dL/dx: an overwritten element does not reach y: g with the scattered positions zeroed.
+    dL/dsrc[i] = g at the position src[i] was written to: a gather of g (with duplicate
+    indices only one write survives, but each gets that position's g, as in torch).
+    With ``reduce`` ('add', 'multiply') torch has no derivative; neither do we."""
+
+    @staticmethod
+    def forward(ctx, x, src, index=None, dim=0, reduce=None):
+        grid = _grid(index, dim)
+        vals = src[_crop(index.shape)] if src.ndim else src
+        out = x.copy()
+        if reduce is None:
+            out[grid] = vals
+        elif reduce == "add":
+            np.add.at(out, grid, vals)
+        else:
+            np.multiply.at(out, grid, vals)
+        ctx.grid, ctx.src_shape, ctx.crop, ctx.reduce = grid, src.shape, _crop(index.shape), reduce
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.reduce is not None:
+            raise RuntimeError(f"the derivative of scatter with reduce={ctx.reduce!r} is not implemented "
+                               "(nor in torch): use scatter_add or scatter_reduce")
+        gx = g.copy()
+        gx[ctx.grid] = 0
+        gsrc = None
+        if ctx.needs_input_grad[1]:
+            gsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
+            gsrc[ctx.crop] = g[ctx.grid]
+        return gx, gsrc
+
+
+def _scatter_args(op, input, dim, index, src):
+    input = _tensor(input, op)
+    index = _index(index, "scatter")
+    d = canonical_dim(dim, input.ndim, op)
+    x, idx = _as_rank1(input, index)
+    if isinstance(src, Tensor):
+        if src.dtype != input.dtype:
+            raise TypeError(f"{op}(): expected self.dtype to be equal to src.dtype, got {input.dtype} and {src.dtype}")
+        src = src.reshape(1) if src.ndim == 0 and idx is not index else src
+        _check_scatter_shapes(op, x, idx, d, src)
+    else:
+        _check_scatter_shapes(op, x, idx, d)
+    return input, x, idx, d, src
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """torch.scatter(input, dim, index, src) or (..., value=) / a Python number as src."""
+    if (src is None) == (value is None):
+        raise TypeError("scatter: pass exactly one of src (a Tensor) and value (a number)")
+    if reduce not in (None, "add", "multiply"):
+        raise ValueError(f"scatter: reduce argument must be either add or multiply, got {reduce!r}")
+    src = value if src is None else src
+    input, x, idx, d, src = _scatter_args("scatter", input, dim, index, src)
+    if not isinstance(src, Tensor):
+        if not isinstance(src, (int, float, bool, np.number)):
+            raise TypeError(f"scatter: src must be a Tensor or a number, got {type(src).__name__}")
+        src = np.asarray(src).astype(x.dtype)
+    return Scatter.apply(x, src, index=idx, dim=d, reduce=reduce).reshape(input.shape)
+
+
+class ScatterAdd(Function):
+    """y = x, then y[i0, .., index[i0, .., ik], .., ik] += src[i0, .., ik] (duplicates add).
+    y is x plus a sum of src elements: dL/dx = g, and dL/dsrc = a gather of g."""
+
+    @staticmethod
+    def forward(ctx, x, src, index=None, dim=0):
+        ctx.grid, ctx.src_shape, ctx.crop = _grid(index, dim), src.shape, _crop(index.shape)
+        out = x.copy()
+        np.add.at(out, ctx.grid, src[ctx.crop])
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        gsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
+        gsrc[ctx.crop] = g[ctx.grid]
+        return g, gsrc
+
+
+def scatter_add(input, dim, index, src):
+    _tensor(src, "scatter_add")
+    input, x, idx, d, src = _scatter_args("scatter_add", input, dim, index, src)
+    return ScatterAdd.apply(x, src, index=idx, dim=d).reshape(input.shape)
+
+
+class ScatterReduce(Function):
+    """y = x with each indexed position reduced over the src values scattered onto it
+    (and x's own value when include_self): 'sum', 'prod', 'mean', 'amax', 'amin'.
+
+    sum: dL/dx = g (include_self) or g with the scattered positions zeroed; dL/dsrc = gather(g).
+    mean: y[p] = (x[p] + sum of its src) / N[p], N[p] = the number of terms:
+        dL/dx[p] = g[p] / N[p] at a scattered p (0 without include_self), g elsewhere;
+        dL/dsrc = gather(g / N).
+    amax/amin: y[p] is whichever terms equal the extreme; torch splits g[p] evenly over the
+        N[p] terms tied at it: dL/dx[p] = g[p]·[x[p] = y[p]] / N[p],
+        dL/dsrc[i] = gather(g / N)[i]·[src[i] = y at its position].
+        Without include_self torch still counts x[p] in N[p] when it equals y[p] (then gives
+        x no gradient there): we follow it, so the shares can sum to less than g[p].
+    prod: y[p] = x[p]·Π src scattered to p: dL/dx[p] = g[p]·Π src (no division, so zeros are
+        fine); dL/dsrc[i] = g[p]·(the product of every other term at p) — with P = the
+        product of the nonzero terms and Z the number of zero terms: P / src[i] when
+        src[i] ≠ 0 and Z = 0, P when src[i] is the only zero, else 0 (torch's cases)."""
+
+    @staticmethod
+    def forward(ctx, x, src, index=None, dim=0, reduce="sum", include_self=True):
+        grid, crop = _grid(index, dim), _crop(index.shape)
+        s = src[crop]
+        hit = np.zeros(x.shape, dtype=bool)
+        hit[grid] = True
+        out = x.copy()
+        if reduce in ("sum", "mean"):
+            if not include_self:
+                out[hit] = 0
+            np.add.at(out, grid, s)
+            count = np.zeros(x.shape, dtype=np.int64)
+            np.add.at(count, grid, 1)
+            count += 1 if include_self else 0
+            if reduce == "mean":
+                n = np.maximum(count, 1).astype(out.dtype)
+                out = np.where(hit, out / n if out.dtype.kind == "f" else out // n, out).astype(x.dtype)
+        elif reduce == "prod":
+            if not include_self:
+                out[hit] = 1
+            np.multiply.at(out, grid, s)
+            count = np.zeros(x.shape, dtype=np.int64)          # zero terms per position
+            nonzero = np.ones_like(x)                           # product of the nonzero terms
+            if include_self:
+                count += x == 0
+                nonzero = np.where(x == 0, 1, x)
+            np.add.at(count, grid, (s == 0).astype(np.int64))
+            np.multiply.at(nonzero, grid, np.where(s == 0, 1, s))
+            src_prod = np.ones_like(x)
+            np.multiply.at(src_prod, grid, s)
+            ctx.nonzero, ctx.src_prod, ctx.s = nonzero, src_prod, s
+        else:
+            ufunc = np.maximum if reduce == "amax" else np.minimum
+            if not include_self:
+                fill = -np.inf if reduce == "amax" else np.inf
+                if x.dtype.kind != "f":
+                    info = np.iinfo(x.dtype)
+                    fill = info.min if reduce == "amax" else info.max
+                out[hit] = fill
+            ufunc.at(out, grid, s)
+            count = (x == out).astype(np.int64)   # torch counts x's tie even without include_self
+            np.add.at(count, grid, (s == out[grid]).astype(np.int64))
+        ctx.grid, ctx.crop, ctx.hit, ctx.count = grid, crop, hit, count
+        ctx.reduce, ctx.include_self, ctx.src_shape = reduce, include_self, src.shape
+        if reduce in ("amax", "amin"):
+            ctx.self_won = (x == out) & hit & include_self
+            ctx.src_won = s == out[grid]
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        grid, hit, reduce = ctx.grid, ctx.hit, ctx.reduce
+        if reduce == "sum":
+            gx, per_term = (g if ctx.include_self else np.where(hit, 0, g)), g
+        elif reduce == "prod":
+            gx = np.where(hit, g * ctx.src_prod if ctx.include_self else 0, g)
+            s, zeros, p = ctx.s, ctx.count[grid], (g * ctx.nonzero)[grid]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                others = np.where(s != 0, np.where(zeros == 0, p / np.where(s == 0, 1, s), 0),
+                                  np.where(zeros == 1, p, 0))
+            gsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
+            gsrc[ctx.crop] = others
+            return gx, gsrc
+        else:
+            per_term = g / np.maximum(ctx.count, 1).astype(g.dtype)
+            if reduce == "mean":
+                gx = np.where(hit, per_term if ctx.include_self else 0, g)
+            else:
+                gx = np.where(hit, np.where(ctx.self_won, per_term, 0), g)
+        gs = per_term[grid]
+        if reduce in ("amax", "amin"):
+            gs = np.where(ctx.src_won, gs, 0)
+        gsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
+        gsrc[ctx.crop] = gs
+        return gx, gsrc
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise ValueError(f"scatter_reduce: reduce argument must be one of 'sum', 'prod', 'mean', 'amax', "
+                         f"'amin', got {reduce!r}")
+    _tensor(src, "scatter_reduce")
+    input, x, idx, d, src = _scatter_args("scatter_reduce", input, dim, index, src)
+    return ScatterReduce.apply(x, src, index=idx, dim=d, reduce=reduce,
+                               include_self=bool(include_self)).reshape(input.shape)
