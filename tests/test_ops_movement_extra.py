@@ -804,3 +804,27 @@ def test_einsum_broadcasting_and_ellipsis(dtype, equation, shapes_):
     check_parity("einsum", lambda *ts: tg.einsum(equation, *ts), lambda *ts: torch.einsum(equation, *ts), inputs, dtype)
     check_parity("einsum", lambda *ts: tg.einsum(equation, list(ts)), lambda *ts: torch.einsum(equation, list(ts)),
                  inputs, dtype)
+
+
+KEYWORD_FORMS = {   # the same call, spelled with keywords, on ours and on torch
+    "flip dims=": lambda lib, x: lib.flip(x, dims=[0, 1]),
+    "tile dims=": lambda lib, x: lib.tile(x, dims=(2, 1, 1)),
+    "repeat repeats=": lambda lib, x: x.repeat(repeats=(1, 2)),
+    "roll shifts= dims=": lambda lib, x: x.roll(shifts=(1, -1), dims=(1, 0)),
+    "diagonal offset= dim1= dim2=": lambda lib, x: lib.diagonal(x, offset=-1, dim1=1, dim2=0),
+    "unfold dimension= size= step=": lambda lib, x: x.unfold(dimension=1, size=2, step=1),
+    "gather dim= index=": lambda lib, x: lib.gather(x, dim=1, index=lib.tensor([[2], [0]])),
+    "index_select dim= index=": lambda lib, x: x.index_select(dim=0, index=lib.tensor([1, 1])),
+    "movedim source= destination=": lambda lib, x: lib.movedim(x, source=0, destination=1),
+    "repeat_interleave repeats= dim=": lambda lib, x: x.repeat_interleave(repeats=2, dim=1),
+    "scatter value=": lambda lib, x: x.scatter(1, lib.tensor([[0], [2]]), value=-1.0),
+}
+
+
+@pytest.mark.parametrize("name", list(KEYWORD_FORMS))
+def test_keyword_forms_match_torch(name):
+    call = KEYWORD_FORMS[name]
+    ours, ref = call(tg, tg.tensor(_X)), call(torch, torch.tensor(_X))
+    assert ours.shape == tuple(ref.shape) and np.array_equal(ours._data, ref.numpy())
+    with pytest.raises(TypeError):
+        tg.flip(tg.tensor(_X), 0, dims=[1])

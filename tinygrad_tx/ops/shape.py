@@ -44,6 +44,17 @@ def _sizes_arg(sizes) -> tuple:
     return tuple(sizes)
 
 
+def _keyword_sizes(op: str, name: str, positional: tuple, kwargs: dict) -> tuple:
+    """The sizes given positionally (f(0, 1) or f((0, 1))) or as the keyword ``name``."""
+    if set(kwargs) - {name}:
+        raise TypeError(f"{op}() got an unexpected keyword argument {next(iter(set(kwargs) - {name}))!r}")
+    if name in kwargs:
+        if positional:
+            raise TypeError(f"{op}(): {name} given both positionally and as a keyword")
+        return _sizes_arg((kwargs[name],))
+    return _sizes_arg(positional)
+
+
 # ============================================================================ triangles
 
 class Triangle(Function):
@@ -123,9 +134,11 @@ class Flip(Function):
         return np.flip(g, ctx.dims)
 
 
-def flip(input, *dims):
+def flip(input, *dims, **kwargs):
+    """x.flip(0, 1), x.flip((0, 1)) and torch.flip(x, dims=(0, 1)) alike."""
     input = _tensor(input, "flip")
-    dims = canonical_dims(_int_seq(_sizes_arg(dims), "flip", "dims"), input.ndim, "flip")
+    dims = _keyword_sizes("flip", "dims", dims, kwargs)
+    dims = canonical_dims(_int_seq(dims, "flip", "dims"), input.ndim, "flip")
     return Flip.apply(input, dims=dims if input.ndim else ())
 
 
@@ -264,9 +277,9 @@ class Repeat(Function):
         return summed.reshape(ctx.in_shape).astype(g.dtype, copy=False)
 
 
-def repeat(input, *sizes):
+def repeat(input, *sizes, **kwargs):
     input = _tensor(input, "repeat")
-    sizes = _int_seq(_sizes_arg(sizes), "repeat", "sizes")
+    sizes = _int_seq(_keyword_sizes("repeat", "repeats", sizes, kwargs), "repeat", "sizes")
     if len(sizes) < input.ndim:
         raise ValueError(f"repeat: number of dimensions of repeat dims ({len(sizes)}) can not be smaller "
                          f"than number of dimensions of tensor ({input.ndim}, shape {input.shape})")
@@ -275,10 +288,10 @@ def repeat(input, *sizes):
     return Repeat.apply(input, sizes=sizes)
 
 
-def tile(input, *dims):
+def tile(input, *dims, **kwargs):
     """torch.tile: like repeat, but missing leading repeat counts are 1."""
     input = _tensor(input, "tile")
-    dims = _int_seq(_sizes_arg(dims), "tile", "dims")
+    dims = _int_seq(_keyword_sizes("tile", "dims", dims, kwargs), "tile", "dims")
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
