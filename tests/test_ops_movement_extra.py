@@ -753,7 +753,6 @@ def test_scatter_with_reduce_has_no_derivative_as_in_torch():
 
 ZERO_D = {   # 0-d inputs, where torch treats them as 1-element tensors
     "gather": (lambda t: t.gather(0, tg.tensor(0)), lambda t: t.gather(0, torch.tensor(0))),
-    "scatter_reduce prod": (lambda t, s: t.scatter_reduce(1, tg.tensor(IDX), s, "prod"), [_r((2, 4)), _r((2, 3), 1)]),
     "index_select": (lambda t: t.index_select(0, tg.tensor([0])), lambda t: t.index_select(0, torch.tensor([0]))),
     "unfold": (lambda t: t.unfold(0, 1, 1), lambda t: t.unfold(0, 1, 1)),
     "roll": (lambda t: t.roll(1), lambda t: t.roll(1)),
