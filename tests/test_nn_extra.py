@@ -590,7 +590,7 @@ def test_registration_rules_match_torch():
 def test_zero_grad_requires_grad_modes_and_casts():
     m = nn.Sequential(nn.Linear(2, 3), nn.Dropout(0.5))
     for p in m.parameters():
-        p.grad = np.ones(p.shape, dtype=np.float32)
+        p.grad = tg.Tensor(np.ones(p.shape, dtype=np.float32))
     m.zero_grad(set_to_none=False)
     assert all(np.all(np.asarray(p.grad) == 0) for p in m.parameters())
     m.zero_grad()
@@ -690,7 +690,7 @@ def test_clip_grad_norm_and_value_match_torch(norm_type, max_norm, seed):
     ours = [nn.Parameter(np.zeros(s)) for s in shapes_]
     theirs = [tnn.Parameter(torch.zeros(s, dtype=torch.float64)) for s in shapes_]
     for p, t, g in zip(ours, theirs, grads):
-        p.grad, t.grad = g.copy(), torch.tensor(g)
+        p.grad, t.grad = tg.Tensor(g.copy()), torch.tensor(g)
     total = clip_grad_norm_(ours, max_norm, norm_type=norm_type, foreach=None)
     ref = tnn.utils.clip_grad_norm_(theirs, max_norm, norm_type=norm_type)
     assert isinstance(total, tg.Tensor) and total.shape == ()

@@ -32,6 +32,7 @@ import numbers
 
 import numpy as np
 
+from ..device import check as _check_device
 from ..tensor import Tensor, cat
 from . import init
 from .layers import Linear, _param_dtype
@@ -75,8 +76,7 @@ class MultiheadAttention(Module):
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim=None, vdim=None,
                  batch_first: bool = False, device=None, dtype=None):
         super().__init__()
-        from .. import device as _device
-        _device.check(device, "MultiheadAttention: device")
+        _check_device(device, "MultiheadAttention: device")
         embed_dim, num_heads = _positive(embed_dim, "embed_dim"), _positive(num_heads, "num_heads")
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} "

@@ -43,8 +43,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .. import device as _device
-from .. import dtypes as _dtypes
+from ..device import check as _check_device
+from ..device import device as _DeviceType
+from ..dtypes import resolve as _resolve_dtype
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -142,13 +143,13 @@ def _parse_to(args, kwargs):
             continue
         if isinstance(arg, Tensor):
             dtype_arg = arg._data.dtype
-        elif isinstance(arg, (_device.device, int)) or (isinstance(arg, str) and arg.split(":")[0] in
+        elif isinstance(arg, (_DeviceType, int)) or (isinstance(arg, str) and arg.split(":")[0] in
                                                        ("cpu", "cuda", "mps", "meta", "xla", "xpu")):
             device_arg = arg if not isinstance(arg, int) else f"cuda:{arg}"
         else:
             dtype_arg = arg
     if dtype_arg is not None:
-        dtype_arg = _dtypes.resolve(dtype_arg, "Module.to: dtype")
+        dtype_arg = _resolve_dtype(dtype_arg, "Module.to: dtype")
     return device_arg, dtype_arg
 
 
@@ -481,7 +482,7 @@ class Module:
         and buffers are cast in place (integer buffers such as ``num_batches_tracked`` keep
         their dtype); the device is checked (only the CPU exists here). Returns self."""
         device_arg, dtype_arg = _parse_to(args, kwargs)
-        _device.check(device_arg, "Module.to: device")
+        _check_device(device_arg, "Module.to: device")
         if dtype_arg is None:
             return self
         return self._cast_floating(_float_dtype(dtype_arg, "Module.to"))
@@ -491,7 +492,7 @@ class Module:
         return self
 
     def cuda(self, device=None):
-        _device.check("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device,
+        _check_device("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device,
                       "Module.cuda: device")
         return self  # pragma: no cover - check() raises: only the CPU exists
 
