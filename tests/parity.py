@@ -137,7 +137,7 @@ def check_parity(name, ours_fn, torch_fn, inputs, dtype=np.float64, *, grad=None
 
     result = {}
     if dtype == np.float64:
-        errs = [rel_err(out.data, ref_out)] + [rel_err(og, rg) for og, rg in zip(our_grads, ref_grads)]
+        errs = [rel_err(out._data, ref_out)] + [rel_err(og, rg) for og, rg in zip(our_grads, ref_grads)]
         labels = ["output"] + [f"grad[{i}]" for i in diff_positions]
         for lab, e in zip(labels, errs):
             assert e <= F64_RTOL, f"{name} float64 {lab}: relative error {e:.3g} > {F64_RTOL:g}"
@@ -150,7 +150,7 @@ def check_parity(name, ours_fn, torch_fn, inputs, dtype=np.float64, *, grad=None
     inputs64 = [a.astype(np.float64) if _is_float(a) else a for a in inputs]
     oracle_out, oracle_grads = _run_torch(torch_fn, inputs64, np.float64, diff_mask, g.astype(np.float64))
     worst_ours = worst_torch = 0.0
-    pairs = [("output", out.data, ref_out, oracle_out)] + [
+    pairs = [("output", out._data, ref_out, oracle_out)] + [
         (f"grad[{i}]", og, rg, orc) for i, og, rg, orc in zip(diff_positions, our_grads, ref_grads, oracle_grads)]
     for lab, ours_v, torch_v, oracle_v in pairs:
         e_ours = rel_err(ours_v, oracle_v)

@@ -43,7 +43,7 @@ def trained_optimizer(shapes_, dtype, kind, rng, steps=3):
            "AdamW": lambda: optim.AdamW(groups, lr=0.1 / 3)}[kind]()
     for _ in range(steps):
         for p in params:
-            p.grad = np.asarray(rng.standard_normal(p.shape), dtype=dtype)
+            p.grad = tg.Tensor(np.asarray(rng.standard_normal(p.shape), dtype=dtype))
         opt.step()
     return params, opt
 
@@ -141,7 +141,7 @@ def test_resume_from_checkpoint_is_exact(tmp_path):
 
     resumed = model()
     for p in resumed.parameters():  # make sure the weights really come from the file
-        p.data[...] = 0
+        p._data[...] = 0
     state, opt_state, meta = load_checkpoint(path)
     resumed.load_state_dict(state)
     opt2, _ = make(resumed)
@@ -158,7 +158,7 @@ def test_resume_from_checkpoint_is_exact(tmp_path):
 def small_checkpoint(path):
     rng = np.random.default_rng(0)
     params, opt = trained_optimizer([(3, 2), (2,)], np.float64, "Adam", rng)
-    save_checkpoint(path, {"w": params[0].data, "b": params[1].data}, opt, step=3)
+    save_checkpoint(path, {"w": params[0]._data, "b": params[1]._data}, opt, step=3)
     return path.read_bytes()
 
 
@@ -234,7 +234,7 @@ def test_mismatched_model_and_optimizer_raise_clear_errors(tmp_path):
     src = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
     opt = optim.Adam(src.parameters(), lr=0.01)
     for p in src.parameters():
-        p.grad = np.ones(p.shape, dtype=p.dtype)
+        p.grad = tg.Tensor(np.ones(p.shape, dtype=p.dtype))
     opt.step()
     path = tmp_path / "a.safetensors"
     save_checkpoint(path, src.state_dict(), opt)
@@ -311,12 +311,12 @@ def twin_models():
 def set_random_grads(ours, theirs, rng):
     for p, t in zip(ours.parameters(), theirs.parameters()):
         g = rng.standard_normal(p.shape)
-        p.grad, t.grad = g, torch.from_numpy(g.copy())
+        p.grad, t.grad = tg.Tensor(g), torch.from_numpy(g.copy())
 
 
 def assert_same_outputs(ours, theirs):
     x = np.random.default_rng(1).standard_normal((5, 3))
-    assert rel_err(ours(tg.Tensor(x)).data, theirs(torch.from_numpy(x)).detach().numpy()) <= 1e-12
+    assert rel_err(ours(tg.Tensor(x))._data, theirs(torch.from_numpy(x)).detach().numpy()) <= 1e-12
 
 
 def continue_both(ours, theirs, opt, topt, rng, steps):
@@ -388,10 +388,10 @@ def test_tied_weights_are_saved_under_both_names(tmp_path):
     assert np.array_equal(state["0.weight"], state["1.weight"])
     dst = tied()
     dst.load_state_dict(state)
-    assert dst[0].weight is dst[1].weight and np.array_equal(dst[0].weight.data, src[0].weight.data)
+    assert dst[0].weight is dst[1].weight and np.array_equal(dst[0].weight._data, src[0].weight._data)
 
     twin = torch.nn.Sequential(torch.nn.Embedding(5, 3), torch.nn.Linear(3, 5, bias=False))
     twin[1].weight = twin[0].weight
     twin.load_state_dict(safetensors.torch.load_file(str(path)))
     assert twin[0].weight is twin[1].weight
-    assert np.array_equal(twin[0].weight.detach().numpy(), src[0].weight.data)
+    assert np.array_equal(twin[0].weight.detach().numpy(), src[0].weight._data)

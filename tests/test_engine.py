@@ -84,9 +84,9 @@ DTYPE_CASES = {
 @pytest.mark.parametrize("case", list(DTYPE_CASES))
 def test_dtype_rules_match_torch(case):
     ours, ref = DTYPE_CASES[case](tg), DTYPE_CASES[case](torch)
-    assert str(ours.dtype) == str(ref.dtype).replace("torch.", ""), f"{case}: ours {ours.dtype}, torch {ref.dtype}"
+    assert str(ours.dtype).replace("tinygrad_tx.", "") == str(ref.dtype).replace("torch.", ""), f"{case}: ours {ours.dtype}, torch {ref.dtype}"
     assert ours.shape == tuple(ref.shape)
-    np.testing.assert_allclose(ours.data.astype(np.float64), ref.numpy().astype(np.float64), rtol=1e-6)
+    np.testing.assert_allclose(ours._data.astype(np.float64), ref.numpy().astype(np.float64), rtol=1e-6)
 
 
 def test_randn_and_rand_are_float32_and_seeded():
@@ -95,8 +95,8 @@ def test_randn_and_rand_are_float32_and_seeded():
     tg.manual_seed(0)
     b = tg.randn(3, 4)
     assert a.dtype == np.float32 and u.dtype == np.float32
-    np.testing.assert_array_equal(a.data, b.data)
-    assert np.all((u.data >= 0) & (u.data < 1))
+    np.testing.assert_array_equal(a._data, b._data)
+    assert np.all((u._data >= 0) & (u._data < 1))
 
 
 def _chain(x, w):
@@ -143,7 +143,7 @@ def test_mixed_float32_float64_grads_in_each_inputs_dtype():
     outs[1].backward(torch.tensor(g))
     for o, r in zip(ours, refs):
         assert o.grad.dtype == o.dtype
-        assert str(r.grad.dtype).endswith(str(o.grad.dtype))
+        assert str(r.grad.dtype).replace("torch.", "") == str(o.grad.dtype).replace("tinygrad_tx.", "")
         np.testing.assert_allclose(o.grad, r.grad.numpy(), rtol=1e-6)
 
 
@@ -173,7 +173,7 @@ def test_retain_graph_allows_a_second_backward():
     x = tg.Tensor(np.array([1.0, 2.0]), requires_grad=True)
     y = (x.exp() * x).sum()
     y.backward(retain_graph=True)
-    first = x.grad.copy()
+    first = x.grad.numpy().copy()
     y.backward()
     np.testing.assert_allclose(x.grad, 2 * first)
     with pytest.raises(RuntimeError, match="second time"):
@@ -201,8 +201,8 @@ def test_intermediate_grads_not_kept_unless_retained():
     assert k.retains_grad and not h.retains_grad
     (k * k).sum().backward()
     assert h.grad is None and not h.is_leaf and x.is_leaf
-    np.testing.assert_allclose(k.grad, 2 * k.data)
-    np.testing.assert_allclose(x.grad, 2 * k.data * k.data * 3.0)
+    np.testing.assert_allclose(k.grad, 2 * k._data)
+    np.testing.assert_allclose(x.grad, 2 * k._data * k._data * 3.0)
     with pytest.raises(RuntimeError, match="requires_grad=False"):
         tg.Tensor(np.ones(2)).retain_grad()
 
@@ -242,7 +242,7 @@ def test_100k_op_chain_backpropagates_without_recursion():
     y.sum().backward()
     c = 1.0000001  # y <- (y + 0.5) * c, 50,000 times
     np.testing.assert_allclose(x.grad, [c ** 50_000] * 2, rtol=1e-10)
-    np.testing.assert_allclose(y.data, np.array([1.0, 2.0]) * c ** 50_000
+    np.testing.assert_allclose(y._data, np.array([1.0, 2.0]) * c ** 50_000
                                + 0.5 * sum(c ** k for k in range(1, 50_001)), rtol=1e-10)
     assert SavedMemory.current == start
 
@@ -279,7 +279,7 @@ def test_no_grad_decorator():
     y = double(x)
     assert not y.requires_grad and tg.is_grad_enabled()
     assert double.__name__ == "double" and double.__doc__ == "Doubles."
-    np.testing.assert_array_equal(y.data, [2.0, 2.0])
+    np.testing.assert_array_equal(y._data, [2.0, 2.0])
 
 
 def test_no_grad_records_no_saved_memory():
@@ -392,17 +392,17 @@ def test_bad_index_types_raise_type_error():
 def test_detach_item_numpy_size():
     x = tg.Tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     d = x.detach()
-    assert not d.requires_grad and d.is_leaf and np.shares_memory(d.data, x.data)
+    assert not d.requires_grad and d.is_leaf and np.shares_memory(d._data, x._data)
     with pytest.raises(RuntimeError, match="detach"):
         x.numpy()
-    assert d.numpy() is d.data
+    assert d.numpy() is d._data
     assert x.size() == (2, 3) and x.size(1) == 3 and x.size(-2) == 2
     assert x.shape == (2, 3) and x.ndim == 2 and x.dim() == 2 and x.numel() == 6 and len(x) == 2
     assert x.dtype == np.float64
     s = x.sum()
     assert s.item() == 15.0 and isinstance(s.item(), float)
     assert tg.tensor([7]).item() == 7 and isinstance(tg.tensor([7]).item(), int)
-    with pytest.raises(ValueError, match="6 elements"):
+    with pytest.raises(RuntimeError, match="6 elements"):
         x.item()
     with pytest.raises(ValueError):
         x.size(2)
@@ -424,12 +424,12 @@ def test_register_hook_sees_and_replaces_grads_like_torch():
         seen = []
         x = m.tensor(np.array([1.0, 2.0]), requires_grad=True)
         h = x * 3.0
-        h.register_hook(lambda g: seen.append(np.array(g.data if m is tg else g.numpy())))
+        h.register_hook(lambda g: seen.append(np.array(g._data if m is tg else g.numpy())))
         handle = h.register_hook(lambda g: g * 10.0)
         x.register_hook(lambda g: g + 1.0)
         (h * h).sum().backward()
         handle.remove()
-        results.append((seen, np.asarray(x.grad.data if m is tg else x.grad)))
+        results.append((seen, np.asarray(x.grad._data if m is tg else x.grad)))
     (seen_ours, grad_ours), (seen_ref, grad_ref) = results
     np.testing.assert_allclose(seen_ours[0], seen_ref[0])
     np.testing.assert_allclose(grad_ours, grad_ref)
@@ -528,7 +528,7 @@ def test_saved_memory_returns_to_start_after_backward():
     SavedMemory.reset_peak()
     y = (x @ w).tanh().exp()
     held = SavedMemory.current - start
-    assert held >= x.data.nbytes + w.data.nbytes  # matmul saves both operands, tanh/exp their outputs
+    assert held >= x._data.nbytes + w._data.nbytes  # matmul saves both operands, tanh/exp their outputs
     assert SavedMemory.peak >= SavedMemory.current
     y.sum().backward()
     assert SavedMemory.current == start

@@ -27,10 +27,10 @@ def test_graph_does_not_pin_intermediates_that_no_backward_saved():
     unless an op saved it (torch's graph, too, links nodes and saved tensors, not outputs)."""
     x = tg.Tensor(np.ones((64, 64)), requires_grad=True)
     h = x * 2.0                       # Mul by a constant saves nothing from h
-    unsaved = weakref.ref(h.data)
+    unsaved = weakref.ref(h._data)
     out = h + 1.0                     # Add saves nothing either
     k = out * out                     # saves out (twice, one buffer)
-    saved = weakref.ref(out.data)
+    saved = weakref.ref(out._data)
     del h, out
     gc.collect()
     assert unsaved() is None          # only reachable through the graph: released
@@ -38,7 +38,7 @@ def test_graph_does_not_pin_intermediates_that_no_backward_saved():
     k.sum().backward()
     gc.collect()
     assert saved() is None            # freed with the node after its backward
-    np.testing.assert_allclose(x.grad, 2 * (2 * x.data + 1) * 2)
+    np.testing.assert_allclose(x.grad, 2 * (2 * x._data + 1) * 2)
 
 
 def test_backward_frees_each_node_as_it_goes():
@@ -93,7 +93,7 @@ def test_hooks_and_retain_grad_of_a_dropped_tensor_behave_like_torch():
         x = m.tensor(x0, requires_grad=True)
         h = x * 3.0
         seen = []
-        h.register_hook(lambda g, seen=seen: (seen.append(np.array(g.data if m is tg else g.numpy())), g * 2.0)[1])
+        h.register_hook(lambda g, seen=seen: (seen.append(np.array(g._data if m is tg else g.numpy())), g * 2.0)[1])
         k = h.exp()
         k.retain_grad()
         out = (k * h).sum()
@@ -112,7 +112,7 @@ def test_retained_grad_and_name_are_kept_on_live_tensors():
     h.name = "h"
     assert h._ctx.name == "h"        # the graph node carries the label for the study tools
     (h * h).sum().backward()
-    np.testing.assert_allclose(h.grad, 2 * h.data)
+    np.testing.assert_allclose(h.grad, 2 * h._data)
 
 
 # ============================================================================ traversal order

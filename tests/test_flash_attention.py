@@ -55,7 +55,7 @@ def test_fully_masked_row_gives_zero_output_and_gradients():
     m[0, 0, 1] = False
     out = flash_attention(q, k, v, attn_mask=m, block_q=2, block_k=2)
     out.backward(rng.standard_normal(out.shape))
-    assert np.all(out.data[0, 0, 1] == 0)
+    assert np.all(out._data[0, 0, 1] == 0)
     assert np.all(q.grad[0, 0, 1] == 0)
     assert np.all(np.isfinite(k.grad)) and np.all(np.isfinite(v.grad))
     assert np.any(q.grad[0, 0, 0] != 0)

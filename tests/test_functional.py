@@ -49,7 +49,7 @@ def fused_equals_composite(name, call, inputs, grad=None, seed=0):
               else a for a, d in zip(inputs, diff)]
         out = call(fn, *ts)
         out.backward(np.random.default_rng(seed).standard_normal(out.shape))
-        results.append([out.data] + [t.grad for t, d in zip(ts, diff) if d])
+        results.append([out._data] + [t.grad for t, d in zip(ts, diff) if d])
     for k, (a, b) in enumerate(zip(*results)):
         err = rel_err(a, b)
         assert err <= F64_RTOL, f"{name}: fused vs composite {'output' if k == 0 else f'grad {k - 1}'}: {err:.3g}"
@@ -113,14 +113,14 @@ def test_softmax_extreme_logits(name, torch_fn, dtype):
     """Logits of ±1000 overflow a naive exp; the max shift makes them exact."""
     x = np.array([[1000.0, -1000.0, 999.0, 0.0], [-1000.0, -1000.0, -999.0, -1000.0], [1000.0] * 4])
     check_both(name, lambda fn, t: fn(t, -1), lambda t: torch_fn(t, -1), [x], dtype, seed=3)
-    out = getattr(F, name)(tg.Tensor(x.astype(dtype)), -1).data
+    out = getattr(F, name)(tg.Tensor(x.astype(dtype)), -1)._data
     assert np.all(np.isfinite(out))
 
 
 @pytest.mark.parametrize("name,torch_fn", [("softmax", TF.softmax), ("log_softmax", TF.log_softmax)])
 def test_softmax_all_minus_inf_row_is_nan_like_torch(name, torch_fn):
     x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, 1.0, 2.0]])
-    ours = getattr(F, name)(tg.Tensor(x), 1).data
+    ours = getattr(F, name)(tg.Tensor(x), 1)._data
     theirs = torch_fn(torch.tensor(x), 1).numpy()
     np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
     assert np.isnan(ours[0]).all() and np.allclose(ours[1], theirs[1], rtol=1e-15)
@@ -209,7 +209,7 @@ def test_cross_entropy_all_targets_ignored(name, label_smoothing, weighted):
         tx = torch.tensor(x, requires_grad=True)
         ref = TF.cross_entropy(tx, torch.tensor(t), weight=None if w is None else torch.tensor(w),
                                reduction=reduction, label_smoothing=label_smoothing)
-        np.testing.assert_array_equal(out.data, ref.detach().numpy())  # nan == nan here
+        np.testing.assert_array_equal(out._data, ref.detach().numpy())  # nan == nan here
         g = np.ones(out.shape)
         out.backward(g)
         (ref_grad,) = torch.autograd.grad(ref, tx, torch.tensor(g))
@@ -301,7 +301,7 @@ def test_layer_norm_constant_row(dtype):
     w, b = rng.standard_normal(5), rng.standard_normal(5)
     check_both("layer_norm", lambda fn, *a: fn(a[0], (5,), a[1], a[2]),
                lambda *a: TF.layer_norm(a[0], (5,), a[1], a[2]), [x, w, b], dtype, seed=5)
-    y = F.layer_norm(tg.Tensor(x), 5, tg.Tensor(w), tg.Tensor(b)).data
+    y = F.layer_norm(tg.Tensor(x), 5, tg.Tensor(w), tg.Tensor(b))._data
     np.testing.assert_array_equal(y[0], b)
 
 
@@ -493,7 +493,7 @@ def test_dropout_statistics_and_scaling_match_torch(p):
     entry is x/(1-p), and torch's F.dropout has the same two properties."""
     n = 200_000
     x = np.random.default_rng(0).uniform(1.0, 2.0, n)
-    ours = F.dropout(tg.Tensor(x), p, generator=np.random.default_rng(1)).data
+    ours = F.dropout(tg.Tensor(x), p, generator=np.random.default_rng(1))._data
     torch.manual_seed(0)
     theirs = TF.dropout(torch.tensor(x), p).numpy()
     for y in (ours, theirs):
@@ -509,13 +509,13 @@ def test_dropout_modes(name):
     assert fn(x, 0.5, training=False) is x
     assert fn(x, 0.0) is x
     out = fn(x, 1.0)                                     # torch: all zeros
-    np.testing.assert_array_equal(out.data, TF.dropout(torch.tensor(x.data), 1.0).numpy())
+    np.testing.assert_array_equal(out._data, TF.dropout(torch.tensor(x._data), 1.0).numpy())
     out.backward(np.ones(out.shape))
     assert not x.grad.any()
     tg.manual_seed(7)                                    # the default generator is the global one
-    a = fn(x, 0.5).data
+    a = fn(x, 0.5)._data
     tg.manual_seed(7)
-    np.testing.assert_array_equal(a, fn(x, 0.5).data)
+    np.testing.assert_array_equal(a, fn(x, 0.5)._data)
     with pytest.raises(ValueError, match=r"p must be a probability in \[0, 1\], got 1.5"):
         fn(x, 1.5)
     with pytest.raises(TypeError, match="numpy.random.Generator"):
@@ -590,11 +590,11 @@ def test_attention_causal_is_top_left_aligned(lq, lk, dtype):
     check_both("scaled_dot_product_attention", lambda fn, *a: fn(*a, is_causal=True),
                lambda *a: TF.scaled_dot_product_attention(*a, is_causal=True), [q, k, v], dtype, seed=1)
     # query i sees keys 0..i: changing key j > i leaves row i unchanged
-    out = F.scaled_dot_product_attention(tg.Tensor(q), tg.Tensor(k), tg.Tensor(v), is_causal=True).data
+    out = F.scaled_dot_product_attention(tg.Tensor(q), tg.Tensor(k), tg.Tensor(v), is_causal=True)._data
     k2, v2 = k.copy(), v.copy()
     k2[:, -1] += 5.0
     v2[:, -1] -= 3.0
-    out2 = F.scaled_dot_product_attention(tg.Tensor(q), tg.Tensor(k2), tg.Tensor(v2), is_causal=True).data
+    out2 = F.scaled_dot_product_attention(tg.Tensor(q), tg.Tensor(k2), tg.Tensor(v2), is_causal=True)._data
     unchanged = np.arange(lq) < lk - 1
     np.testing.assert_array_equal(out[:, unchanged], out2[:, unchanged])
 
@@ -615,14 +615,14 @@ def test_attention_fully_masked_rows_are_zero(name, kind):
     out = getattr(F, name)(*ts, attn_mask=m)
     g = rng.standard_normal(out.shape)
     out.backward(g)
-    assert np.all(out.data[:, 1] == 0) and np.all(np.isfinite(out.data))
+    assert np.all(out._data[:, 1] == 0) and np.all(np.isfinite(out._data))
     assert np.all(ts[0].grad[:, 1] == 0) and all(np.all(np.isfinite(t.grad)) for t in ts)
     if kind == "float":
         assert np.all(m.grad[1] == 0)
     tt = [to_torch(a, requires_grad=True) for a in (q, k, v)]
     ref = TF.scaled_dot_product_attention(*tt, attn_mask=to_torch(mask))
     ref_grads = torch.autograd.grad(ref, tt, to_torch(g))
-    assert rel_err(out.data, ref.detach().numpy()) <= F64_RTOL
+    assert rel_err(out._data, ref.detach().numpy()) <= F64_RTOL
     for ours_t, theirs in zip(ts, ref_grads):
         assert rel_err(ours_t.grad, theirs.numpy()) <= F64_RTOL
     # every row masked: all zeros, all gradients zero
@@ -630,7 +630,7 @@ def test_attention_fully_masked_rows_are_zero(name, kind):
     ts = [tg.Tensor(a, requires_grad=True) for a in (q, k, v)]
     out = getattr(F, name)(*ts, attn_mask=none)
     out.backward(g)
-    assert not out.data.any() and not any(t.grad.any() for t in ts)
+    assert not out._data.any() and not any(t.grad.any() for t in ts)
 
 
 @pytest.mark.parametrize("p", [0.25, 0.6])
@@ -762,7 +762,7 @@ def test_softmax_rows_that_need_the_max_shift(small_blocks, dtype):
     x[6, 3:] -= 900.0
     x[7, 2] = 1000.0
     check_parity("F.softmax", lambda t: F.softmax(t, -1), lambda t: TF.softmax(t, -1), [x], dtype, seed=6)
-    y = F.softmax(tg.Tensor(x.astype(dtype)), -1).data
+    y = F.softmax(tg.Tensor(x.astype(dtype)), -1)._data
     assert np.all(np.isfinite(y)) and np.allclose(y.sum(-1), 1.0, rtol=1e-6)
 
 
@@ -771,7 +771,7 @@ def test_softmax_family_nan_and_minus_inf_rows_in_blocks(small_blocks, name, tor
     x = np.random.default_rng(2).standard_normal((7, 4))
     x[2] = -np.inf
     x[5, 1] = np.nan
-    ours = getattr(F, name)(tg.Tensor(x), 1).data
+    ours = getattr(F, name)(tg.Tensor(x), 1)._data
     theirs = torch_fn(torch.tensor(x), 1).numpy()
     np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
     ok = ~np.isnan(theirs)
@@ -816,7 +816,7 @@ def test_cross_entropy_without_a_backward_gives_the_same_loss(small_blocks):
         with_graph = F.cross_entropy(tg.Tensor(x, requires_grad=True), t, **kw)
         with tg.no_grad():
             without = F.cross_entropy(tg.Tensor(x, requires_grad=True), t, **kw)
-        np.testing.assert_array_equal(without.data, with_graph.data)
+        np.testing.assert_array_equal(without._data, with_graph._data)
 
 
 LN_BLOCK_CASES = [((7, 5), (5,)), ((1, 9), (9,)), ((3, 2, 4), (2, 4)), ((2, 3, 30), (30,))]
@@ -866,7 +866,7 @@ def test_layer_norm_without_a_backward_gives_the_same_output(small_blocks, dtype
         with_graph = F.layer_norm(tg.Tensor(x, requires_grad=True), 6, *tensors)
         with tg.no_grad():
             without = F.layer_norm(tg.Tensor(x, requires_grad=True), 6, *tensors)
-        np.testing.assert_array_equal(without.data, with_graph.data)
+        np.testing.assert_array_equal(without._data, with_graph._data)
 
 
 # ============================================================================ finite differences, dtypes

@@ -327,8 +327,8 @@ def test_gpt_cached_logits_equal_uncached(data, seed):
     cache = G.GPTKVCache(model, B)
     with tg.no_grad():
         for start, end in _chunks(data.draw, T):
-            cached = G.gpt_forward_cached(model, ids[:, start:end], cache).data
-            uncached = model(ids[:, :end])[0].data[:, start:end]  # the tutorial's step: the whole prefix
+            cached = G.gpt_forward_cached(model, ids[:, start:end], cache)._data
+            uncached = model(ids[:, :end])[0]._data[:, start:end]  # the tutorial's step: the whole prefix
             assert cached.dtype == np.float64
             assert rel_err(cached, uncached) <= CACHE_TOL, (start, end, rel_err(cached, uncached))
     assert cache.length == T and np.array_equal(cache.tokens[:, :T], ids)
@@ -350,8 +350,8 @@ def test_seq2seq_cached_logits_equal_uncached(data, seed):
     cache = G.Seq2SeqKVCache(model, src, pad)
     with tg.no_grad():
         for start, end in _chunks(data.draw, T):
-            cached = G.decoder_forward_cached(model, tgt[:, start:end], cache).data
-            uncached = model(src, tgt[:, :end], src_padding_mask=pad)[0].data[:, start:end]
+            cached = G.decoder_forward_cached(model, tgt[:, start:end], cache)._data
+            uncached = model(src, tgt[:, :end], src_padding_mask=pad)[0]._data[:, start:end]
             assert rel_err(cached, uncached) <= CACHE_TOL, (start, end, rel_err(cached, uncached))
 
 
@@ -361,8 +361,8 @@ def test_cache_is_preallocated_and_float32_follows_the_model():
     buffers = [id(k) for k in cache.keys]
     ids = np.random.default_rng(0).integers(0, 5, (2, 6))
     with tg.no_grad():
-        full = model(ids)[0].data
-    out = [G.gpt_forward_cached(model, ids[:, i:i + 1], cache).data for i in range(6)]
+        full = model(ids)[0]._data
+    out = [G.gpt_forward_cached(model, ids[:, i:i + 1], cache)._data for i in range(6)]
     assert [id(k) for k in cache.keys] == buffers and cache.keys[0].shape == (2, 2, 6, 4)
     assert cache.keys[0].dtype == np.float32 and out[0].dtype == np.float32
     assert rel_err(np.concatenate(out, 1), full) <= 1e-5
@@ -437,7 +437,7 @@ def test_cache_handles_long_prompts_and_unrelated_sequences():
         step = G.NextLogits(model, 1, use_cache=True)
         step(np.array([[1, 2, 3]]))
         other = step(np.array([[4, 2, 3, 1]]))   # not a continuation of [1, 2, 3]
-        assert rel_err(other, model(np.array([[4, 2, 3, 1]]))[0].data[:, -1]) <= CACHE_TOL
+        assert rel_err(other, model(np.array([[4, 2, 3, 1]]))[0]._data[:, -1]) <= CACHE_TOL
         assert step.cache.tokens[0, :4].tolist() == [4, 2, 3, 1] and step.cache.length == 4
 
 
@@ -446,7 +446,7 @@ def test_generate_stops_at_sentinel_per_row():
     comes after V-1; rows stop separately and are then filled with '$'."""
     V = 6
     model = M.NeuralBigram(V).double()
-    model.logits_table.weight.data[:] = np.eye(V)[(np.arange(V) + 1) % V] * 10
+    model.logits_table.weight._data[:] = np.eye(V)[(np.arange(V) + 1) % V] * 10
     out = G.generate(model, [[3], [1]], 20, greedy=True, use_cache=False)
     assert out.tolist() == [[3, 4, 5, 0, 0, 0], [1, 2, 3, 4, 5, 0]]
     assert G.generate(model, [2], 20, greedy=True, use_cache=False).tolist() == [2, 3, 4, 5, 0]
@@ -568,6 +568,6 @@ def test_twin_multinomial_path_samples_the_same_support():
     assert torch.equal(a, b) and a.shape == (1, 8)
     with tg.no_grad():
         for t in range(3, 8):
-            allowed = G.next_token_probs(model(a[:, max(0, t - 6):t].numpy())[0].data[:, -1], **kw) > 0
+            allowed = G.next_token_probs(model(a[:, max(0, t - 6):t].numpy())[0]._data[:, -1], **kw) > 0
             assert allowed[0, a[0, t].item()]
     assert twin.training  # the mode it had before

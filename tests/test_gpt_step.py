@@ -17,18 +17,18 @@ def test_causal_mask_is_derived_once_and_still_follows_the_buffer():
     attn = CausalSelfAttention(8, 2, 6, dropout=0.0, attn_impl="naive")
     expected = attn.causal_mask[:, :, :4, :4] == 0
     first = attn._future_positions(4)
-    np.testing.assert_array_equal(first.data, expected.data)
+    np.testing.assert_array_equal(first._data, expected._data)
     assert attn._future_positions(4) is first                    # reused at the next step
     assert attn._future_positions(5).shape == (1, 1, 5, 5)
     with pytest.raises(ValueError, match="read-only"):
-        attn.causal_mask.data[..., 0, 1] = 1.0                   # the constant cannot drift
+        attn.causal_mask._data[..., 0, 1] = 1.0                   # the constant cannot drift
     attn.double()
-    assert attn.causal_mask.data.dtype == np.float64 and not attn.causal_mask.data.flags.writeable
-    np.testing.assert_array_equal(attn._future_positions(4).data, expected.data)
+    assert attn.causal_mask._data.dtype == np.float64 and not attn.causal_mask._data.flags.writeable
+    np.testing.assert_array_equal(attn._future_positions(4)._data, expected._data)
     attn.causal_mask = tg.Tensor(np.ones((1, 1, 6, 6)))          # a writeable buffer: read each time
-    assert not attn._future_positions(4).data.any()
-    attn.causal_mask.data[..., 0, 1] = 0.0
-    assert attn._future_positions(4).data[0, 0, 0, 1]
+    assert not attn._future_positions(4)._data.any()
+    attn.causal_mask._data[..., 0, 1] = 0.0
+    assert attn._future_positions(4)._data[0, 0, 0, 1]
 
 
 @pytest.mark.parametrize("attn_impl", ["naive", "fused"])
@@ -61,4 +61,4 @@ def test_gpt_training_steps_match_torch(attn_impl):
     theirs = dict(twin.named_parameters())
     for name, p in ours.named_parameters():
         t = theirs[name].detach().numpy()
-        assert np.abs(p.data - t).max() <= 1e-10 * np.abs(t).max(), name
+        assert np.abs(p._data - t).max() <= 1e-10 * np.abs(t).max(), name

@@ -112,7 +112,7 @@ def check_parity_model(name, ours_fn, torch_fn, inputs, seed, grad, flash=False,
             if g is None:
                 g = np.random.default_rng(seed).standard_normal(out.shape).astype(np.float32)
             out.backward(g)
-            ours = [out.data] + [t.grad for t, d in zip(ours_in, diff) if d]
+            ours = [out._data] + [t.grad for t, d in zip(ours_in, diff) if d]
             assert all(a.dtype == np.float32 for a in ours), f"{name}: float32 inputs gave {[a.dtype for a in ours]}"
         oracle = _flat_results(parity._run_torch(torch_fn, as64, np.float64, diff, g.astype(np.float64)))
         if k < torch_samples:
@@ -144,7 +144,7 @@ def perturb(model, seed):
     token) so that no gradient path is tested at a degenerate point."""
     rng = np.random.default_rng(seed)
     for p in model.parameters():
-        p.data[...] += (0.3 * rng.standard_normal(p.shape)).astype(p.dtype)
+        p._data[...] += (0.3 * rng.standard_normal(p.shape)).astype(p.dtype)
 
 
 def build_pair(build, seed, ours_kw=None, prepare=None):
@@ -179,7 +179,7 @@ def check_model(name, build, call, data, seed, ours_kw=None, unused=(), may_be_z
     assert ours_names == [n for n, _ in twin.named_parameters()]
     names = [n for n in ours_names if not n.startswith(tuple(unused))] if unused else ours_names
     params = dict(ours.named_parameters())
-    weights = [params[n].data.copy() for n in names]
+    weights = [params[n]._data.copy() for n in names]
     ours_w = _OursCall(ours, call)
     k = len(names)
 
@@ -373,7 +373,7 @@ def test_multi_head_attention_matches_torch_multihead_attention(case):
     if c["bias"]:
         names += ["q_proj.bias", "k_proj.bias", "v_proj.bias", "out_proj.bias"]
     params = dict(ours.named_parameters())
-    weights = [params[n].data.copy() for n in names]
+    weights = [params[n]._data.copy() for n in names]
     x, context = c["x"], (c["x"] if c["context"] is None else c["context"])
     cross = c["context"] is not None
 
@@ -504,7 +504,7 @@ def test_neural_bigram_lookup_is_one_hot_matmul():
     m = M.NeuralBigram(7)
     idx = np.array([[0, 6, 2], [2, 2, 5]])
     one_hot = np.eye(7, dtype=np.float32)[idx]
-    assert np.array_equal(m(idx)[0].data, one_hot @ m.logits_table.weight.data)
+    assert np.array_equal(m(idx)[0]._data, one_hot @ m.logits_table.weight._data)
 
 
 @given(vocab=st.integers(2, 9), block_size=st.integers(1, 5), d_model=st.integers(1, 4), hidden=st.integers(4, 8),
@@ -514,7 +514,7 @@ def test_flatten_mlp_parity(vocab, block_size, d_model, hidden, activation, with
     idx = ids(rng, vocab, (B, block_size))
     targets = ids(rng, vocab, (B,)) if with_loss else None
     def keep_relus_alive(model):   # all-dead ReLUs would leave the first layers with zero gradient
-        model.mlp[0].bias.data += 3.0
+        model.mlp[0].bias._data += 3.0
     check_model(f"FlattenMLP[{activation}]",
                 lambda lib, **kw: lib.FlattenMLP(vocab, block_size, d_model, hidden, activation),
                 lambda m, *a: m(*a), (idx,) + with_targets(targets), seed,
@@ -545,20 +545,20 @@ def _bigram_pair(names, alpha):
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
 def test_bigram_count_model_matches_reference(alpha):
     ours, twin = _bigram_pair(SAMPLE_NAMES, alpha)
-    assert np.array_equal(ours.counts.data, to_numpy(twin.counts))
-    assert ours.counts.data.sum() == sum(len(n) + 1 for n in SAMPLE_NAMES)
+    assert np.array_equal(ours.counts._data, to_numpy(twin.counts))
+    assert ours.counts._data.sum() == sum(len(n) + 1 for n in SAMPLE_NAMES)
     # the tutorial's example: 'sada' contributes $->s, s->a, a->d, d->a, a->$
-    assert ours.counts.data[STOI["$"], STOI["s"]] == 1 and ours.counts.data[STOI["a"], STOI["$"]] == 4
+    assert ours.counts._data[STOI["$"], STOI["s"]] == 1 and ours.counts._data[STOI["a"], STOI["$"]] == 4
     with np.errstate(invalid="ignore"):
-        np.testing.assert_allclose(ours.probs.data, to_numpy(twin.probs), rtol=1e-6, equal_nan=True)
-    seen = ours.counts.data.sum(1) > 0
-    np.testing.assert_allclose(ours.probs.data[seen].sum(1), 1.0, rtol=1e-6)
+        np.testing.assert_allclose(ours.probs._data, to_numpy(twin.probs), rtol=1e-6, equal_nan=True)
+    seen = ours.counts._data.sum(1) > 0
+    np.testing.assert_allclose(ours.probs._data[seen].sum(1), 1.0, rtol=1e-6)
     held_out = ["ava", "noah"] if alpha == 0 else ["zyx", "emma"]
     assert ours.nll(held_out, STOI, "$") == pytest.approx(twin.nll(held_out, STOI, "$"), rel=1e-6)
     idx, targets = np.array([[0, 19, 1], [0, 5, 13]]), np.array([[19, 1, 4], [5, 13, 13]])
     lo, loss = ours(idx, targets)
     lt, loss_t = twin(torch.tensor(idx), torch.tensor(targets))
-    np.testing.assert_allclose(lo.data, to_numpy(lt), rtol=1e-6)
+    np.testing.assert_allclose(lo._data, to_numpy(lt), rtol=1e-6)
     assert loss.item() == pytest.approx(loss_t.item(), rel=1e-5)
 
 
@@ -566,7 +566,7 @@ def test_bigram_smoothing_is_what_keeps_unseen_transitions_finite():
     """Section 3.2: with alpha = 0 an unseen bigram has probability 0 and infinite NLL."""
     plain, _ = _bigram_pair(SAMPLE_NAMES, 0.0)
     smooth, _ = _bigram_pair(SAMPLE_NAMES, 1.0)
-    assert plain.counts.data[STOI["a"], STOI["a"]] == 0            # every row of "$aa$" is seen, a -> a is not
+    assert plain.counts._data[STOI["a"], STOI["a"]] == 0            # every row of "$aa$" is seen, a -> a is not
     assert plain.nll(["aa"], STOI, "$") == float("inf")
     assert np.isfinite(smooth.nll(["aa"], STOI, "$"))
     assert plain.nll(SAMPLE_NAMES, STOI, "$") < smooth.nll(SAMPLE_NAMES, STOI, "$")   # smoothing costs fit
@@ -577,7 +577,7 @@ def test_bigram_count_model_on_names_file():
     names = [n.strip() for n in NAMES.read_text().split() if n.strip()]
     names = [n for n in names if set(n) <= set(STOI)]
     ours, twin = _bigram_pair(names, 1.0)
-    assert np.array_equal(ours.counts.data, to_numpy(twin.counts))
+    assert np.array_equal(ours.counts._data, to_numpy(twin.counts))
     nll = ours.nll(names, STOI, "$")
     assert nll == pytest.approx(twin.nll(names, STOI, "$"), rel=1e-5)
     assert 2.0 < nll < np.log(27)   # better than uniform over the vocabulary
@@ -644,9 +644,9 @@ def test_gpt_state_dict_round_trip_random_configs(vocab, hw, n_layers, block_siz
     back = M.GPTLanguageModel(vocab, d_model, n_heads, n_layers, block_size)
     back.load_state_dict(twin.state_dict())
     assert back.token_embedding.weight is back.lm_head.weight
-    assert sum(p.data.size for p in back.parameters()) == sum(p.numel() for p in twin.parameters())
+    assert sum(p._data.size for p in back.parameters()) == sum(p.numel() for p in twin.parameters())
     idx = np.random.default_rng(seed).integers(0, vocab, (2, block_size))
-    assert np.array_equal(back.eval()(idx)[0].data, ours.eval()(idx)[0].data)
+    assert np.array_equal(back.eval()(idx)[0]._data, ours.eval()(idx)[0]._data)
 
 
 # ============================================================================ modes
@@ -655,13 +655,13 @@ def test_dropout_is_active_in_training_only():
     tg.manual_seed(0)
     idx = np.random.default_rng(0).integers(0, 11, (2, 6))
     model = M.GPTLanguageModel(11, 8, 2, 2, 6, dropout=0.3)
-    a, b = model.train()(idx)[0].data, model(idx)[0].data
+    a, b = model.train()(idx)[0]._data, model(idx)[0]._data
     assert not np.array_equal(a, b), "two training-mode forwards drew the same dropout masks"
     model.eval()
-    assert np.array_equal(model(idx)[0].data, model(idx)[0].data)
+    assert np.array_equal(model(idx)[0]._data, model(idx)[0]._data)
     no_drop = M.GPTLanguageModel(11, 8, 2, 2, 6, dropout=0.0)
     no_drop.load_state_dict(model.state_dict())
-    assert np.array_equal(no_drop.train()(idx)[0].data, model(idx)[0].data)
+    assert np.array_equal(no_drop.train()(idx)[0]._data, model(idx)[0]._data)
 
 
 @pytest.mark.parametrize("impl", M.ATTN_IMPLS)
@@ -675,8 +675,8 @@ def test_attention_dropout_in_training(impl):
         with pytest.raises(ValueError, match="flash.*dropout"):
             attn.train()(x)
         return
-    y_eval = attn.eval()(x).data
-    y_train = attn.train()(x).data
+    y_eval = attn.eval()(x)._data
+    y_train = attn.train()(x)._data
     assert not np.allclose(y_eval, y_train)
 
 

@@ -110,14 +110,14 @@ def test_embedding_parity(case, dtype, seed):
     flat = ids.reshape(-1)
     if padding_idx is not None:
         p = padding_idx % v
-        assert np.all(ours.weight.data[p] == 0)
+        assert np.all(ours.weight._data[p] == 0)
         flat[-1] = p                              # the padding row is looked up ...
         if flat[0] == p:                          # ... and at least one other row is
             flat[0] = (p + 1) % v
     # the parameter is differentiated; a padding row must get exactly zero gradient, as torch's
     module_parity("nn.Embedding", ours, theirs, ids, dtype, seed)
     if padding_idx is not None:
-        w = tg.Tensor(ours.weight.data, requires_grad=True)
+        w = tg.Tensor(ours.weight._data, requires_grad=True)
         out = nn.functional_call(ours, {"weight": w}, (ids,))
         out.backward(np.ones(out.shape, dtype=out.dtype))
         assert np.all(w.grad[padding_idx % v] == 0)
@@ -146,7 +146,7 @@ def test_layernorm_parity(lead, norm, affine, bias, eps, dtype, seed):
     if affine:  # non-trivial affine parameters (the defaults are ones and zeros)
         rng = np.random.default_rng(seed + 1)
         for p in ours.parameters():
-            p.data[...] = rng.standard_normal(p.shape)
+            p._data[...] = rng.standard_normal(p.shape)
     module_parity("nn.LayerNorm", ours, theirs, values(lead + norm, seed, scale=3.0), dtype, seed)
 
 
@@ -175,10 +175,10 @@ def test_batchnorm1d_parity(case, dtype, seed):
     rng = np.random.default_rng(seed + 1)
     if case["affine"]:
         for p in ours.parameters():
-            p.data[...] = rng.standard_normal(p.shape)
+            p._data[...] = rng.standard_normal(p.shape)
     if case["track"]:  # non-trivial running statistics for eval mode
-        ours.running_mean.data[...] = rng.standard_normal(case["c"])
-        ours.running_var.data[...] = rng.uniform(0.5, 2.0, case["c"])
+        ours.running_mean._data[...] = rng.standard_normal(case["c"])
+        ours.running_var._data[...] = rng.uniform(0.5, 2.0, case["c"])
     ours.train(case["training"])
     theirs.train(case["training"])
     x = values(case["shape"], seed, scale=2.0) + rng.standard_normal(case["c"]).reshape(
@@ -217,7 +217,7 @@ def test_batchnorm1d_running_stats(c, n, length, momentum, steps, dtype, seed):
         theirs(torch.from_numpy(x))
         oracle(torch.from_numpy(x.astype(np.float64)))
         for key in ("running_mean", "running_var"):
-            assert_like_torch(f"{key} step {step}", getattr(ours, key).data, to_numpy(getattr(theirs, key)),
+            assert_like_torch(f"{key} step {step}", getattr(ours, key)._data, to_numpy(getattr(theirs, key)),
                               to_numpy(getattr(oracle, key)), dtype)
         assert getattr(ours, "running_mean").dtype == dtype
         assert int(ours.num_batches_tracked.item()) == int(theirs.num_batches_tracked) == step + 1
@@ -226,7 +226,7 @@ def test_batchnorm1d_running_stats(c, n, length, momentum, steps, dtype, seed):
     oracle.eval()
     x = rng.standard_normal(shape).astype(dtype)
     with tg.no_grad():
-        y = ours(tg.Tensor(x)).data
+        y = ours(tg.Tensor(x))._data
     with torch.no_grad():
         assert_like_torch("eval output", y, to_numpy(theirs(torch.from_numpy(x))),
                           to_numpy(oracle(torch.from_numpy(x.astype(np.float64)))), dtype)
@@ -282,7 +282,7 @@ def test_default_init_distributions_match_torch(make):
     ours, theirs = make(nn), make(tnn)
     for name, p in theirs.named_parameters():
         ref = to_numpy(p)
-        mine = getattr(ours, name).data
+        mine = getattr(ours, name)._data
         assert mine.dtype == np.float32 and mine.shape == ref.shape
         assert _ks_same(mine, ref) > 1e-3, f"{name}: our init differs in distribution from torch's"
         if isinstance(ours, (nn.Linear, nn.Conv2d)):
@@ -318,15 +318,15 @@ def test_init_is_seeded_and_dtype_kwarg():
     tg.manual_seed(7)
     b = nn.Linear(5, 4)
     c = nn.Linear(5, 4)
-    assert np.array_equal(a.weight.data, b.weight.data) and np.array_equal(a.bias.data, b.bias.data)
-    assert not np.array_equal(b.weight.data, c.weight.data)
+    assert np.array_equal(a.weight._data, b.weight._data) and np.array_equal(a.bias._data, b.bias._data)
+    assert not np.array_equal(b.weight._data, c.weight._data)
     d = nn.Embedding(4, 3, dtype=np.float64)
     assert d.weight.dtype == np.float64
     g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
     w1, w2 = nn.Parameter(np.empty((3, 4))), nn.Parameter(np.empty((3, 4)))
     nn.init.kaiming_uniform_(w1, a=5 ** 0.5, generator=g1)
     nn.init.kaiming_uniform_(w2, a=5 ** 0.5, generator=g2)
-    assert np.array_equal(w1.data, w2.data) and np.abs(w1.data).max() <= 0.5
+    assert np.array_equal(w1._data, w2._data) and np.abs(w1._data).max() <= 0.5
     with pytest.raises(TypeError, match="int64"):
         nn.Linear(2, 2, dtype=np.int64)
     with pytest.raises(ValueError, match="fewer than 2 dimensions"):
@@ -339,10 +339,10 @@ def test_parameter_basics():
     arr = np.arange(6.0).reshape(2, 3)
     p = nn.Parameter(arr)
     assert isinstance(p, tg.Tensor) and p.requires_grad and p.is_leaf and p.dtype == np.float64
-    assert p.data is arr                              # shares memory, like torch.nn.Parameter
+    assert p._data is arr                              # shares memory, like torch.nn.Parameter
     t = tg.Tensor(np.ones(3, np.float32))
     q = nn.Parameter(t, requires_grad=False)
-    assert q.data is t.data and not q.requires_grad
+    assert q._data is t._data and not q.requires_grad
     assert nn.Parameter([1.0, 2.0]).dtype == np.float32
     y = p * 2
     assert type(y) is tg.Tensor                       # ops give plain Tensors
@@ -435,7 +435,7 @@ def test_setattr_rules():
     with pytest.raises(TypeError, match="child module 'child'"):
         m.child = 5
     m.buf = np.ones(2)                                # buffers accept arrays (wrapped)
-    assert isinstance(m.buf, tg.Tensor) and np.array_equal(m.buf.data, np.ones(2))
+    assert isinstance(m.buf, tg.Tensor) and np.array_equal(m.buf._data, np.ones(2))
     with pytest.raises(TypeError, match="buffer 'buf'"):
         m.buf = "x"
     with pytest.raises(KeyError, match="already exists"):
@@ -487,9 +487,9 @@ def test_embedding_from_pretrained_and_none_buffers():
     table = np.arange(12.0).reshape(4, 3)
     frozen = nn.Embedding.from_pretrained(table)
     ref = tnn.Embedding.from_pretrained(torch.from_numpy(table))
-    assert frozen.weight.data is table and not frozen.weight.requires_grad
+    assert frozen.weight._data is table and not frozen.weight.requires_grad
     assert frozen.weight.requires_grad == ref.weight.requires_grad and repr(frozen) == repr(ref)
-    assert np.array_equal(frozen(np.array([3, 0])).data, table[[3, 0]])
+    assert np.array_equal(frozen(np.array([3, 0]))._data, table[[3, 0]])
     assert nn.Embedding.from_pretrained(table, freeze=False).weight.requires_grad
     m = nn.Module()
     m.register_buffer("maybe", None)
@@ -504,13 +504,13 @@ def test_dropout_module_train_and_eval():
     d = nn.Dropout(0.5)
     x = tg.Tensor(np.ones((200, 50)), requires_grad=True)
     y = d(x)
-    kept = y.data != 0
-    assert 0.4 < kept.mean() < 0.6 and np.allclose(y.data[kept], 2.0)
+    kept = y._data != 0
+    assert 0.4 < kept.mean() < 0.6 and np.allclose(y._data[kept], 2.0)
     y.backward(np.ones(y.shape))
     assert np.array_equal(x.grad, 2.0 * kept)
     d.eval()
     assert d(x) is x
-    assert not nn.Dropout(1.0)(x).data.any()
+    assert not nn.Dropout(1.0)(x)._data.any()
 
 
 def test_forward_hooks():
@@ -525,13 +525,13 @@ def test_forward_hooks():
     x = tg.randn(4, 3)
     y = lin(x)
     assert calls[0][0] is lin and calls[0][1][0] is x and calls[0][2].shape == (4, 2)
-    assert np.all(y.data == 1)                            # replaced output
+    assert np.all(y._data == 1)                            # replaced output
     handle.remove()
-    assert not np.all(lin(x).data == 1) and len(calls) == 1
+    assert not np.all(lin(x)._data == 1) and len(calls) == 1
     with lin.register_forward_pre_hook(lambda module, args: (args[0] * 0,)):
         z = lin(x)
-    assert np.allclose(z.data, lin.bias.data)             # the pre-hook replaced the input
-    assert not np.allclose(lin(x).data, lin.bias.data)    # and the context manager removed it
+    assert np.allclose(z._data, lin.bias._data)             # the pre-hook replaced the input
+    assert not np.allclose(lin(x)._data, lin.bias._data)    # and the context manager removed it
 
 
 def test_containers():
@@ -540,7 +540,7 @@ def test_containers():
     assert len(seq) == 3 and list(seq) == layers and seq[-1] is layers[2]
     assert isinstance(seq[1:], nn.Sequential) and list(seq[1:]) == layers[1:]
     x = tg.randn(5, 2)
-    assert np.array_equal(seq(x).data, layers[2](layers[1](layers[0](x))).data)
+    assert np.array_equal(seq(x)._data, layers[2](layers[1](layers[0](x)))._data)
     with pytest.raises(IndexError, match="out of range"):
         seq[3]
     named = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 2)), ("act", nn.Tanh())]))
@@ -575,8 +575,8 @@ def test_deepcopy_keeps_ties_and_copies_data():
     assert isinstance(c.lm_head.weight, nn.Parameter)
     for (k, a), b in zip(m.state_dict().items(), c.state_dict().values()):
         assert np.array_equal(a, b), k
-    c.lm_head.weight.data[...] = 0
-    assert m.lm_head.weight.data.any()
+    c.lm_head.weight._data[...] = 0
+    assert m.lm_head.weight._data.any()
 
 
 # ============================================================================ dtype conversion
@@ -610,8 +610,8 @@ def test_state_dict_round_trip_with_tied_weights():
     Parameter identities kept, dtypes kept."""
     tg.manual_seed(0)
     ours, theirs = tied_net(nn), tied_net(tnn)
-    ours.norms[0].running_mean.data[...] = [1.0, 2.0, 3.0, 4.0]
-    ours.counts.data[...] = np.arange(7)
+    ours.norms[0].running_mean._data[...] = [1.0, 2.0, 3.0, 4.0]
+    ours.counts._data[...] = np.arange(7)
     sd = ours.state_dict()
     assert isinstance(sd, OrderedDict) and list(sd) == list(theirs.state_dict())
     theirs.load_state_dict(torch_state(ours))           # strict
@@ -640,14 +640,14 @@ def test_state_dict_round_trip_with_tied_weights():
     ids = np.array([[0, 3, 6], [2, 2, 1]])
     with torch.no_grad():
         ref = to_numpy(theirs(torch.from_numpy(ids)))
-    assert rel_err(ours(ids).data, ref) < 1e-5
+    assert rel_err(ours(ids)._data, ref) < 1e-5
 
 
 def test_state_dict_is_a_snapshot_and_keep_vars():
     m = nn.Linear(3, 2)
     sd = m.state_dict()
     sd["weight"][...] = 0
-    assert m.weight.data.any()                          # copies: safe to mutate
+    assert m.weight._data.any()                          # copies: safe to mutate
     live = m.state_dict(keep_vars=True)
     assert live["weight"] is m.weight and live["bias"] is m.bias
 
@@ -675,7 +675,7 @@ def test_load_state_dict_errors_list_everything_and_load_nothing():
     bad["0.weight"] = np.ones((2, 3))
     result = m.load_state_dict(bad, strict=False)
     assert result.missing_keys == ["0.bias"] and result.unexpected_keys == ["extra.thing"]
-    assert np.all(m[0].weight.data == 1) and np.all(m[1].running_mean.data == 9)
+    assert np.all(m[0].weight._data == 1) and np.all(m[1].running_mean._data == 9)
     bad["0.weight"] = np.ones((3, 3))
     with pytest.raises(nn.StateDictError, match="size mismatch for 0.weight"):
         m.load_state_dict(bad, strict=False)
@@ -690,15 +690,15 @@ def test_load_state_dict_keeps_dtype_and_accepts_tensors():
     w = np.array([[0.1, 0.2], [0.3, 0.4]])              # float64 values
     m.load_state_dict({"weight": tg.Tensor(w), "bias": torch.tensor([1.0, 2.0], dtype=torch.float64,
                                                                      requires_grad=True)})
-    assert m.weight.dtype == np.float32 and np.array_equal(m.weight.data, w.astype(np.float32))
-    assert m.bias.dtype == np.float32 and np.array_equal(m.bias.data, [1.0, 2.0])
+    assert m.weight.dtype == np.float32 and np.array_equal(m.weight._data, w.astype(np.float32))
+    assert m.bias.dtype == np.float32 and np.array_equal(m.bias._data, [1.0, 2.0])
     m.load_state_dict({"weight": torch.ones(2, 2, dtype=torch.bfloat16), "bias": np.zeros(2)})
-    assert np.all(m.weight.data == 1)
+    assert np.all(m.weight._data == 1)
 
 
 def test_functional_call_routes_gradients_and_restores():
     m = tied_net(nn)
-    w = tg.Tensor(np.ones_like(m.lm_head.weight.data), requires_grad=True)
+    w = tg.Tensor(np.ones_like(m.lm_head.weight._data), requires_grad=True)
     ids = np.array([[1, 2]])
     original = m.lm_head.weight
     out = nn.functional_call(m, {"lm_head.weight": w}, (ids,))

@@ -56,10 +56,10 @@ def _run(pb, dtype, fused):
     took_fused = 0
     for step_grads in grads:
         for p, g in zip(params, step_grads):
-            p.grad = None if g is None else g.copy()
+            p.grad = None if g is None else tg.Tensor(g.copy())
         opt.step()
         took_fused += bool(opt._flat_states) and all(
-            np.shares_memory(p.data, f.params.data) for f in opt._flat_states.values() for p in f.params.params)
+            np.shares_memory(p._data, f.params.data) for f in opt._flat_states.values() for p in f.params.params)
     return params, opt, took_fused
 
 
@@ -83,8 +83,8 @@ def test_fused_step_is_bit_identical_to_per_parameter_and_matches_torch(pb):
         if pb["none_prob"] == 0:
             assert n_fused == pb["n_steps"]        # every step took the flat path
         for f, p in zip(fused, plain):
-            assert f.data.dtype == dtype
-            np.testing.assert_array_equal(f.data, p.data)
+            assert f._data.dtype == dtype
+            np.testing.assert_array_equal(f._data, p._data)
         fsd, psd = fopt.state_dict(), popt.state_dict()
         assert sorted(fsd["state"]) == sorted(psd["state"])
         for i, s in psd["state"].items():
@@ -95,7 +95,7 @@ def test_fused_step_is_bit_identical_to_per_parameter_and_matches_torch(pb):
     theirs, topt = _run_torch(pb, np.float64)
     fused, fopt, _ = _run(pb, np.float64, None)
     for f, t in zip(fused, theirs):
-        assert rel_err(f.data, t.detach().numpy()) <= 1e-12
+        assert rel_err(f._data, t.detach().numpy()) <= 1e-12
     tsd = topt.state_dict()
     assert sorted(fopt.state_dict()["state"]) == sorted(tsd["state"])   # the same parameters have state
     for i, s in tsd["state"].items():
@@ -118,7 +118,7 @@ def test_chunked_flat_update_is_bit_identical(monkeypatch, name, kwargs):
         plain, _, _ = _run(pb, dtype, False)
         assert n_fused == pb["n_steps"]
         for f, p in zip(fused, plain):
-            np.testing.assert_array_equal(f.data, p.data)
+            np.testing.assert_array_equal(f._data, p._data)
 
 
 def _mlp_pair():
@@ -127,7 +127,7 @@ def _mlp_pair():
     theirs = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.GELU(), torch.nn.Linear(8, 3)).double()
     with torch.no_grad():
         for (_, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
-            q.copy_(torch.from_numpy(p.data))
+            q.copy_(torch.from_numpy(p._data))
     return ours, theirs
 
 
@@ -147,14 +147,14 @@ def test_training_with_engine_gradients_matches_torch():
         opt.zero_grad()
         ours(tg.Tensor(x)).backward(g)
         if step == 3:
-            kept = [(p.grad, p.grad.copy()) for p in ours.parameters()]
+            kept = [(p.grad, p.grad.numpy().copy()) for p in ours.parameters()]
         opt.step()
         topt.zero_grad()
         theirs(torch.tensor(x)).backward(torch.tensor(g))
         topt.step()
     assert len(opt._flat_states) == 2
     for (_, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
-        assert rel_err(p.data, q.detach().numpy()) <= 1e-12
+        assert rel_err(p._data, q.detach().numpy()) <= 1e-12
     for grad, copy_then in kept:
         np.testing.assert_array_equal(grad, copy_then)
 
@@ -167,16 +167,16 @@ def test_shared_arrays_are_not_moved():
     q = tg.Tensor(np.ones(3), requires_grad=True)
     view = base[0]
     opt = optim.AdamW([p, q], lr=0.1)
-    p.grad, q.grad = np.ones((2, 3)), np.ones(3)
+    p.grad, q.grad = tg.Tensor(np.ones((2, 3))), tg.Tensor(np.ones(3))
     opt.step()
-    assert p.data is base and not opt._flat_states
+    assert p._data is base and not opt._flat_states
     np.testing.assert_array_equal(view, base[0])
     assert not np.array_equal(base, np.arange(6.0).reshape(2, 3))
     with pytest.raises(ValueError, match="referenced elsewhere"):
         optim.Adam([p, q], lr=0.1, fused=True).step()
     other = np.zeros((4, 3))
     r = tg.Tensor(other[:2], requires_grad=True)   # a view into a user's array
-    r.grad = np.ones((2, 3))
+    r.grad = tg.Tensor(np.ones((2, 3)))
     with pytest.raises(ValueError, match="view of another array"):
         optim.Adam([r], fused=True).step()
     with pytest.raises(ValueError, match="fused must be"):
@@ -199,24 +199,24 @@ def test_flat_state_survives_state_dict_round_trip_and_rebinding():
             opt = optim.AdamW(_groups(pb, params), **pb["kwargs"])
             opt.load_state_dict(saved)
         if i == 5:
-            params[0].data = params[0].data.copy()
+            params[0]._data = params[0]._data.copy()
         for p, g in zip(params, step_grads):
-            p.grad = g.copy()
+            p.grad = tg.Tensor(g.copy())
         opt.step()
         assert opt._flat_states and all(f.current(opt.state) for f in opt._flat_states.values())
     for p, r in zip(params, ref):
-        np.testing.assert_array_equal(p.data, r.data)
+        np.testing.assert_array_equal(p._data, r._data)
 
 
 def test_partial_gradients_step_per_parameter_like_torch():
     ps = [tg.Tensor(np.ones(3), requires_grad=True), tg.Tensor(np.ones(2), requires_grad=True)]
     opt = optim.Adam(ps, lr=0.1)
-    ps[0].grad, ps[1].grad = np.ones(3), np.ones(2)
+    ps[0].grad, ps[1].grad = tg.Tensor(np.ones(3)), tg.Tensor(np.ones(2))
     opt.step()
     assert float(opt.state[ps[0]]["step"]) == float(opt.state[ps[1]]["step"]) == 1.0
     ps[1].grad = None                     # torch skips it: its step count stays behind
     opt.step()
-    ps[1].grad = np.ones(2)
+    ps[1].grad = tg.Tensor(np.ones(2))
     opt.step()                            # counts 3 and 2: per-parameter bias corrections
     assert [float(opt.state[p]["step"]) for p in ps] == [3.0, 2.0]
     tps = [torch.ones(3, dtype=torch.float64, requires_grad=True), torch.ones(2, dtype=torch.float64, requires_grad=True)]
@@ -226,13 +226,13 @@ def test_partial_gradients_step_per_parameter_like_torch():
             p.grad = None if g is None else torch.tensor(g)
         topt.step()
     for p, t in zip(ps, tps):
-        assert rel_err(p.data, t.detach().numpy()) <= 1e-15
+        assert rel_err(p._data, t.detach().numpy()) <= 1e-15
 
 
 def test_flat_parameters_movable_reasons():
     a = tg.Tensor(np.ones(3, np.float32), requires_grad=True)
     assert FlatParameters.movable([a]) is None
-    held = a.data
+    held = a._data
     assert "referenced elsewhere" in FlatParameters.movable([a])
     del held
     assert "floating dtype" in FlatParameters.movable([a, tg.Tensor(np.ones(2), requires_grad=True)])

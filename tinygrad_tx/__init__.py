@@ -5,7 +5,12 @@ Every op's forward and hand-written backward live side by side in
 that runs them backwards is ``tinygrad_tx/autograd.py``.
 """
 from . import allocator
-from .autograd import Function, SavedMemory, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from . import dtypes
+from .autograd import (Function, SavedMemory, enable_grad, inference_mode, is_grad_enabled,
+                       is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .device import device
+from .dtypes import (bool, complex64, complex128, double, dtype, float, float16, float32, float64, get_default_dtype,
+                     half, int, int8, int16, int32, int64, long, short, uint8)
 from .ops.movement import IndexOutOfRange
 from .gradcheck import GradcheckError, gradcheck
 from .parallel import get_num_threads, set_num_threads
@@ -20,11 +25,25 @@ __version__ = "0.1.0"
 
 allocator.apply_default_policy()   # freed arrays stay in the process for reuse (see allocator.py)
 
-float32 = "float32"
-float64 = "float64"
-int64 = "int64"
+
+
+def is_tensor(obj) -> bool:
+    """True for a Tensor (or Parameter), as ``torch.is_tensor``."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input) -> int:
+    return input.numel()
+
+
+def is_floating_point(input) -> bool:
+    return input.is_floating_point()
+
 
 __all__ = [
+    "device", "dtype", "dtypes", "bool", "complex64", "complex128", "double", "float", "float16", "float32",
+    "float64", "half", "int", "int8", "int16", "int32", "int64", "long", "short", "uint8", "get_default_dtype",
+    "inference_mode", "is_inference_mode_enabled", "is_tensor", "numel", "is_floating_point",
     "Function", "GradcheckError", "SavedMemory", "gradcheck", "Tensor", "IndexOutOfRange", "arange", "cat", "enable_grad", "full",
     "get_num_threads", "is_grad_enabled", "manual_seed", "matmul", "maximum", "minimum", "no_grad", "ones", "ones_like",
     "rand", "randn", "set_grad_enabled", "set_num_threads", "stack", "tensor", "where", "zeros", "zeros_like",

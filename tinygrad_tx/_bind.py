@@ -3,7 +3,8 @@
 Every op module below may define two dicts next to its Functions:
 
 * ``TENSOR_METHODS = {"sin": sin, ...}``: bound as ``Tensor.sin`` (a function taking the
-  tensor first, as torch's methods do);
+  tensor first, as torch's methods do); ``ops/inplace.py`` sets it to None and computes its
+  methods (an in-place twin of each method bound before it) in ``in_place_methods()``;
 * ``FUNCTIONS = {"sin": sin, ...}``: exported as ``tinygrad_tx.sin``.
 
 A module may not silently replace a method bound earlier (by ``tensor.py``'s operator table or
@@ -21,9 +22,9 @@ MODULES = (
     "tinygrad_tx.ops.sort",
     "tinygrad_tx.ops.shape",
     "tinygrad_tx.ops.indexing",
-    "tinygrad_tx.ops.inplace",
     "tinygrad_tx.factories",
     "tinygrad_tx.functional",
+    "tinygrad_tx.ops.inplace",   # last: it makes an in-place twin of every method bound before it
 )
 
 
@@ -35,7 +36,10 @@ def bind() -> dict:
     for name in MODULES:
         module = importlib.import_module(name)
         replaces = getattr(module, "REPLACES", ())
-        for meth, fn in getattr(module, "TENSOR_METHODS", {}).items():
+        methods = getattr(module, "TENSOR_METHODS", None)
+        if methods is None:
+            methods = module.in_place_methods()
+        for meth, fn in methods.items():
             if meth in owner or (hasattr(Tensor, meth) and meth not in replaces):
                 raise RuntimeError(f"{name} binds Tensor.{meth}, already bound by "
                                    f"{owner.get(meth, 'tensor.py')}; list it in REPLACES to replace it")

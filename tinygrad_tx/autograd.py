@@ -72,37 +72,98 @@ def is_grad_enabled() -> bool:
     return _state.enabled
 
 
-def set_grad_enabled(mode: bool) -> None:
+def _set_mode(mode: bool) -> None:
     _state.enabled = bool(mode)
 
 
-class no_grad:
-    """Disable graph recording, as ``torch.no_grad``: a context manager and a decorator."""
+class _GradModeGuard:
+    """Base of the grad-mode switches: a context manager that restores the previous mode, and a
+    decorator (``@no_grad()`` or bare ``@no_grad``), as torch's."""
+
+    mode = False
+
+    def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs and cls._takes_function:
+            return cls()(args[0])    # bare @no_grad / @inference_mode on a function
+        return super().__new__(cls)
+
+    _takes_function = True
 
     def __enter__(self):
         self._prev = is_grad_enabled()
-        set_grad_enabled(False)
+        _set_mode(self.mode)
         return self
 
     def __exit__(self, *exc):
-        set_grad_enabled(self._prev)
+        _set_mode(self._prev)
         return False
 
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with no_grad():
+            with self.__class__._fresh(self):
                 return fn(*args, **kwargs)
         return wrapper
 
+    def _fresh(self):
+        return self.__class__()
 
-class enable_grad(no_grad):
+
+class no_grad(_GradModeGuard):
+    """Disable graph recording, as ``torch.no_grad``: a context manager and a decorator."""
+
+    mode = False
+
+
+class enable_grad(_GradModeGuard):
     """Re-enable graph recording inside a ``no_grad`` region."""
+
+    mode = True
+
+
+class inference_mode(_GradModeGuard):
+    """``torch.inference_mode(mode=True)``: here the same as ``no_grad`` (mode=True) or a no-op
+    (mode=False); a context manager and a decorator, with or without parentheses."""
+
+    def __init__(self, mode: bool = True):
+        self.enabled = bool(mode)
 
     def __enter__(self):
         self._prev = is_grad_enabled()
-        set_grad_enabled(True)
+        if self.enabled:
+            _set_mode(False)
         return self
+
+    def _fresh(self):
+        return inference_mode(self.enabled)
+
+
+class set_grad_enabled(_GradModeGuard):
+    """``set_grad_enabled(mode)`` sets grad mode at once (a function call, as torch's) and, used
+    as a context manager, restores the previous mode on exit."""
+
+    _takes_function = False
+
+    def __init__(self, mode: bool):
+        if not isinstance(mode, (bool, int)):
+            raise TypeError(f"set_grad_enabled: mode must be a bool, got {mode!r}")
+        self._prev = is_grad_enabled()
+        self.mode = bool(mode)
+        _set_mode(mode)
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, fn):
+        _set_mode(self._prev)   # as a decorator it changes nothing until the function runs
+        return super().__call__(fn)
+
+    def _fresh(self):
+        return set_grad_enabled(self.mode)
+
+
+def is_inference_mode_enabled() -> bool:
+    return False
 
 
 # --------------------------------------------------------------------------- saved-memory accounting
@@ -171,7 +232,7 @@ class Context:
     """
 
     __slots__ = ("fn", "seq", "input_nodes", "needs_input_grad", "out_shape", "out_dtype", "hooks",
-                 "retained", "name", "_saved", "_saved_bytes", "_freed", "__dict__")
+                 "retained", "name", "_saved", "_saved_bytes", "_freed", "_versions", "__dict__")
 
     def __init__(self, fn, input_nodes, needs_input_grad):
         self.fn = fn
@@ -184,6 +245,7 @@ class Context:
         self._saved = ()
         self._saved_bytes = 0
         self._freed = False
+        self._versions = ()
 
     def save_for_backward(self, *arrays):
         if self._saved_bytes:
@@ -200,6 +262,8 @@ class Context:
     def saved_tensors(self):
         if self._freed:
             raise _freed_error(self, "its saved arrays were freed after the first backward")
+        if self._versions:
+            _check_saved(self)
         return self._saved
 
     @property
@@ -269,7 +333,15 @@ class Function:
                 needs = None
         if needs is None:
             out = cls.forward(_NoGradContext(), *arrays, **kwargs)
-            return Tensor._from_op(out if isinstance(out, np.ndarray) else np.asarray(out), None)
+            if not isinstance(out, np.ndarray):
+                out = np.asarray(out)
+            t = Tensor._from_op(out, None)
+            if out.base is not None or (arrays and out is arrays[0]):
+                _link_view(t, cls, args, arrays, kwargs)
+            return t
+        for a in args:   # a view whose base changed in place since its node was built: rebuild it
+            if isinstance(a, Tensor) and a._view is not None and a._view.version != a._view.base._version:
+                a._refresh_view()
         # the node behind each input: its producer's Context, or the Tensor itself for a leaf
         nodes = tuple([(a if a._ctx is None else a._ctx) if isinstance(a, Tensor) else None for a in args])
         ctx = Context(cls, nodes, needs)
@@ -278,13 +350,99 @@ class Function:
             out = np.asarray(out)
         if out.dtype.kind not in "fc":
             ctx.free()   # as in torch, integer and bool outputs (x.long(), x > 0) are not differentiable
-            return Tensor._from_op(out, None)
-        ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
-        return Tensor._from_op(out, ctx)
+            t = Tensor._from_op(out, None)
+        else:
+            ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
+            t = Tensor._from_op(out, ctx)
+            if ctx._saved:
+                ctx._versions = _saved_versions(ctx._saved, args, arrays, out, t)
+        if out.base is not None or (arrays and out is arrays[0]):
+            _link_view(t, cls, args, arrays, kwargs)
+        return t
 
     @classmethod
     def name(cls) -> str:
         return cls.__name__
+
+
+# --------------------------------------------------------------------------- versions and views
+
+def _root(a: np.ndarray) -> np.ndarray:
+    """The array that owns ``a``'s memory (``a`` itself when it owns it)."""
+    b = a.base
+    while isinstance(b, np.ndarray):
+        a, b = b, b.base
+    return a
+
+
+def _link_view(t, fn, args, arrays, kwargs) -> None:
+    """``t``'s array shares memory with a Tensor input's: ``t`` is a view of it. Give ``t`` that
+    input's version counter (an in-place change through either is a change of both) and
+    remember how to rebuild ``t`` from the base (``tensor._View``)."""
+    root = _root(t._data)
+    for pos, (a, arr) in enumerate(zip(args, arrays)):
+        if isinstance(a, Tensor) and _root(arr) is root:
+            t._vc = a._counter()
+            step = (fn, pos, tuple(args), kwargs)
+            if a._view is None:
+                t._view = _View(a, (step,), a._vc.value)
+            else:
+                t._view = _View(a._view.base, a._view.steps + (step,), a._vc.value)
+            return
+
+
+def _saved_versions(saved, args, arrays, out, t_out) -> tuple:
+    """For each saved array that is (a view of) an input's or the output's array: (position,
+    that tensor's version counter, its value now, the tensor's producer). Arrays computed in the
+    forward belong to no tensor and cannot be changed from outside."""
+    records = []
+    for k, s in enumerate(saved):
+        if not isinstance(s, np.ndarray):
+            continue
+        owner = t_out if s is out else None
+        if owner is None:
+            for a, arr in zip(args, arrays):
+                if s is arr and isinstance(a, Tensor):
+                    owner = a
+                    break
+        if owner is None and s.base is not None:
+            root = _root(s)
+            if root is _root(out):
+                owner = t_out
+            else:
+                for a, arr in zip(args, arrays):
+                    if isinstance(a, Tensor) and _root(arr) is root:
+                        owner = a
+                        break
+        if owner is not None:
+            vc = owner._counter()
+            records.append((k, vc, vc.value, owner._ctx.fn.__name__ if owner._ctx is not None else None))
+    return tuple(records)
+
+
+def _check_saved(ctx) -> None:
+    """Raise, as torch does, when an array this node saved was changed in place since."""
+    for k, vc, value, producer in ctx._versions:
+        if vc.value != value:
+            s = ctx._saved[k]
+            what = f"output 0 of {producer}" if producer else "a leaf or an input"
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{s.dtype} tensor of shape {list(s.shape)}], which is {what}, is at version "
+                f"{vc.value}; expected version {value} instead (needed by {ctx.fn.__name__}'s backward). "
+                "Use an out-of-place op (x = x + 1, not x += 1) on tensors that backward still needs.")
+
+
+def unshare_saved(ctx, counter) -> None:
+    """Give ``ctx`` its own copies of the saved arrays that belong to ``counter``'s tensor: an
+    in-place op saves its input's original value (torch's ``original_self``) before writing over it."""
+    keep, saved = [], list(ctx._saved)
+    for rec in ctx._versions:
+        if rec[1] is counter:
+            saved[rec[0]] = np.array(saved[rec[0]], copy=True)
+        else:
+            keep.append(rec)
+    ctx._saved, ctx._versions = tuple(saved), tuple(keep)
 
 
 # --------------------------------------------------------------------------- the one place broadcasting is undone
@@ -460,13 +618,15 @@ def _backward_node(ctx, g, grads, pending, leaves):
 
 
 def _accumulate(t, g):
-    """Accumulate into ``t.grad`` like torch: the first gradient is copied, later ones added."""
-    if t.grad is None:
-        t.grad = np.array(g, dtype=t._data.dtype, copy=True)
+    """Accumulate into ``t.grad`` (a Tensor) like torch: the first gradient is copied, later ones added."""
+    grad = t._grad
+    if grad is None:
+        t._grad = Tensor._from_op(np.array(g, dtype=t._data.dtype, copy=True), None)
     else:
-        t.grad = np.asarray(t.grad + g)
+        grad._data = np.asarray(grad._data + g)
+        grad._bump()
 
 
 # tensor.py imports this module first (the package imports autograd before tensor), so Tensor
 # is bound here once both modules exist, rather than imported inside every Function.apply.
-from .tensor import Tensor  # noqa: E402
+from .tensor import Tensor, _View  # noqa: E402

@@ -31,7 +31,7 @@ def _call(fn, arrays, diff_idx):
 def _backward_vjp(fn, arrays, diff_idx, u):
     ts, out = _call(fn, arrays, diff_idx)
     out.backward(u)
-    return [ts[i].grad if ts[i].grad is not None else np.zeros_like(arrays[i]) for i in diff_idx]
+    return [ts[i].grad._data if ts[i].grad is not None else np.zeros_like(arrays[i]) for i in diff_idx]
 
 
 def _forward(fn, arrays):

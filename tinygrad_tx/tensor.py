@@ -13,7 +13,8 @@ import weakref
 
 import numpy as np
 
-from . import autograd
+from . import autograd, dtypes
+from . import device as _device
 from .autograd import run_backward
 
 DEFAULT_FLOAT = np.float32
@@ -55,25 +56,56 @@ def _to_array(data, dtype=None) -> np.ndarray:
     return arr
 
 
+class _Version:
+    """A version counter shared by a tensor and its views (torch's ``_version``): every in-place
+    change adds one. A Function that saves an array records the counter of the tensor it came
+    from and its value; backward refuses to run on a changed value (``autograd._check_saved``)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+class _View:
+    """How a view tensor was made from its base (the tensor that owns the memory): the chain of
+    view Functions that produced it (``steps``: (Function, input position, other args, kwargs)),
+    and the base's version when the view's graph node was last built. A view whose base changed
+    in place since then rebuilds its node from the base (``Tensor._refresh_view``), so a gradient
+    through it reaches the base's newest history, as torch's views do."""
+
+    __slots__ = ("base", "steps", "version")
+
+    def __init__(self, base, steps, version):
+        self.base, self.steps, self.version = base, steps, version
+
+
 class Tensor:
     """An n-dimensional array that can record the operations applied to it.
 
     >>> x = Tensor(np.array([1.0, 2.0]), requires_grad=True)
     >>> (x * x).sum().backward(); x.grad
-    array([2., 4.])
+    tensor([2., 4.])
+
+    The array is ``_data`` (``.numpy()`` returns it); ``.data`` is a Tensor sharing it whose
+    in-place changes autograd does not see (as torch's ``.data``); ``.grad`` is a Tensor or None.
     """
 
-    __slots__ = ("_data", "grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
-                 "__weakref__")
+    __slots__ = ("_data", "_grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
+                 "_vc", "_view", "__weakref__")
     __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected ops
 
-    def __init__(self, data, requires_grad: bool = False, dtype=None):
-        self._data = _to_array(data, dtype)
-        self.grad = None
+    def __init__(self, data, requires_grad: bool = False, dtype=None, device=None):
+        if device is not None:
+            _device.check(device)
+        self._data = _to_array(data, dtypes.resolve(dtype))
+        self._grad = None
         self._ctx = None
         self._retains_grad = False
         self._hooks = ()
         self._name = None
+        self._vc = None
+        self._view = None
         self._requires_grad = False
         if requires_grad:
             self.requires_grad = True
@@ -82,21 +114,75 @@ class Tensor:
     def _from_op(cls, array: np.ndarray, ctx) -> "Tensor":
         t = cls.__new__(cls)
         t._data = array
-        t.grad = None
+        t._grad = None
         t._ctx = ctx
         t._requires_grad = ctx is not None
         t._retains_grad = False
         t._hooks = ()
         t._name = None
+        t._vc = None
+        t._view = None
         return t
 
+    # ------------------------------------------------------------------ data, grad, versions
     @property
-    def data(self):
-        return self._data
+    def data(self) -> "Tensor":
+        """A Tensor sharing this tensor's array, outside autograd: its in-place changes are not
+        recorded and bump no version (torch's ``.data``; prefer ``detach()``, which is tracked)."""
+        return Tensor._from_op(self._data, None)
 
     @data.setter
     def data(self, value):
-        self._data = value._data if isinstance(value, Tensor) else value
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be set to a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    @property
+    def grad(self):
+        """The accumulated gradient: a Tensor of this tensor's shape and dtype, or None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: grad shape "
+                                   f"{value._data.shape}, tensor shape {self._data.shape}")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: grad dtype "
+                                   f"{value._data.dtype}, tensor dtype {self._data.dtype}")
+        self._grad = value
+
+    def _counter(self) -> _Version:
+        """This tensor's version counter (made on first use: most tensors never need one)."""
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = _Version()
+        return vc
+
+    @property
+    def _version(self) -> int:
+        """How many in-place changes this tensor's memory has seen (torch's ``_version``)."""
+        return 0 if self._vc is None else self._vc.value
+
+    def _bump(self) -> None:
+        """Record an in-place change of this tensor's values (every writer calls it)."""
+        self._counter().value += 1
+
+    def _refresh_view(self) -> None:
+        """Rebuild a view's graph node from its base after the base changed in place."""
+        view = self._view
+        t = view.base
+        for fn, pos, args, kwargs in view.steps:
+            args = list(args)
+            args[pos] = t
+            t = fn.apply(*args, **kwargs)
+        self._ctx = t._ctx
+        self._requires_grad = t._requires_grad
+        view.version = view.base._version
 
     # ------------------------------------------------------------------ autograd attributes
     @property
@@ -192,11 +278,15 @@ class Tensor:
         run_backward(self, g, retain_graph)
 
     def detach(self) -> "Tensor":
-        """A new leaf sharing this tensor's data, outside any graph."""
-        return Tensor(self._data)
+        """A new leaf sharing this tensor's data (and version counter: an in-place change
+        through it is seen by the graph, as in torch), outside any graph."""
+        t = Tensor._from_op(self._data, None)
+        t._vc = self._counter()
+        return t
 
     def detach_(self) -> "Tensor":
         self._ctx = None
+        self._view = None
         self._requires_grad = False
         return self
 
@@ -210,8 +300,28 @@ class Tensor:
         return self._data.ndim
 
     @property
-    def dtype(self):
-        return self._data.dtype
+    def dtype(self) -> dtypes.dtype:
+        """One of ``tinygrad_tx.float32``, ``int64``, ...: equal to the NumPy dtype of the array."""
+        return dtypes.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self) -> _device.device:
+        return _device.CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    def element_size(self) -> int:
+        return self._data.itemsize
 
     def size(self, dim=None):
         if dim is None:
@@ -221,21 +331,70 @@ class Tensor:
     def dim(self) -> int:
         return self._data.ndim
 
+    ndimension = dim
+
     def numel(self) -> int:
         return self._data.size
+
+    nelement = numel
+
+    def stride(self, dim=None):
+        strides = tuple(st // self._data.itemsize for st in self._data.strides)
+        return strides if dim is None else strides[_canonical_dim(dim, self.ndim, "stride")]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0]
 
     def __len__(self):
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def item(self):
+    def _one_element(self, what: str):
         if self._data.size != 1:
-            raise ValueError(f"a Tensor with {self._data.size} elements cannot be converted to a Python scalar")
-        return self._data.item()
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to {what} "
+                               f"(shape {self._data.shape})")
+        return self._data.reshape(()).item()
 
-    def numpy(self) -> np.ndarray:
-        if self._requires_grad:
+    def item(self):
+        return self._one_element("a Python scalar")
+
+    def __float__(self):
+        return float(self._one_element("a Python float"))
+
+    def __int__(self):
+        return int(self._one_element("a Python int"))
+
+    def __complex__(self):
+        return complex(self._one_element("a Python complex"))
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub":
+            raise TypeError(f"only integer tensors of a single element can be converted to an index, "
+                            f"got dtype {self._data.dtype} and shape {self._data.shape}")
+        return int(self._one_element("an index"))
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return format(self._data.item(), spec)
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} for a Tensor of shape {self._data.shape}: "
+                            "only one-element (0-d) tensors take a format spec; use .item() or .tolist()")
+        return repr(self)
+
+    def __contains__(self, element):
+        if isinstance(element, Tensor):
+            element = element._data
+        elif not isinstance(element, (numbers.Number, np.generic, np.ndarray)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element).__name__}")
+        return bool(np.any(self._data == element))
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use tensor.detach().numpy() instead.")
         return self._data
 
@@ -243,7 +402,9 @@ class Tensor:
         return self._data.tolist()
 
     def __array__(self, dtype=None, copy=None):
-        return self._data if dtype is None else self._data.astype(dtype)
+        if dtype is not None:
+            return self._data.astype(dtype)
+        return self._data.copy() if copy else self._data
 
     def __repr__(self):
         body = np.array2string(self._data, separator=", ", prefix="tensor(", precision=4)
@@ -265,39 +426,93 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
-    # ------------------------------------------------------------------ dtype casts
-    def to(self, dtype) -> "Tensor":
+    # ------------------------------------------------------------------ dtype and device casts
+    def to(self, *args, **kwargs) -> "Tensor":
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` (its dtype and device),
+        with ``dtype=``/``device=``/``copy=``/``non_blocking=`` keywords, as torch's."""
+        dtype = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype = a._data.dtype
+            elif isinstance(a, (str, _device.device)) and not (isinstance(a, str) and a in dtypes._BY_NAME):
+                dev = a
+            elif isinstance(a, bool):   # to(dtype, non_blocking, copy) positional flags
+                continue
+            else:
+                dtype = a
+        _device.check(dev)
+        out = self if dtype is None else self._cast(dtypes.resolve(dtype, "to(dtype)"))
+        return out.clone() if copy and out is self else out
+
+    def _cast(self, dtype) -> "Tensor":
         from .ops.elementwise import Cast
-        dtype = np.dtype(dtype)
         if dtype == self._data.dtype:
             return self
         return Cast.apply(self, dtype=dtype)
 
-    def type(self, dtype) -> "Tensor":
-        return self.to(dtype)
+    _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                   "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
+                   "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+    def type(self, dtype=None) -> "Tensor":
+        """``type()`` names the type ('tinygrad_tx.FloatTensor'); ``type(dtype)`` casts."""
+        if dtype is None:
+            return "tinygrad_tx." + self._TYPE_NAMES.get(self._data.dtype.name, self._data.dtype.name)
+        if isinstance(dtype, str) and dtype.split(".")[-1] in self._TYPE_NAMES.values():
+            name = {v: k for k, v in self._TYPE_NAMES.items()}[dtype.split(".")[-1]]
+            return self._cast(np.dtype(name))
+        return self._cast(dtypes.resolve(dtype, "type(dtype)"))
+
+    def type_as(self, other) -> "Tensor":
+        return self._cast(other._data.dtype)
+
+    def cpu(self) -> "Tensor":
+        return self
+
+    def cuda(self, device=None, non_blocking=False) -> "Tensor":
+        _device.check("cuda")
+        return self   # pragma: no cover - check raises
 
     def float(self):
-        return self.to(np.float32)
+        return self._cast(np.dtype(np.float32))
 
     def double(self):
-        return self.to(np.float64)
+        return self._cast(np.dtype(np.float64))
+
+    def half(self):
+        return self._cast(np.dtype(np.float16))
 
     def long(self):
-        return self.to(np.int64)
+        return self._cast(np.dtype(np.int64))
 
     def int(self):
-        return self.to(np.int32)
+        return self._cast(np.dtype(np.int32))
+
+    def short(self):
+        return self._cast(np.dtype(np.int16))
+
+    def byte(self):
+        return self._cast(np.dtype(np.uint8))
 
     def bool(self):
-        return self.to(np.bool_)
+        return self._cast(np.dtype(np.bool_))
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
 
-    def contiguous(self) -> "Tensor":
+    def is_complex(self) -> bool:
+        return self._data.dtype.kind == "c"
+
+    def contiguous(self, memory_format=None) -> "Tensor":
         return self
 
-    def clone(self) -> "Tensor":
+    def clone(self, memory_format=None) -> "Tensor":
         from .ops.elementwise import Clone
         return Clone.apply(self)
 

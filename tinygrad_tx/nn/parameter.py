@@ -43,10 +43,11 @@ class Parameter(Tensor):
     def __reduce_ex__(self, protocol):
         # copy.deepcopy / pickle: rebuild as a Parameter with its own copy of the data (the
         # memo keeps tied parameters tied), keeping requires_grad and any gradient.
-        return (_rebuild_parameter, (self._data, self._requires_grad, self.grad))
+        return (_rebuild_parameter, (self._data, self._requires_grad,
+                                     None if self._grad is None else self._grad._data))
 
 
 def _rebuild_parameter(data, requires_grad, grad):
     p = Parameter(np.array(data, copy=True), requires_grad=requires_grad)
-    p.grad = None if grad is None else np.array(grad, copy=True)
+    p.grad = None if grad is None else Tensor(np.array(grad, copy=True))
     return p

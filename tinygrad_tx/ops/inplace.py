@@ -1,3 +1,266 @@
-"""placeholder: filled in by the op-family work."""
-TENSOR_METHODS = {}
+"""In-place ops (``x.add_(y)``, ``x += y``, ``x[i] = v``, ``x.zero_()``, ...) with torch's autograd rules.
+
+An in-place op computes the new value with the ordinary out-of-place op and writes it into the
+tensor's own array, so every view of that memory sees it. Then:
+
+* **versions**: the tensor's version counter (shared with its views) goes up by one. A graph
+  node that saved this memory for its backward recorded the version it saw; backward through
+  it raises a RuntimeError naming the change (``autograd._check_saved``), never a silently wrong
+  gradient. ``x.data`` is outside this bookkeeping, as in torch.
+* **history**: when the graph is recorded, the tensor takes the out-of-place result's node as
+  its own (torch "rebases" it): ``y = x * 2; y.add_(1)`` leaves ``y`` with the history
+  ``(x * 2) + 1``. If the op saved the tensor's old value (``y.mul_(z)`` needs it for ``dz``),
+  that saved array is copied first (torch's ``original_self``).
+* **views**: an in-place change of a view (``y[0].mul_(3)``, ``y.T.add_(1)``) also rebases its
+  base: the base's new node is :class:`CopySlices` (the old base everywhere except the viewed
+  positions, which come from the new value), and the view's node is rebuilt from it.
+* **leaves**: a leaf that requires grad (a parameter) cannot change in place while grad mode is
+  on (``with no_grad():`` around optimizer-style updates), exactly torch's rule.
+* **dtypes**: the result is cast to the tensor's dtype; an op whose result kind is wider than the
+  tensor's (a float result into an int tensor, an int one into bool) raises, as torch does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import autograd
+from ..autograd import Context, Function, is_grad_enabled, no_grad, unshare_saved
+from ..tensor import Tensor
+
+_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+class CopySlices(Function):
+    """The base of a view after an in-place change of the view (torch's ``CopySlices``).
+
+    y = base with y[P] = v, where P are the base positions the view covers (``positions``: for
+    every view element, the flat index of the base element it is). The values were already
+    written through the view, so the forward only returns the base array.
+    dL/dbase = g with the positions P zeroed (they no longer depend on the old base);
+    dL/dv = g[P] (each view element's gradient is the gradient of the base element it wrote).
+    """
+
+    @staticmethod
+    def forward(ctx, base, value, positions):
+        ctx.index = np.unravel_index(positions, base.shape)
+        return base
+
+    @staticmethod
+    def backward(ctx, g):
+        g_base = np.array(g, copy=True)
+        g_base[ctx.index] = 0
+        return g_base, g[ctx.index], None
+
+
+def _view_positions(t: Tensor) -> np.ndarray:
+    """For each element of the view ``t``, the flat (C-order) index of its base element."""
+    view = t._view
+    pos = np.arange(view.base._data.size).reshape(view.base._data.shape)
+    with no_grad():
+        for fn, i, args, kwargs in view.steps:
+            args = list(args)
+            args[i] = Tensor._from_op(pos, None)
+            pos = fn.apply(*args, **kwargs)._data
+    return pos
+
+
+def _check_writable(self: Tensor, op: str) -> None:
+    arr = self._data
+    if not arr.flags.writeable:
+        raise RuntimeError(f"{op}: this tensor's memory cannot be written in place (it is read-only, or an "
+                           f"expanded view in which several elements share one memory location); "
+                           f"shape {arr.shape}. Use an out-of-place op, or .clone() first")
+    if is_grad_enabled():
+        if self._ctx is None and self._requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation "
+                               f"({op}); wrap the update in `with tinygrad_tx.no_grad():` as optimizers do")
+        view = self._view
+        if view is not None and view.base._ctx is None and view.base._requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                               f"operation ({op})")
+
+
+def _cast_into(self: Tensor, new: Tensor, op: str) -> Tensor:
+    """``new`` in ``self``'s dtype; a result of a wider kind than ``self`` raises, as torch."""
+    have, want = new._data.dtype, self._data.dtype
+    if have == want:
+        return new
+    if _KIND_ORDER.get(have.kind, 9) > _KIND_ORDER.get(want.kind, 9):
+        raise RuntimeError(f"{op}: result type {have} can't be cast to the desired output type {want}")
+    return new._cast(want)
+
+
+def apply_inplace(self: Tensor, op: str, compute, *args, **kwargs) -> Tensor:
+    """Run ``compute(self, *args, **kwargs)`` (an out-of-place op returning the new value) and make
+    its result ``self``'s value and history. Returns ``self``."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(self).__name__}")
+    _check_writable(self, op)
+    records = is_grad_enabled() and (self._requires_grad or any(
+        isinstance(a, Tensor) and a._requires_grad for a in args) or any(
+        isinstance(v, Tensor) and v._requires_grad for v in kwargs.values()))
+    if not records:
+        with no_grad():
+            new = _cast_into(self, compute(self, *args, **kwargs), op)
+        _write(self, new._data)
+        return self
+    start = next(autograd._creation_order)
+    new = _cast_into(self, compute(self, *args, **kwargs), op)
+    if self._vc is not None:
+        _keep_old_values(new._ctx, start, self._vc)
+    _write(self, new._data)
+    view = self._view
+    if view is None:
+        self._ctx, self._requires_grad = new._ctx, new._requires_grad
+        return self
+    # a view: the base's new history is CopySlices(old base, new value); the view is rebuilt from it
+    base = view.base
+    rebased = CopySlices.apply(base, new, _view_positions(self))
+    base._ctx, base._requires_grad = rebased._ctx, rebased._requires_grad
+    self._refresh_view()
+    return self
+
+
+def _keep_old_values(ctx, start: int, counter) -> None:
+    """Every node the in-place op's computation made (creation number above ``start``) that saved
+    the tensor's memory gets its own copy of the old values, which its backward needs."""
+    stack = [ctx]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Context) and node.seq > start:
+            unshare_saved(node, counter)
+            stack.extend(node.input_nodes)
+
+
+def _write(self: Tensor, values: np.ndarray) -> None:
+    """Write ``values`` into ``self``'s array (every view of that memory sees them); bump the version."""
+    if values is not self._data:
+        np.copyto(self._data, values, casting="unsafe")
+    self._bump()
+
+
+# ============================================================================ the in-place ops
+
+def _fill_value(self: Tensor, value):
+    """``value`` everywhere in ``self``'s shape: no gradient to the old values; a 0-d tensor value
+    that requires grad gets the sum of the gradient (torch's fill_ with a tensor)."""
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value._data.ndim} dimensions")
+        return value._cast(self._data.dtype).expand(*self._data.shape).clone()
+    if not isinstance(value, (bool, int, float, np.generic)):
+        raise TypeError(f"fill_: value must be a number or a 0-d Tensor, got {type(value).__name__}")
+    return _replaced(self, np.full(self._data.shape, value, dtype=self._data.dtype))
+
+
+def _replaced(self: Tensor, array: np.ndarray) -> Tensor:
+    """A new value that does not depend on the old one: its node gives the old value zero gradient."""
+    from ..tensor import where
+    return where(np.ones(self._data.shape, dtype=bool), Tensor._from_op(array, None), self)
+
+
+def fill_(self, value):
+    return apply_inplace(self, "fill_", _fill_value, value)
+
+
+def zero_(self):
+    return apply_inplace(self, "zero_", _fill_value, 0)
+
+
+def _copy_value(self: Tensor, src, non_blocking=False):
+    src = src if isinstance(src, Tensor) else Tensor(src)
+    try:
+        np.broadcast_shapes(src._data.shape, self._data.shape)
+        if np.broadcast_shapes(src._data.shape, self._data.shape) != self._data.shape:
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"copy_: the source of shape {src._data.shape} cannot be broadcast to the "
+                           f"destination's shape {self._data.shape}") from None
+    from ..tensor import where
+    return where(np.ones(self._data.shape, dtype=bool), src._cast(self._data.dtype), self)
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy ``src`` (broadcast, cast to this dtype) into this tensor; the gradient goes to ``src``."""
+    return apply_inplace(self, "copy_", _copy_value, src)
+
+
+def _setitem(self: Tensor, index, value):
+    from . import indexing
+    return indexing.index_put(self, index, value)
+
+
+def setitem(self, index, value):
+    """``x[index] = value``: differentiable item assignment (torch's ``copy_slices``/``index_put_``)."""
+    if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
+        value = value._cast(self._data.dtype) if value._data.dtype.kind != "c" else value
+    return apply_inplace(self, "__setitem__", _setitem, index, value)
+
+
+def _draw(kind):
+    def compute(self: Tensor, *args, generator=None, **kwargs):
+        from .. import factories
+        array = getattr(factories, "draw_" + kind)(self._data.shape, self._data.dtype, *args,
+                                                    generator=generator, **kwargs)
+        return _replaced(self, array)
+
+    def method(self, *args, generator=None, **kwargs):
+        if self._data.dtype.kind != "f" and kind != "bernoulli":
+            raise RuntimeError(f"{kind}_ expects a floating point tensor, got dtype {self._data.dtype}")
+        return apply_inplace(self, kind + "_", compute, *args, generator=generator, **kwargs)
+    method.__name__ = kind + "_"
+    method.__doc__ = f"Fill this tensor in place with draws of ``factories.draw_{kind}`` (no gradient to the old values)."
+    return method
+
+
+def _inplace_of(name: str):
+    """``name_``: the in-place twin of the out-of-place method ``name`` (looked up when called)."""
+    def method(self, *args, **kwargs):
+        return apply_inplace(self, name + "_", getattr(Tensor, name), *args, **kwargs)
+    method.__name__ = name + "_"
+    method.__doc__ = f"In place ``{name}`` (see ``ops/inplace.py`` for the autograd rules)."
+    return method
+
+
+# every out-of-place method with an in-place twin in torch; the ones a build lacks are skipped
+_TWINS = ("add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh",
+          "sigmoid", "relu", "clamp", "clip", "clamp_min", "clamp_max", "masked_fill", "floor", "ceil",
+          "round", "trunc", "frac", "sin", "cos", "tan", "sign", "square", "reciprocal", "fmod",
+          "remainder", "lerp", "log1p", "expm1", "log2", "log10", "erf", "atan", "asin", "acos", "sinh",
+          "cosh", "asinh", "acosh", "atanh", "floor_divide", "true_divide", "nan_to_num", "index_put",
+          "index_fill", "index_add", "index_copy", "scatter", "scatter_add", "masked_scatter", "tril",
+          "triu", "addcmul", "addcdiv", "maximum", "minimum", "logical_not", "logical_and",
+          "logical_or", "logical_xor", "subtract", "multiply", "divide", "negative", "hardtanh",
+          "leaky_relu", "elu", "silu", "xlogy", "copysign", "hypot", "atan2", "float_power", "eq", "ne",
+          "lt", "le", "gt", "ge")
+
+_AUGMENTED = {"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div",
+              "__ipow__": "pow", "__imod__": "remainder", "__ifloordiv__": "floor_divide",
+              "__iand__": "__and__", "__ior__": "__or__", "__ixor__": "__xor__", "__imatmul__": None}
+
+
+def _augmented(name, target):
+    if target is None:
+        def refuse(self, other):
+            raise RuntimeError("@= is not supported in place (torch neither): write x = x @ y")
+        return refuse
+
+    def method(self, other):
+        return apply_inplace(self, name, getattr(Tensor, target), other)
+    method.__name__ = name
+    return method
+
+
+def in_place_methods() -> dict:
+    """The in-place methods this build can offer, for ``_bind.py``; called after the op modules."""
+    methods = {name + "_": _inplace_of(name) for name in _TWINS if hasattr(Tensor, name)}
+    methods.update({name: _augmented(name, target) for name, target in _AUGMENTED.items()})
+    methods.update(fill_=fill_, zero_=zero_, copy_=copy_, __setitem__=setitem,
+                   normal_=_draw("normal"), uniform_=_draw("uniform"), exponential_=_draw("exponential"),
+                   bernoulli_=_draw("bernoulli"))
+    return methods
+
+
+TENSOR_METHODS = None   # computed by in_place_methods() when bound: it depends on what was bound before
 FUNCTIONS = {}

@@ -135,12 +135,15 @@ class Adam(Optimizer):
                 if group["maximize"]:
                     np.negative(grad, out=grad)
                 flat.update(grad, hyper)
+                for p in group["params"]:
+                    p._bump()
                 continue
             for p, grad in self._params_with_grad(group):  # grad already negated if maximize
                 state = self._init_state(p, amsgrad)
                 state["step"] += 1
                 adam_update(p._data, grad, state["exp_avg"], state["exp_avg_sq"],
                             state["max_exp_avg_sq"] if amsgrad else None, float(state["step"]), **hyper)
+                p._bump()
         return loss
 
     def _fused_state(self, group) -> "_FlatAdamState | None":

@@ -20,17 +20,20 @@ def _as_list(parameters) -> list:
 def _grads(parameters) -> list[np.ndarray]:
     """The gradients to clip in place, as arrays.
 
-    A gradient that is not an ndarray (a Tensor, or the NumPy scalar that
-    arithmetic on 0-d arrays returns) is first replaced on its parameter by an
-    array in the parameter's dtype, so that the in-place update reaches ``p.grad``.
+    A gradient array that cannot be written in place (read-only, or of another
+    dtype) is first replaced inside its grad Tensor by a writable copy in the
+    parameter's dtype, so that the in-place update reaches ``p.grad``; each grad
+    Tensor's version is bumped, as torch's in-place ``mul_`` would.
     """
     grads = []
     for p in parameters:
-        if p.grad is None:
+        g = p.grad
+        if g is None:
             continue
-        if not isinstance(p.grad, np.ndarray):
-            p.grad = np.array(p.grad._data if isinstance(p.grad, Tensor) else p.grad, dtype=p._data.dtype)
-        grads.append(p.grad)
+        if not g._data.flags.writeable or g._data.dtype != p._data.dtype:
+            g._data = np.array(g._data, dtype=p._data.dtype)
+        g._bump()
+        grads.append(g._data)
     return grads
 
 

@@ -11,7 +11,8 @@ between the two without translation:
   (momentum buffers, moment estimates), created lazily at ``p``'s first step,
   in ``p``'s dtype (a float32 model keeps float32 state, like torch).
 * ``step()`` updates every ``p._data`` **in place** (``p._data -= ...``), so an
-  array shared by two Tensors (tied weights, views) stays consistent.
+  array shared by two Tensors (tied weights, views) stays consistent, and bumps
+  ``p``'s version: a graph that saved the old value refuses to backward (as torch).
   Parameters whose ``.grad`` is None are skipped, as in torch.
 * ``state_dict()`` has torch's structure: ``{"state": {index: {...}},
   "param_groups": [{..., "params": [indices]}]}``, where the index of a
@@ -128,16 +129,17 @@ class Optimizer:
 
     # ------------------------------------------------------------------ gradients
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset the gradients: ``None`` (default) or zeros written into the existing arrays."""
+        """Reset the gradients: ``None`` (default) or zeros written into the existing grad tensors."""
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
                     if set_to_none:
                         p.grad = None
-                    elif isinstance(p.grad, np.ndarray):
-                        p.grad[...] = 0
-                    else:  # a NumPy scalar (0-d arithmetic returns those) cannot be zeroed in place
-                        p.grad = np.zeros_like(p._data)
+                    elif p.grad._data.flags.writeable:
+                        p.grad._data[...] = 0
+                        p.grad._bump()
+                    else:  # a read-only (e.g. broadcast) gradient array is replaced by zeros
+                        p.grad._data = np.zeros_like(p._data)
 
     def _params_with_grad(self, group: dict):
         """``(p, g)`` for each parameter of ``group`` that has a gradient (torch skips the others);
@@ -151,7 +153,7 @@ class Optimizer:
     @staticmethod
     def _grad_of(p: Tensor) -> np.ndarray:
         """``p.grad`` as an array of ``p``'s shape and dtype (a Tensor or other dtype is converted)."""
-        g = p.grad._data if isinstance(p.grad, Tensor) else np.asarray(p.grad)
+        g = p.grad._data
         if g.shape != p._data.shape:
             raise ValueError(f"parameter of shape {p._data.shape} has a gradient of shape {g.shape}")
         if g.dtype != p._data.dtype:

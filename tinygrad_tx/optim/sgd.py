@@ -62,4 +62,5 @@ class SGD(Optimizer):
                         buf += (1 - dampening) * grad
                     grad = grad + momentum * buf if nesterov else buf
                 p._data -= lr * grad
+                p._bump()
         return loss

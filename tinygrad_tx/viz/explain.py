@@ -229,7 +229,7 @@ def run_ours(fn, arrays: dict, consts: dict, cotangent: np.ndarray) -> Run:
     out = fn(tensors, consts)
     with trace_backward() as trace:
         out.backward(cotangent)
-    return Run(out._data, {k: t.grad for k, t in tensors.items()}, len(trace), trace.total_saved_bytes)
+    return Run(out._data, {k: t.grad._data for k, t in tensors.items()}, len(trace), trace.total_saved_bytes)
 
 
 TORCH_TWINS = "reference.explain_torch"
