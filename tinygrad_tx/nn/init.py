@@ -2,10 +2,17 @@
 
 Every function fills ``tensor._data`` in place (keeping its dtype and its
 identity, so tied weights stay tied) and returns the tensor, as
-``torch.nn.init`` does. Random draws come from ``generator`` when given, else
-from the global generator ``tinygrad_tx.tensor.default_generator()`` (seeded by
+``torch.nn.init`` does. Nothing is recorded for autograd (torch runs these under
+``no_grad``): the tensor stays a leaf. Random draws come from ``generator`` when
+given (a ``tinygrad_tx.Generator`` or any ``np.random.Generator``), else from the
+global generator ``tinygrad_tx.tensor.default_generator()`` (seeded by
 ``tinygrad_tx.manual_seed``). Values are drawn in float64 and rounded to the
 tensor's dtype.
+
+Functions: ``uniform_``, ``normal_``, ``trunc_normal_``, ``constant_``, ``ones_``,
+``zeros_``, ``eye_``, ``dirac_``, ``xavier_uniform_``, ``xavier_normal_``,
+``kaiming_uniform_``, ``kaiming_normal_``, ``orthogonal_``, and the helpers
+``calculate_gain`` and ``_calculate_fan_in_and_fan_out``.
 
 The layer defaults (what ``reset_parameters`` of each layer uses, as torch):
 
