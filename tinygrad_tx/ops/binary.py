@@ -1,3 +1,461 @@
-"""placeholder: filled in by the op-family work."""
-TENSOR_METHODS = {}
-FUNCTIONS = {}
+"""Binary pointwise ops: rounded division and remainders, atan2, hypot, lerp, copysign, xlogy,
+float_power, closeness tests, and the bindings of the arithmetic, comparison and logical ops as
+Tensor methods and ``tinygrad_tx.NAME`` functions with torch's signatures.
+
+Operands broadcast; backwards return gradients in the broadcast shape and the engine reduces
+them (``autograd.reduce_grad_to_input``). Python scalars and dtype promotion follow torch
+through tensor.py's ``_binary_op`` (a scalar takes a float tensor's dtype; int with float makes
+float32). Integer semantics are torch's: ``//`` floors, ``%`` (remainder) takes the sign of the
+divisor, fmod the sign of the dividend, and an integer division by zero raises
+:class:`IntegerDivisionByZero` (torch's ``RuntimeError: ZeroDivisionError``).
+
+Notation in the derivations: y = f(a, b), g = dL/dy; the backward returns dL/da and dL/db.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+from ..tensor import Tensor, _as_operand, _binary_op, _float_operands
+from . import elementwise as _E
+from .compare import (allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clamp, clamp_max,
+                      clamp_min, equal, isclose, logical)
+from .transcendental import _quiet
+from .unary import _function
+
+
+class IntegerDivisionByZero(ZeroDivisionError, RuntimeError):
+    """An integer division, remainder or fmod by zero: a ZeroDivisionError (Python's own) that
+    is also a RuntimeError (what torch raises)."""
+
+
+def _shapes_check(op, a, b):
+    """Our ValueError naming both shapes, instead of NumPy's, when a and b do not broadcast."""
+    sa, sb = np.shape(a), np.shape(b)
+    if sa != sb:
+        try:
+            np.broadcast_shapes(sa, sb)
+        except ValueError:
+            raise _E._broadcast_error(op, a, b) from None
+
+
+def _zero_divisor_check(op, a, b):
+    """torch raises for an integer division by zero (a float one gives inf or nan)."""
+    _shapes_check(op, a, b)
+    da, db = np.asarray(a).dtype, np.asarray(b).dtype
+    if da == np.bool_ and db == np.bool_:
+        raise TypeError(f"{op}: not supported for two bool tensors")
+    if db.kind in "iub" and da.kind in "iub" and np.any(np.asarray(b) == 0):
+        raise IntegerDivisionByZero(f"{op}: integer division by zero (the divisor has a 0)")
+
+
+def _floor_div(a, b):
+    with _quiet():
+        return np.floor_divide(a, b)
+
+
+def _trunc_div(a, b):
+    """a / b rounded towards zero; for integers without going through floats."""
+    if np.result_type(a, b).kind in "iu":
+        q = np.floor_divide(a, b)
+        return q + ((np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
+    with _quiet():
+        return np.trunc(np.true_divide(a, b))
+
+
+# ============================================================================ division and remainders
+
+class DivRounded(Function):
+    """y = a / b rounded towards zero (mode 'trunc') or down (mode 'floor').
+
+    y is piecewise constant in a and b, so dy/da = dy/db = 0: torch returns zero gradients
+    (``div(..., rounding_mode=...)``), and so do we."""
+
+    @staticmethod
+    def forward(ctx, a, b, mode="floor", op="div"):
+        _zero_divisor_check(op, a, b)
+        return _floor_div(a, b) if mode == "floor" else _trunc_div(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        na, nb = ctx.needs_input_grad
+        return (np.zeros_like(g) if na else None), (np.zeros_like(g) if nb else None)
+
+
+class FloorDivide(DivRounded):
+    """y = ⌊a / b⌋ (``a // b``, ``floor_divide``). torch defines no derivative for floor_divide
+    (its backward raises, though ``div(a, b, rounding_mode='floor')`` has the zero one); we
+    raise the same error."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return DivRounded.forward(ctx, a, b, mode="floor", op="floor_divide")
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("derivative for floor_divide is not implemented; use "
+                           "div(a, b, rounding_mode='floor') for a zero gradient")
+
+
+class Remainder(Function):
+    """y = a - b ⌊a/b⌋ (``a % b``, ``remainder``): the sign of the divisor, as Python's %.
+
+    ⌊a/b⌋ is piecewise constant, so dy/da = 1 and dy/db = -⌊a/b⌋ (torch's gradient):
+    dL/da = g, dL/db = -g ⌊a/b⌋. Floats are computed as torch does: m = fmod(a, b), then
+    m + b where m is non-zero and its sign differs from b's."""
+
+    quotient = staticmethod(_floor_div)   # the rounded a/b whose multiple of b is taken away
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _zero_divisor_check("remainder", a, b)
+        if ctx.needs_input_grad[1]:
+            ctx.save_for_backward(a, b)
+        if np.result_type(a, b).kind in "iu":
+            return np.remainder(a, b)
+        with _quiet():
+            m = np.fmod(a, b)
+            return np.where((m != 0) & ((b < 0) != (m < 0)), m + b, m)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        na, nb = ctx.needs_input_grad
+        gb = None
+        if nb:
+            a, b = ctx.saved_tensors
+            gb = -g * cls.quotient(a, b)
+        return (g if na else None), gb
+
+
+class Fmod(Remainder):
+    """y = a - b trunc(a/b) (C's fmod): the sign of the dividend.
+
+    trunc(a/b) is piecewise constant, so dL/da = g and dL/db = -g trunc(a/b) (torch's);
+    the backward is Remainder's with trunc in place of floor."""
+
+    quotient = staticmethod(_trunc_div)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _zero_divisor_check("fmod", a, b)
+        if ctx.needs_input_grad[1]:
+            ctx.save_for_backward(a, b)
+        with _quiet():
+            return np.fmod(a, b)
+
+
+# ============================================================================ smooth binary ops
+
+class Atan2(Function):
+    """y = atan2(a, b), the angle of the point (b, a) in (-π, π].
+
+    With r² = a² + b²: dy/da = b / r², dy/db = -a / r² (the derivatives of atan(a/b), valid in
+    every quadrant), so dL/da = g b / r² and dL/db = -g a / r²."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _shapes_check("atan2", a, b)
+        ctx.save_for_backward(a, b)
+        return np.arctan2(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        with _quiet():
+            s = g / (a * a + b * b)
+        return (s * b if na else None), (-s * a if nb else None)
+
+
+class Hypot(Function):
+    """y = √(a² + b²) (without overflow).   dy/da = a / y, dy/db = b / y,
+    so dL/da = g a / y and dL/db = g b / y."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _shapes_check("hypot", a, b)
+        y = np.hypot(a, b)
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, y = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        with _quiet():
+            s = g / y
+        return (s * a if na else None), (s * b if nb else None)
+
+
+class Lerp(Function):
+    """y = start + w (end - start), w a tensor or a Python number.
+
+    dy/dstart = 1 - w, dy/dend = w, dy/dw = end - start, so dL/dstart = g (1 - w),
+    dL/dend = g w, dL/dw = g (end - start). The forward is written as torch's:
+    start + w (end - start) for |w| < 0.5, else end - (end - start)(1 - w), exact at w = 1."""
+
+    @staticmethod
+    def forward(ctx, start, end, weight):
+        ctx.save_for_backward(start, end, weight)   # a Python weight stays exact (1 - w in float64)
+        d = end - start
+        if not isinstance(weight, np.ndarray):
+            return start + weight * d if abs(weight) < 0.5 else end - d * (1 - weight)
+        return np.where(np.abs(weight) < 0.5, start + weight * d, end - d * (1 - weight))
+
+    @staticmethod
+    def backward(ctx, g):
+        start, end, w = ctx.saved_tensors
+        ns, ne, nw = ctx.needs_input_grad
+        return ((g * (1 - w) if ns else None), (g * w if ne else None),
+                (g * (end - start) if nw else None))
+
+
+class Copysign(Function):
+    """y = |a| with the sign (bit) of b.
+
+    y = a · (y/a) with y/a = ±1 constant between sign changes of a and b, so dy/da = y/a
+    (0 where a = 0, as torch) and dy/db = 0 (torch returns zeros for b):
+    dL/da = g y/a, dL/db = 0."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _shapes_check("copysign", a, b)
+        y = np.copysign(a, b)
+        ctx.save_for_backward(a, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        a, y = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        ga = None
+        if na:
+            with _quiet():
+                ratio = np.where(a == 0, np.zeros((), dtype=y.dtype), y / a)
+            ga = g * ratio
+        return ga, (np.zeros_like(g) if nb else None)
+
+
+def _xlogy(x, y):
+    """x log y, 0 where x == 0 (unless y is nan), as torch's xlogy."""
+    with _quiet():
+        r = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), np.zeros((), dtype=r.dtype), r)
+
+
+class Xlogy(Function):
+    """z = x log y, with z = 0 where x = 0 (so 0 log 0 = 0, the entropy convention).
+
+    dz/dx = log y, dz/dy = x / y. torch's gradient: dL/dx = xlogy(g, y), set to 0 where
+    x = 0 and y <= 0 (where log y is -inf or nan); dL/dy = g x / y."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        _shapes_check("xlogy", x, y)
+        ctx.save_for_backward(x, y)
+        return _xlogy(x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        nx, ny = ctx.needs_input_grad
+        gx = gy = None
+        if nx:
+            gx = np.where((x == 0) & (y <= 0), np.zeros((), dtype=g.dtype), _xlogy(g, y))
+        if ny:
+            with _quiet():
+                gy = g * x / y
+        return gx, gy
+
+
+# ============================================================================ methods
+
+def _float_binary(cls):
+    """A method for an op that computes in floating point (int operands become float32)."""
+    def method(self, other):
+        a, b = _float_operands(self, _as_operand(other, self))
+        return _binary_op(cls, a if isinstance(a, Tensor) else Tensor(a), b)
+    method.__name__ = cls.__name__.lower()
+    return method
+
+
+atan2 = _float_binary(Atan2)
+copysign = _float_binary(Copysign)
+xlogy = _float_binary(Xlogy)
+
+
+def hypot(self, other):
+    for x in (self, other):
+        if isinstance(x, Tensor) and x._data.dtype.kind not in "f":
+            raise TypeError(f"hypot: floating point tensors only, got dtype {x._data.dtype}")
+    return _binary_op(Hypot, self, other)
+
+
+def fmod(self, other):
+    return _binary_op(Fmod, self, other)
+
+
+def remainder(self, other):
+    return _binary_op(Remainder, self, other)
+
+
+def floor_divide(self, other):
+    return _binary_op(FloorDivide, self, other)
+
+
+class _RoundedDiv:
+    """An ``apply`` for _binary_op: DivRounded with a fixed mode."""
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def apply(self, a, b):
+        return DivRounded.apply(a, b, mode=self.mode)
+
+
+_DIV_ROUNDED = {"trunc": _RoundedDiv("trunc"), "floor": _RoundedDiv("floor")}
+
+
+def div(self, other, *, rounding_mode=None):
+    """a / b (true division; ints give float32), or rounded with rounding_mode 'trunc'/'floor'
+    (ints stay ints, as torch's)."""
+    if rounding_mode is None:
+        return self.__truediv__(other)
+    op = _DIV_ROUNDED.get(rounding_mode) if isinstance(rounding_mode, str) else None
+    if op is None:
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found {rounding_mode!r}")
+    return _binary_op(op, self, other)
+
+
+def true_divide(self, other):
+    return self.__truediv__(other)
+
+
+def _to_tensor(x):
+    return x if isinstance(x, Tensor) else Tensor(x)
+
+
+def divmod_(self, other):
+    """(a // b, a % b), Python's divmod. (torch's Tensor does not define divmod.)"""
+    return floor_divide(self, other), remainder(self, other)
+
+
+def lerp(self, end, weight):
+    end = _to_tensor(_as_operand(end, self))
+    if isinstance(weight, Tensor):
+        tensors = (self, end, weight)
+    elif isinstance(weight, (int, float, np.number)) and not isinstance(weight, bool):
+        tensors = (self, end)
+        weight = float(weight)
+    else:
+        raise TypeError(f"lerp: weight must be a Tensor or a number, got {type(weight).__name__}")
+    for name, t in zip(("input", "end", "weight"), tensors):
+        if t._data.dtype.kind != "f":
+            raise TypeError(f"lerp: {name} must be a floating point tensor, got dtype {t._data.dtype}")
+        if t._data.dtype != self._data.dtype:
+            raise TypeError(f"lerp: expected dtype {self._data.dtype} for {name} but got {t._data.dtype}")
+    try:
+        np.broadcast_shapes(*(t.shape for t in tensors))
+    except ValueError:
+        raise ValueError(f"lerp: shapes {[t.shape for t in tensors]} are not broadcastable") from None
+    return Lerp.apply(self, end, weight)
+
+
+def float_power(self, exponent):
+    """a ** b computed in float64 (the result is float64 whatever the inputs). A composite:
+    cast to float64, then Pow -- torch's gradient is that of the same computation, cast back
+    to each input's dtype."""
+    base = self if isinstance(self, Tensor) else float(self)
+    if isinstance(base, Tensor) and base._data.dtype != np.float64:
+        base = base.to(np.float64)
+    if isinstance(exponent, Tensor):
+        if exponent._data.dtype != np.float64:
+            exponent = exponent.to(np.float64)
+    elif isinstance(exponent, (int, float, np.number)) and not isinstance(exponent, bool):
+        exponent = float(exponent)
+    else:
+        raise TypeError(f"float_power: exponent must be a Tensor or a number, got {type(exponent).__name__}")
+    if not isinstance(base, Tensor):
+        return exponent.__rpow__(base)
+    return base ** exponent
+
+
+def _alpha_check(op, a, b, alpha):
+    ints = all(np.asarray(x._data if isinstance(x, Tensor) else x).dtype.kind in "iub" for x in (a, b))
+    if ints and isinstance(alpha, float):
+        raise TypeError(f"{op}: for integral input tensors, argument alpha must not be a floating "
+                        f"point number, got alpha={alpha}")
+
+
+def add(self, other, *, alpha=1):
+    """self + alpha * other."""
+    if alpha != 1:
+        _alpha_check("add", self, other, alpha)
+        other = other * alpha
+    return self + other
+
+
+def sub(self, other, *, alpha=1):
+    """self - alpha * other."""
+    if alpha != 1:
+        _alpha_check("sub", self, other, alpha)
+        other = other * alpha
+    return self - other
+
+
+def _swap(method):
+    def r(self, other):
+        return method(_to_tensor(_as_operand(other, self)), self)
+    return r
+
+
+TENSOR_METHODS = {
+    "fmod": fmod, "remainder": remainder, "__mod__": remainder, "__rmod__": _swap(remainder),
+    "floor_divide": floor_divide, "__floordiv__": floor_divide, "__rfloordiv__": _swap(floor_divide),
+    "__divmod__": divmod_, "__rdivmod__": _swap(divmod_),
+    "atan2": atan2, "arctan2": atan2, "hypot": hypot, "lerp": lerp, "copysign": copysign,
+    "xlogy": xlogy, "div": div, "divide": div, "true_divide": true_divide, "float_power": float_power,
+    "isclose": isclose, "allclose": allclose, "equal": equal,
+    "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
+    "add": add, "sub": sub, "subtract": sub, "multiply": lambda self, other: self * other,
+    "greater": lambda self, other: self > other, "greater_equal": lambda self, other: self >= other,
+    "less": lambda self, other: self < other, "less_equal": lambda self, other: self <= other,
+    "not_equal": lambda self, other: self != other,
+    "logical_and": logical(np.logical_and), "logical_or": logical(np.logical_or),
+    "logical_xor": logical(np.logical_xor),
+    "bitwise_not": bitwise_not, "__invert__": bitwise_not, "bitwise_and": bitwise_and,
+    "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
+    "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor,
+    "__rand__": _swap(bitwise_and), "__ror__": _swap(bitwise_or), "__rxor__": _swap(bitwise_xor),
+}
+# tensor.py's div had no rounding_mode, add/sub no integer alpha check, clamp no tensor bounds,
+# and & | ^ ~ were logical for ints (torch's are bitwise) with NumPy's error for floats
+# (__ror__ is seen as bound only because ``type`` defines it, for ``Tensor | None``)
+REPLACES = {"div", "add", "sub", "clamp", "clip", "__and__", "__or__", "__xor__", "__invert__", "__ror__"}
+
+
+def pow(input, exponent):
+    """input ** exponent; input may be a Python number when exponent is a Tensor."""
+    if isinstance(input, Tensor):
+        return input ** exponent
+    if isinstance(exponent, Tensor):
+        return exponent.__rpow__(input)
+    raise TypeError(f"pow(): expected a Tensor argument, got {type(input).__name__} and "
+                    f"{type(exponent).__name__}")
+
+
+def _remainder_function(input, other):
+    """remainder(input, other): input may be a Python number (torch allows it)."""
+    if not isinstance(input, Tensor) and isinstance(other, Tensor):
+        return _swap(remainder)(other, input)
+    return _function("remainder", remainder)(input, other)
+
+
+FUNCTIONS = {name: _function(name, m) for name, m in TENSOR_METHODS.items() if not name.startswith("__")}
+FUNCTIONS.update({
+    "remainder": _remainder_function, "float_power": float_power, "pow": pow,
+    "mul": FUNCTIONS["multiply"], "eq": _function("eq", lambda self, other: self == other),
+    "ne": FUNCTIONS["not_equal"], "lt": FUNCTIONS["less"], "le": FUNCTIONS["less_equal"],
+    "gt": FUNCTIONS["greater"], "ge": FUNCTIONS["greater_equal"],
+})
