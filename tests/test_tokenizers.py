@@ -719,3 +719,42 @@ def test_names_txt_files_both_ways(tmp_path):
     for a, b in ((ours, hf_loaded), (ours_loaded, hf), (wp, hf_wp_loaded), (wp_loaded, hfw)):
         for o, h in zip(a.encode_batch(sample), b.encode_batch(sample)):
             same_encoding(o, h)
+
+
+# ============================================================ training tasks save their tokenizers
+def test_char_tokenizer_ids_and_errors(tmp_path):
+    from tinygrad_tx.data import CharVocab
+    from tinygrad_tx.tokenizers import char_tokenizer, encode_known
+    v = CharVocab.tutorial()
+    tok = char_tokenizer(v.chars)
+    assert tok.encode("$emma") == v.encode("$emma") and len(tok) == len(v)
+    hf = Tokenizer.from_file(str(tok.save(tmp_path / "c.json")))
+    assert hf.encode("$emma").ids == v.encode("$emma")
+    assert tok.encode("eé1m") == v.encode("em")                 # unknown characters dropped, as HF
+    assert hf.encode("eé1m").ids == v.encode("em")
+    with pytest.raises(ValueError, match=r"characters \['1', 'é'\] are not in the tokenizer's vocabulary"):
+        encode_known(tok, "eé1m")
+    with pytest.raises(ValueError, match="distinct single ASCII characters"):
+        char_tokenizer(["a", "é"])
+    with pytest.raises(ValueError, match="distinct single ASCII characters"):
+        char_tokenizer(["a", "a"])
+
+
+def test_encoder_and_seq2seq_save_the_tokenizer_they_encoded_with(tmp_path):
+    from tinygrad_tx.training.encoder import train_encoder
+    from tinygrad_tx.training.seq2seq import train_seq2seq
+    tiny = dict(d_model=16, n_heads=2, n_layers=1, steps=1, batch_size=8, progress=False)
+    run = train_encoder(log=lambda *a: None, out=str(tmp_path / "e.safetensors"), **tiny)
+    assert run["tokenizer"] == str(tmp_path / "e.tokenizer.json")
+    hf = Tokenizer.from_file(run["tokenizer"])
+    task = run["task"]
+    ids, mask, _ = task.data["test"].arrays
+    for row, m, (name, _) in list(zip(ids, mask, task.test_items))[:200]:
+        assert list(row[m]) == hf.encode("$" + name).ids == BPETokenizer.from_file(run["tokenizer"]).encode("$" + name)
+    run = train_seq2seq(log=lambda *a: None, out=str(tmp_path / "s.safetensors"), num_examples=60, **tiny)
+    src, tgt = (Tokenizer.from_file(run["tokenizers"][r]) for r in ("source", "target"))
+    task = run["task"]
+    src_ids, src_mask, tgt_in, _ = task.data["train"].arrays
+    for k, (s, t) in enumerate(task.splits["train"]):
+        assert list(src_ids[k][src_mask[k]]) == s == src.encode(task.source_text(s)).ids
+        assert list(tgt_in[k][1:len(t) + 1]) == tgt.encode(t).ids

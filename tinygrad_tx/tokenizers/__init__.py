@@ -86,10 +86,10 @@ components are listed in ``_files.py``; anything else is refused with a
 """
 from ._text import BPE_SPLIT_PATTERN, GPT2_SPLIT_PATTERN, UNICODE_WHITESPACE, bytes_to_unicode
 from .base import Encoding, SubwordTokenizer, TokenizerFileError
-from .bpe import BPETokenizer
+from .bpe import BPETokenizer, char_tokenizer, encode_known
 from .wordpiece import BERT_SPECIAL_TOKENS, BERT_TEMPLATE, WordPieceTokenizer
 from ._files import load_tokenizer
 
 __all__ = ["BPETokenizer", "WordPieceTokenizer", "Encoding", "SubwordTokenizer", "TokenizerFileError",
-           "load_tokenizer", "BPE_SPLIT_PATTERN", "GPT2_SPLIT_PATTERN", "UNICODE_WHITESPACE", "BERT_SPECIAL_TOKENS",
+           "load_tokenizer", "char_tokenizer", "encode_known", "BPE_SPLIT_PATTERN", "GPT2_SPLIT_PATTERN", "UNICODE_WHITESPACE", "BERT_SPECIAL_TOKENS",
            "BERT_TEMPLATE", "bytes_to_unicode"]

@@ -48,19 +48,19 @@ class _PairMerger:
                 counter[x] += f
 
     def merge(self, pair: tuple[str, str], new_symbol: str) -> dict:
-        """Replace every ``pair`` by ``new_symbol``; return ``{pair: new count}`` of the pairs that changed."""
+        """Replace every ``pair`` by ``new_symbol``; return ``{pair: new count}`` of the pairs whose count grew."""
         a, b = pair
         ab = a + b
         lost, gained = [], []                    # pairs of words of frequency 1, counted at the end
         weighted: Counter = Counter()            # gains minus losses of the other words
-        counts, where, singles = self.pair_counts, self.where, self.symbol_counts
+        counts, where, singles, words, freqs = self.pair_counts, self.where, self.symbol_counts, self.words, self.freqs
         for i in where.pop(pair, ()):
-            word = self.words[i]
+            word = words[i]
             merged = word.replace(ab, new_symbol)
             hits = len(word) - len(merged)
             if not hits:
                 continue
-            f = self.freqs[i]
+            f = freqs[i]
             if f == 1:
                 lost.extend(zip(word, word[1:]))
                 gained.extend(zip(merged, merged[1:]))
@@ -69,7 +69,7 @@ class _PairMerger:
                     weighted[p] -= f
                 for p in zip(merged, merged[1:]):
                     weighted[p] += f
-            self.words[i] = merged
+            words[i] = merged
             k = merged.find(new_symbol)         # the only new pairs are those touching new_symbol
             while k >= 0:
                 if k > 0:
@@ -84,11 +84,12 @@ class _PairMerger:
         delta = Counter(gained)
         delta.subtract(Counter(lost))
         delta.update(weighted)
-        changed = {}
+        grown = {}
         for p, d in delta.items():
             if d:
                 c = counts[p] + d
-                changed[p] = c
+                if d > 0:
+                    grown[p] = c
                 if c:
                     counts[p] = c
                 else:
@@ -97,4 +98,4 @@ class _PairMerger:
             for s in {a, b}:
                 if singles[s] == 0:
                     del singles[s]
-        return changed
+        return grown

@@ -143,22 +143,29 @@ class BPETokenizer(SubwordTokenizer):
             for segment in (cut.split(text) if cut is not None else (text,)):
                 word_freqs.update(p for p, _, _ in tok._pieces(segment))
         state = _PairMerger([list(w.encode("utf-8")) for w in word_freqs], word_freqs.values())
-        # Max-heap of (-count, pair) with lazy deletion: an entry is stale when its
-        # count is no longer the pair's count; stale entries are skipped when popped.
+        # Max-heap of (-count, pair), lazily updated: a merge pushes the pairs whose count grew;
+        # an entry whose pair's count has since shrunk is re-pushed with the true count when it
+        # reaches the top. Every pair's newest entry is >= its true count, so an accurate top is
+        # the most frequent pair (ties: smallest (left, right)).
         heap = [(-c, p) for p, c in state.pair_counts.items()]
         heapq.heapify(heap)
         counts = state.pair_counts
-        while len(tok.vocab) < n_merged:
-            while heap and -heap[0][0] != counts.get(heap[0][1], 0):
-                heapq.heappop(heap)
-            if not heap or -heap[0][0] < min_frequency:
+        while len(tok.vocab) < n_merged and heap:
+            stored, pair = heap[0]
+            count = counts.get(pair, 0)
+            if -stored != count:
+                if count:
+                    heapq.heapreplace(heap, (-count, pair))
+                else:
+                    heapq.heappop(heap)
+                continue
+            if count < min_frequency:
                 break
-            _, pair = heapq.heappop(heap)       # highest count; ties: smallest (left, right)
+            heapq.heappop(heap)
             ids = (ord(pair[0]), ord(pair[1]))
             new_id = tok.merges[ids] if ids in tok.merges else tok._add_merge(*ids)
             for p, c in state.merge(pair, chr(new_id)).items():
-                if c:
-                    heapq.heappush(heap, (-c, p))
+                heapq.heappush(heap, (-c, p))
         tok.add_special_tokens(special_tokens)      # ids after the merges'
         return tok
 
@@ -319,3 +326,27 @@ class BPETokenizer(SubwordTokenizer):
 
     def _decoder_json(self) -> dict:
         return {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+
+
+def char_tokenizer(chars) -> BPETokenizer:
+    """A tokenizer with one token per character, character ``chars[k]`` having id ``k``.
+
+    A byte-level BPE without merges over just these characters (each must be one byte:
+    ASCII), with no word split: the ids of a character vocabulary (``CharVocab``), in a
+    ``tokenizer.json`` Hugging Face loads. ``encode`` of an unknown character drops it,
+    as Hugging Face's BPE without ``unk_token``; use :func:`encode_known` to refuse it.
+    """
+    chars = list(chars)
+    bad = [c for c in chars if not isinstance(c, str) or len(c) != 1 or not c.isascii()]
+    if bad or len(set(chars)) != len(chars):
+        raise ValueError(f"char_tokenizer needs distinct single ASCII characters, got {bad or chars!r}")
+    return BPETokenizer(split_pattern=None, vocab={k: c.encode("ascii") for k, c in enumerate(chars)})
+
+
+def encode_known(tokenizer, text: str) -> list[int]:
+    """``tokenizer.encode(text)``, but a ValueError if a character has no token (it would be dropped)."""
+    ids = tokenizer.encode(text)
+    if sum(len(tokenizer.vocab[i]) for i in ids) != len(text.encode("utf-8")):
+        missing = sorted({c for c in text if tokenizer.token_to_id(c) is None})
+        raise ValueError(f"{text!r}: characters {missing!r} are not in the tokenizer's vocabulary")
+    return ids

@@ -9,7 +9,10 @@ names are therefore names the model has never seen.
 
 Input: ``'$' + name``, right-padded; the leading '$' plays [CLS] (the encoder's
 ``classify`` pools position 0) and a padding mask hides the padding from attention.
-Labels: 0 = male, 1 = female.
+Labels: 0 = male, 1 = female. The names are encoded by ``task.tokenizer``, one token per
+character (``char_tokenizer``: the ids of ``CharVocab.tutorial()``), which is saved next to
+the checkpoint as ``<stem>.tokenizer.json`` (Hugging Face ``tokenizers``' format;
+``BPETokenizer.from_file`` or ``tokenizers.Tokenizer.from_file`` loads it).
 
 Reported on the test split: accuracy, balanced accuracy (the mean of the per-class
 recalls; the classes are 18% / 82%), and two baselines fitted on the train split: the
@@ -18,10 +21,12 @@ majority class, and the majority label of the name's last letter (``-a`` -> fema
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
 from ..data import ArrayDataset, CharVocab, load_census_first_names, split_names
+from ..tokenizers import char_tokenizer, encode_known
 from .config import EncoderConfig
 from .loop import Task, balanced_accuracy, classification_metrics, save_and_plot, trailing_columns, train_and_test
 
@@ -40,12 +45,22 @@ def gender_data(split_seed: int):
     return split_names(items, seed=split_seed), len(ambiguous)
 
 
-def encode_names(items, vocab: CharVocab, length: int) -> ArrayDataset:
-    """ids ('$' + name, right-padded with '$'), padding mask (True = real), labels."""
+def tokenizer_path(checkpoint, role: str = "") -> Path:
+    """``<stem>[.role].tokenizer.json`` beside the checkpoint: the tokenizer its task encoded with."""
+    checkpoint = Path(checkpoint)
+    return checkpoint.with_name(f"{checkpoint.stem}{'.' + role if role else ''}.tokenizer.json")
+
+
+def encode_names(items, vocab: CharVocab, length: int, tokenizer=None) -> ArrayDataset:
+    """ids ('$' + name, right-padded with '$'), padding mask (True = real), labels.
+
+    ``tokenizer`` (default: ``char_tokenizer(vocab.chars)``) encodes each name; a character
+    it does not know is an error."""
+    tokenizer = tokenizer or char_tokenizer(vocab.chars)
     ids = np.full((len(items), length), vocab.sentinel_id, dtype=np.int64)
     mask = np.zeros((len(items), length), dtype=bool)
     for i, (name, _) in enumerate(items):
-        row = [vocab.sentinel_id] + vocab.encode(name)
+        row = [vocab.sentinel_id] + encode_known(tokenizer, name)
         ids[i, :len(row)] = row
         mask[i, :len(row)] = True
     labels = np.array([label for _, label in items], dtype=np.int64)
@@ -73,8 +88,9 @@ class EncoderTask(Task):
         self.config = config
         (self.train_items, self.dev_items, self.test_items), self.num_ambiguous = gender_data(config.split_seed)
         self.vocab = CharVocab.tutorial()
+        self.tokenizer = char_tokenizer(self.vocab.chars)
         self.length = 1 + max(len(n) for n, _ in self.train_items + self.dev_items + self.test_items)
-        self.data = {k: encode_names(v, self.vocab, self.length) for k, v in
+        self.data = {k: encode_names(v, self.vocab, self.length, self.tokenizer) for k, v in
                      (("train", self.train_items), ("dev", self.dev_items), ("test", self.test_items))}
 
     def model_spec(self):
@@ -101,7 +117,9 @@ class EncoderTask(Task):
     def info(self) -> dict:
         name, kwargs = self.model_spec()
         return {"task": "encoder", "model": name, "model_kwargs": kwargs, "dtype": self.config.dtype,
-                "vocab": "".join(self.vocab.chars), "labels": list(GENDERS), "config": self.config.to_dict()}
+                "vocab": "".join(self.vocab.chars),
+                "tokenizer": tokenizer_path(self.config.out or DEFAULT_OUT).name, "labels": list(GENDERS),
+                "config": self.config.to_dict()}
 
 
 def train_encoder(config: EncoderConfig | None = None, log=print, **overrides) -> dict:
@@ -120,5 +138,7 @@ def train_encoder(config: EncoderConfig | None = None, log=print, **overrides) -
         f"last letter {base['last_letter_acc']:.2%} (balanced {base['last_letter_balanced_acc']:.2%})")
     path = save_and_plot(task, run, DEFAULT_OUT, "Encoder: first-name gender (US Census)", {**test, **base}, log,
                          metric="dev_acc")
-    return {"history": run["history"], **test, "baselines": base, "checkpoint": str(path),
+    tok_path = task.tokenizer.save(tokenizer_path(path))
+    log(f"tokenizer: {tok_path}")
+    return {"history": run["history"], **test, "baselines": base, "checkpoint": str(path), "tokenizer": str(tok_path),
             "train_seconds": run["train_seconds"], "model": run["model"], "task": task}

@@ -18,6 +18,11 @@ output must equal the target; ``generate_seq2seq`` with the KV cache):
 
 The decoder input is ``'$' + target`` and its labels ``target + '$'`` (padding ignored);
 the source is right-padded and masked. Loss = mean NLL per target character.
+
+Both sides are encoded by tokenizers (``task.src_tokenizer``: a ``WordPieceTokenizer`` of the
+whole date words, or a character tokenizer for names; ``task.tgt_tokenizer``: a character
+tokenizer), saved next to the checkpoint as ``<stem>.source.tokenizer.json`` and
+``<stem>.target.tokenizer.json`` (Hugging Face ``tokenizers``' format).
 """
 from __future__ import annotations
 
@@ -27,6 +32,8 @@ import numpy as np
 
 from ..data import IGNORE_INDEX, ArrayDataset, CharVocab, load_names, split_names
 from ..generation import generate_seq2seq
+from ..tokenizers import WordPieceTokenizer, char_tokenizer, encode_known
+from .encoder import tokenizer_path
 from .config import Seq2SeqConfig
 from .gpt import corpus_name
 from .loop import Task, eval_batches, save_and_plot, summed_loss, trailing_columns, train_and_test
@@ -125,10 +132,12 @@ class Seq2SeqTask(Task):
         if config.task == "dates":
             words = date_vocabulary()
             self.src_itos = words
-            src_stoi = {w: i for i, w in enumerate(words)}
+            # whole words only: every source word is in the vocabulary, so WordPiece takes it whole
+            self.src_tokenizer = WordPieceTokenizer(words, unk_token=PAD_WORD)
             self.tgt_vocab = CharVocab(["$"] + list("0123456789-"))
+            self.tgt_tokenizer = char_tokenizer(self.tgt_vocab.chars)
             pairs = date_pairs(config.num_examples, config.split_seed)
-            examples = [([src_stoi[w] for w in src], tgt) for src, tgt in pairs]
+            examples = [(self.src_tokenizer.encode(" ".join(src)), tgt) for src, tgt in pairs]
             self.describe_source = "dates in words"
         elif config.task == "reverse":
             names = list(dict.fromkeys(load_names(config.data)))
@@ -137,7 +146,8 @@ class Seq2SeqTask(Task):
                                  "the 80/10/10 split needs at least 3")
             self.tgt_vocab = CharVocab.tutorial()
             self.src_itos = self.tgt_vocab.chars
-            examples = [(self.tgt_vocab.encode(n), n[::-1]) for n in names]
+            self.src_tokenizer = self.tgt_tokenizer = char_tokenizer(self.tgt_vocab.chars)
+            examples = [(encode_known(self.src_tokenizer, n), n[::-1]) for n in names]
             self.describe_source = f"names from {corpus_name(config.data)}"
         else:
             raise ValueError(f"--task must be 'dates' or 'reverse', got {config.task!r}")
@@ -153,7 +163,7 @@ class Seq2SeqTask(Task):
         v = self.tgt_vocab
         src = pad_rows([s for s, _ in examples], self.src_len, 0)
         mask = pad_rows([[1] * len(s) for s, _ in examples], self.src_len, 0).astype(bool)
-        tgt = [v.encode(t) for _, t in examples]
+        tgt = [encode_known(self.tgt_tokenizer, t) for _, t in examples]
         tgt_in = pad_rows([[v.sentinel_id] + t for t in tgt], self.tgt_len, v.sentinel_id)
         tgt_out = pad_rows([t + [v.sentinel_id] for t in tgt], self.tgt_len, IGNORE_INDEX)
         return ArrayDataset(src, mask, tgt_in, tgt_out)
@@ -206,6 +216,8 @@ class Seq2SeqTask(Task):
         name, kwargs = self.model_spec()
         return {"task": "seq2seq", "seq2seq_task": self.config.task, "model": name, "model_kwargs": kwargs,
                 "dtype": self.config.dtype, "src_vocab": self.src_itos, "tgt_vocab": "".join(self.tgt_vocab.chars),
+                "tokenizers": {role: tokenizer_path(self.config.out or DEFAULT_OUT, role).name
+                               for role in ("source", "target")},
                 "config": self.config.to_dict()}
 
 
@@ -225,5 +237,9 @@ def train_seq2seq(config: Seq2SeqConfig | None = None, log=print, **overrides) -
     for o, t, s in examples:
         log(f"  {s} -> {o}  ({'ok' if o == t else f'expected {t}'})")
     path = save_and_plot(task, run, DEFAULT_OUT, f"EncoderDecoder: {config.task}", test, log, metric="dev_exact")
+    tokenizers = {role: str(tok.save(tokenizer_path(path, role))) for role, tok in
+                  (("source", task.src_tokenizer), ("target", task.tgt_tokenizer))}
+    log(f"tokenizers: {tokenizers['source']}, {tokenizers['target']}")
     return {"history": run["history"], **test, "examples": [(s, o, t) for o, t, s in examples], "checkpoint": str(path),
+            "tokenizers": tokenizers,
             "train_seconds": run["train_seconds"], "model": run["model"], "task": task}
