@@ -21,6 +21,9 @@ from ._bind import bind as _bind
 
 globals().update(_bind())   # every op module's FUNCTIONS (tinygrad_tx.sin, ...); methods onto Tensor
 
+# torch's sub-namespaces: tinygrad_tx.nn, .nn.functional, .optim, .utils.data, .linalg
+from . import functional, linalg, nn, optim, utils  # noqa: E402
+
 __version__ = "0.1.0"
 
 allocator.apply_default_policy()   # freed arrays stay in the process for reuse (see allocator.py)
