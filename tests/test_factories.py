@@ -657,3 +657,42 @@ def test_sample_functions_gradcheck():
     assert b.grad_fn is BernoulliSample
     assert tg.poisson(tg.ones(2, requires_grad=True)).grad_fn is PoissonSample
     assert not tg.multinomial(tg.ones(3, requires_grad=True), 2).requires_grad
+
+
+KERNEL_ERRORS = {   # the draw_* kernels refuse what torch's in-place fills refuse
+    "exponential lambda 0": (lambda: factories.draw_exponential((3,), None, 0.0), lambda: torch.empty(3).exponential_(0),
+                             ValueError),
+    "normal std < 0": (lambda: factories.draw_normal((3,), None, 0.0, -1.0), lambda: torch.empty(3).normal_(0, -1),
+                       ValueError),
+    "uniform low > high": (lambda: factories.draw_uniform((3,), None, 2.0, 1.0), lambda: torch.empty(3).uniform_(2, 1),
+                           ValueError),
+    "bernoulli p > 1": (lambda: factories.draw_bernoulli(1.5, (3,)), lambda: torch.empty(3).bernoulli_(1.5), ValueError),
+    "bernoulli array p": (lambda: factories.draw_bernoulli(np.array([0.5, -1.0]), (2,)),
+                          lambda: torch.empty(2).bernoulli_(torch.tensor([0.5, -1.0])), ValueError),
+    "normal int dtype": (lambda: factories.draw_normal((3,), tg.int64), lambda: torch.empty(3, dtype=torch.int64).normal_(),
+                         TypeError),
+    "geometric p 0": (lambda: factories.draw_geometric((3,), None, 0.0), lambda: torch.empty(3).geometric_(0), ValueError),
+    "geometric p 1": (lambda: factories.draw_geometric((3,), None, 1.0), lambda: torch.empty(3).geometric_(1), ValueError),
+    "integers empty": (lambda: factories.draw_integers((3,), tg.int64, 5, 5), lambda: torch.empty(3).random_(5, 5),
+                       ValueError),
+}
+
+
+@pytest.mark.parametrize("name", list(KERNEL_ERRORS))
+def test_kernel_errors_like_torch(name):
+    ours, ref, cls = KERNEL_ERRORS[name]
+    with pytest.raises(Exception):
+        ref()
+    with pytest.raises(cls):
+        ours()
+
+
+def test_kernel_dtypes_and_shapes():
+    g = tg.Generator().manual_seed(0)
+    for draw in (factories.draw_normal, factories.draw_uniform, factories.draw_exponential):
+        for dt, want in ((tg.float64, np.float64), ("float32", np.float32), (np.float16, np.float16)):
+            out = draw((2, 3), dt, generator=g)
+            assert out.dtype == want and out.shape == (2, 3)
+    b = factories.draw_bernoulli(np.array([[0.0], [1.0]]), (2, 3), tg.int64, g)
+    np.testing.assert_array_equal(b, [[0, 0, 0], [1, 1, 1]])   # p broadcasts over the shape
+    assert factories.draw_integers((4,), tg.float32, 0, 3, g).dtype == np.float32
