@@ -586,7 +586,7 @@ ERRORS = {   # name -> (ours, torch's, the exception class we raise)
     "gather dim": (lambda: L.gather(2, li([0])), lambda: T.gather(2, ti([0])), IndexError),
     "gather list index": (lambda: L.gather(1, [[0]]), lambda: T.gather(1, [[0]]), TypeError),
     "scatter src dtype": (lambda: L.scatter(1, li([0]), L.float()), lambda: T.scatter(1, ti([0]), T.float()), TypeError),
-    "scatter reduce name": (lambda: L.scatter(1, li([0]), L, reduce="foo"), lambda: T.scatter(1, ti([0]), T, reduce="foo"), ValueError),
+    "scatter reduce name": (lambda: L.scatter(1, li([0]), 1.0, reduce="foo"), lambda: T.scatter(1, ti([0]), 1.0, reduce="foo"), ValueError),
     "scatter src too small": (lambda: L.scatter(1, li([0, 2]), L[:1, :1]), lambda: T.scatter(1, ti([0, 2]), T[:1, :1]), ValueError),
     "scatter index out of range": (lambda: L.scatter(1, li([3]), 1.0), lambda: T.scatter(1, ti([3]), 1.0), IndexError),
     "scatter_add number src": (lambda: L.scatter_add(1, li([0]), 1.0), lambda: T.scatter_add(1, ti([0]), 1.0), TypeError),
@@ -827,3 +827,13 @@ def test_keyword_forms_match_torch(name):
     assert ours.shape == tuple(ref.shape) and np.array_equal(ours._data, ref.numpy())
     with pytest.raises(TypeError):
         tg.flip(tg.tensor(_X), 0, dims=[1])
+
+
+def test_where_with_one_or_three_arguments():
+    c = np.array([[True, False, True], [False, False, True]])
+    parts = tg.where(tg.tensor(c))
+    assert [p._data.tolist() for p in parts] == [r.tolist() for r in torch.where(torch.tensor(c))]
+    out = tg.where(tg.tensor(c), tg.tensor(_X), 0.5)
+    assert np.array_equal(out._data, torch.where(torch.tensor(c), torch.tensor(_X), 0.5).numpy())
+    with pytest.raises(TypeError):
+        tg.where(tg.tensor(c), tg.tensor(_X))
