@@ -30,13 +30,21 @@ class _PairMerger:
         counts: Counter = Counter()
         where: dict = {}
         singles: Counter | None = Counter() if count_symbols else None
+        ones, one_symbols = [], []              # pairs and symbols of frequency-1 words: counted at once, in C
         for i, (word, f) in enumerate(zip(self.words, self.freqs)):
             pairs = list(zip(word, word[1:]))
-            self._add(counts, pairs, f)
-            if singles is not None:
-                self._add(singles, word, f)
+            if f == 1:
+                ones.extend(pairs)
+                one_symbols.extend(word)
+            else:
+                self._add(counts, pairs, f)
+                if singles is not None:
+                    self._add(singles, word, f)
             for pair in pairs:
                 where.setdefault(pair, set()).add(i)
+        counts.update(ones)
+        if singles is not None:
+            singles.update(one_symbols)
         self.pair_counts, self.where, self.symbol_counts = counts, where, singles
 
     @staticmethod
@@ -51,39 +59,38 @@ class _PairMerger:
         """Replace every ``pair`` by ``new_symbol``; return ``{pair: new count}`` of the pairs whose count grew."""
         a, b = pair
         ab = a + b
-        lost, gained = [], []                    # pairs of words of frequency 1, counted at the end
-        weighted: Counter = Counter()            # gains minus losses of the other words
+        delta: dict = {}
         counts, where, singles, words, freqs = self.pair_counts, self.where, self.symbol_counts, self.words, self.freqs
         for i in where.pop(pair, ()):
             word = words[i]
-            merged = word.replace(ab, new_symbol)
-            hits = len(word) - len(merged)
-            if not hits:
+            k = word.find(ab)
+            if k < 0:
                 continue
-            f = freqs[i]
-            if f == 1:
-                lost.extend(zip(word, word[1:]))
-                gained.extend(zip(merged, merged[1:]))
-            else:
-                for p in zip(word, word[1:]):
-                    weighted[p] -= f
-                for p in zip(merged, merged[1:]):
-                    weighted[p] += f
-            words[i] = merged
-            k = merged.find(new_symbol)         # the only new pairs are those touching new_symbol
-            while k >= 0:
+            f, n, prev_end, hits = freqs[i], len(word), -1, 0
+            while k >= 0:               # occurrence `l a b r` -> `l X r`; l is X if an occurrence just ended
+                hits += 1
                 if k > 0:
-                    where.setdefault((merged[k - 1], new_symbol), set()).add(i)
-                if k + 1 < len(merged):
-                    where.setdefault((new_symbol, merged[k + 1]), set()).add(i)
-                k = merged.find(new_symbol, k + 1)
+                    left = new_symbol if k == prev_end else word[k - 1]
+                    p = (left, a)
+                    delta[p] = delta.get(p, 0) - f
+                    p = (left, new_symbol)
+                    delta[p] = delta.get(p, 0) + f
+                    where.setdefault(p, set()).add(i)
+                if k + 2 < n:
+                    right = word[k + 2]
+                    p = (b, right)
+                    delta[p] = delta.get(p, 0) - f
+                    p = (new_symbol, right)
+                    delta[p] = delta.get(p, 0) + f
+                    where.setdefault(p, set()).add(i)
+                prev_end = k + 2
+                k = word.find(ab, prev_end)
+            delta[pair] = delta.get(pair, 0) - hits * f
+            words[i] = word.replace(ab, new_symbol)
             if singles is not None:
                 singles[a] -= hits * f
                 singles[b] -= hits * f
                 singles[new_symbol] += hits * f
-        delta = Counter(gained)
-        delta.subtract(Counter(lost))
-        delta.update(weighted)
         grown = {}
         for p, d in delta.items():
             if d:

@@ -126,6 +126,13 @@ def split_isolated(regex, pieces):
     becomes its own piece; empty matches only mark a split point."""
     out = []
     for piece, start in pieces:
+        words = regex.findall(piece) if regex.groups == 0 else None
+        if words is not None and sum(map(len, words)) == len(piece):     # no gaps: the matches are the split
+            for w in words:
+                if w:
+                    out.append((w, start))
+                    start += len(w)
+            continue
         prev = 0
         for m in regex.finditer(piece):
             s, e = m.span()
