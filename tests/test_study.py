@@ -175,7 +175,7 @@ def test_trace_records_execution_order_shapes_norms_and_saved_bytes():
     # a python scalar operand becomes a non-Tensor argument: no shape, no gradient
     assert mul.input_shapes[0] == (4, 7) and mul.grad_in_norms[0] == pytest.approx(np.linalg.norm(x.grad))
     assert mul.grad_out_norm == pytest.approx(soft.grad_in_norms[0], rel=1e-15)
-    assert np.array_equal(trace.leaf_grad(x), x.grad)
+    assert np.array_equal(trace.leaf_grad(x), np.asarray(x.grad))
     assert trace.record_for(y) is soft
     assert "Softmax" in trace.table() and "2 nodes" in trace.table()
 
@@ -187,8 +187,8 @@ def test_trace_sums_leaf_uses_and_skips_constants():
         ((w * c) + w * w).sum().backward()
     mul_c = next(r for r in trace.records if r.fn == "Mul" and r.grad_in_norms[1] is None)
     assert mul_c.input_labels == ("w", None)
-    assert np.allclose(trace.leaf_grad(w), 0.5 + 2 * w.data)
-    assert trace.parameter_grad_norms() == {"w": pytest.approx(np.linalg.norm(0.5 + 2 * w.data), rel=1e-15)}
+    assert np.allclose(trace.leaf_grad(w), 0.5 + 2 * w._data)
+    assert trace.parameter_grad_norms() == {"w": pytest.approx(np.linalg.norm(0.5 + 2 * w._data), rel=1e-15)}
     assert "w " in trace.parameter_table()
 
 
@@ -253,12 +253,12 @@ def test_trace_and_hooks_match_torch_hooks_on_gpt_block(attn_impl):
     for sub in ("ln1", "attn", "ln2", "mlp"):
         getattr(ours, sub).register_forward_hook(lambda m, a, o, sub=sub: mine.__setitem__(sub, o))
     x = tg.Tensor(x_np, requires_grad=True)
-    x.register_hook(lambda g: hook_norms.__setitem__("x", float(np.linalg.norm(g.data))))
+    x.register_hook(lambda g: hook_norms.__setitem__("x", float(np.linalg.norm(g._data))))
     for name, p in ours.named_parameters():
-        p.register_hook(lambda g, name=name: hook_norms.__setitem__(name, float(np.linalg.norm(g.data))))
+        p.register_hook(lambda g, name=name: hook_norms.__setitem__(name, float(np.linalg.norm(g._data))))
     out = ours(x)
     for sub, t in mine.items():
-        t.register_hook(lambda g, sub=sub: hook_norms.__setitem__("out:" + sub, float(np.linalg.norm(g.data))))
+        t.register_hook(lambda g, sub=sub: hook_norms.__setitem__("out:" + sub, float(np.linalg.norm(g._data))))
     n_ops = graph_summary(out)["ops"]
     with trace_backward(params={**dict(ours.named_parameters()), "x": x}) as trace:
         out.backward(g_np)
@@ -279,7 +279,7 @@ def test_trace_and_hooks_match_torch_hooks_on_gpt_block(attn_impl):
     # the trace ran every node of the graph exactly once
     assert len(trace) == n_ops
     for name, p in ours.named_parameters():
-        assert np.array_equal(trace.leaf_grad(p), p.grad)
+        assert np.array_equal(trace.leaf_grad(p), np.asarray(p.grad))
 
 
 def test_trace_covers_every_op_of_the_graph_once():
@@ -293,7 +293,7 @@ def test_trace_covers_every_op_of_the_graph_once():
     assert trace.total_saved_bytes == summary["saved_bytes"]
     # the tied weight receives two contributions (embedding lookup and lm_head) summed once
     tied = module.lm_head.weight
-    assert np.allclose(trace.leaf_grad(tied), tied.grad)
+    assert np.allclose(trace.leaf_grad(tied), np.asarray(tied.grad))
     assert "token_embedding.weight = lm_head.weight" in trace.parameter_grad_norms()
 
 
@@ -311,7 +311,7 @@ def _pair(values, hooks_ours, hooks_torch):
     for h in hooks_torch:
         yt.register_hook(h)
     (yt * yt).sum().backward()
-    return x.grad, xt.grad.numpy()
+    return np.asarray(x.grad), xt.grad.numpy()
 
 
 def test_tensor_hook_replaces_gradient_like_torch():
@@ -341,14 +341,14 @@ def test_tensor_hooks_run_in_registration_order_and_chain():
 def test_hook_sees_the_total_gradient_once_and_leaf_hook_changes_grad():
     seen_o, seen_t = [], []
     x = tg.Tensor(np.array([1.0, 2.0]), requires_grad=True)
-    x.register_hook(lambda g: seen_o.append(g.data.copy()) or g * 10.0)
+    x.register_hook(lambda g: seen_o.append(g._data.copy()) or g * 10.0)
     (x * x + x * 3.0).sum().backward()
     xt = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
     xt.register_hook(lambda g: seen_t.append(g.numpy().copy()) or g * 10.0)
     (xt * xt + xt * 3.0).sum().backward()
     assert len(seen_o) == len(seen_t) == 1
-    assert np.allclose(seen_o[0], seen_t[0]) and np.allclose(x.grad, xt.grad.numpy())
-    assert np.allclose(x.grad, 10 * (2 * x.data + 3))
+    assert np.allclose(seen_o[0], seen_t[0]) and np.allclose(np.asarray(x.grad), xt.grad.numpy())
+    assert np.allclose(np.asarray(x.grad), 10 * (2 * x._data + 3))
 
 
 def test_hook_handle_remove_like_torch():
@@ -383,7 +383,7 @@ def test_hook_with_retain_grad_sets_hooked_grad_like_torch():
     yt.retain_grad()
     yt.register_hook(lambda g: g * 5.0)
     (yt * yt).sum().backward()
-    assert np.allclose(y.grad, yt.grad.numpy()) and np.allclose(x.grad, xt.grad.numpy())
+    assert np.allclose(np.asarray(y.grad), yt.grad.numpy()) and np.allclose(np.asarray(x.grad), xt.grad.numpy())
 
 
 def test_register_hook_needs_grad_like_torch():
@@ -405,14 +405,14 @@ def test_forward_hooks_replace_output_chain_and_remove_like_torch():
         h1 = module.register_forward_hook(lambda m, args, out, seen=seen: seen.append((m, args)) or out * 2.0)
         h2 = module.register_forward_hook(lambda m, args, out: out + 1.0)   # sees the doubled output
         h3 = module.register_forward_hook(lambda m, args, out: None)         # None keeps it
-        doubled = np.asarray(module(x).detach().numpy() if key == "torch" else module(x).data)
+        doubled = np.asarray(module(x).detach().numpy() if key == "torch" else module(x)._data)
         assert seen[0][0] is module and seen[0][1][0] is x
         h1.remove()
         h1.remove()
-        shifted = np.asarray(module(x).detach().numpy() if key == "torch" else module(x).data)
+        shifted = np.asarray(module(x).detach().numpy() if key == "torch" else module(x)._data)
         h2.remove()
         h3.remove()
-        plain = np.asarray(module(x).detach().numpy() if key == "torch" else module(x).data)
+        plain = np.asarray(module(x).detach().numpy() if key == "torch" else module(x)._data)
         results[key] = (doubled, shifted, plain)
     for a, b in zip(results["ours"], results["torch"]):
         assert np.allclose(a, b, rtol=1e-14, atol=1e-15)
@@ -559,7 +559,7 @@ def test_attention_weights_check_catches_a_mismatch():
     w = attention_weights(attn, x, out)
     assert w.shape == (1, 2, 4, 4)
     with pytest.raises(RuntimeError, match="does not reproduce"):
-        attention_weights(attn, x, tg.Tensor(out.data + 0.1))
+        attention_weights(attn, x, tg.Tensor(out._data + 0.1))
     with pytest.raises(ValueError, match="no CausalSelfAttention"):
         attention_maps(nn.Linear(2, 2), np.zeros((1, 2), dtype=np.int64))
 

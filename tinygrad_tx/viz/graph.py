@@ -240,7 +240,7 @@ def to_dot(tensor: Tensor, params=None, *, constants: bool = False, saved_bytes:
             lines.append(f"  {nid} [label={_quote(label)}, shape=ellipse, style=filled, fillcolor=\"{fill}\"];")
         elif constants:
             kinds.add("constant")
-            label = f"{node.name or 'constant'}\n{_shape(node.shape)} {node.dtype}"
+            label = f"{node.name or 'constant'}\n{_shape(node.shape)} {node._data.dtype}"   # NumPy's name
             lines.append(f"  {nid} [label={_quote(label)}, shape=note, style=filled, fillcolor=\"#eeeeee\", "
                          "fontcolor=gray30];")
     lines.extend(edges)
