@@ -56,6 +56,11 @@ def _to_array(data, dtype=None) -> np.ndarray:
     return arr
 
 
+class _DtypeError(TypeError, RuntimeError):
+    """Only floating tensors can require gradients: torch's RuntimeError, also a TypeError (what
+    this project raised before, so callers catching either keep working)."""
+
+
 class _Version:
     """A version counter shared by a tensor and its views (torch's ``_version``): every in-place
     change adds one. A Function that saves an array records the counter of the tensor it came
@@ -193,7 +198,7 @@ class Tensor:
     def requires_grad(self, value: bool):
         value = bool(value)
         if value and self._data.dtype.kind not in "fc":
-            raise TypeError(f"only Tensors of floating point dtype can require gradients, "
+            raise _DtypeError(f"only Tensors of floating point dtype can require gradients, "
                             f"got dtype {self._data.dtype} (shape {self._data.shape})")
         if not value and self._ctx is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf tensors; "
@@ -523,7 +528,8 @@ def _canonical_dim(dim: int, ndim: int, op: str = "dim") -> int:
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
     lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
     if not lo <= dim <= hi:
-        raise ValueError(f"{op}: dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+        raise _M.IndexOutOfRange(f"{op}: dimension out of range (expected to be in range of [{lo}, {hi}], "
+                                 f"but got {dim})")
     return int(dim) % ndim if ndim > 0 else 0
 
 
@@ -845,6 +851,8 @@ def _tensor_methods():
     T.__iter__ = iterate
 
     def narrow(s, dim, start, length):
+        if s.ndim == 0:
+            raise ValueError("narrow() cannot be applied to a 0-dim tensor.")
         d = _canonical_dim(dim, s.ndim, "narrow")
         if start < 0:
             start += s.shape[d]
@@ -856,6 +864,8 @@ def _tensor_methods():
     T.narrow = narrow
 
     def split(s, split_size_or_sections, dim=0):
+        if s.ndim == 0:
+            raise ValueError("split expects at least a 1-dimensional tensor")
         d = _canonical_dim(dim, s.ndim, "split")
         n = s.shape[d]
         if isinstance(split_size_or_sections, (int, np.integer)):
@@ -876,6 +886,8 @@ def _tensor_methods():
     T.split = split
 
     def chunk(s, chunks, dim=0):
+        if s.ndim == 0:
+            raise ValueError("chunk expects at least a 1-dimensional tensor")
         if chunks <= 0:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
         n = s.shape[_canonical_dim(dim, s.ndim, "chunk")]
@@ -919,6 +931,9 @@ def _common_dtype(tensors):
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dimension (``torch.cat``)."""
     tensors = _check_same_rank(list(tensors), "cat")
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise ValueError(f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated")
     ref = tensors[0]
     d = _canonical_dim(dim, ref.ndim, "cat")
     for i, t in enumerate(tensors):

@@ -258,7 +258,7 @@ def in_place_methods() -> dict:
     methods.update({name: _augmented(name, target) for name, target in _AUGMENTED.items()})
     methods.update(fill_=fill_, zero_=zero_, copy_=copy_, __setitem__=setitem,
                    normal_=_draw("normal"), uniform_=_draw("uniform"), exponential_=_draw("exponential"),
-                   bernoulli_=_draw("bernoulli"))
+                   bernoulli_=_draw("bernoulli"), geometric_=_draw("geometric"))
     return methods
 
 
