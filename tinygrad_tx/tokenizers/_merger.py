@@ -18,10 +18,11 @@ class _PairMerger:
     ``a`` over all words, each word weighted by its frequency; with
     ``count_symbols``, ``symbol_counts`` counts single symbols the same way.
     ``merge`` replaces every occurrence of a pair by a new symbol and updates
-    the counts from the words that contained it only: each such word's old
-    pairs lose its frequency and its new pairs gain it (pairs away from the
-    merge cancel out). ``where`` may list a word for a pair it no longer
-    contains; merging such a word is a no-op.
+    only the counts around each occurrence: for ``l a b r`` -> ``l X r`` (word
+    frequency ``f``), ``(a, b)``, ``(l, a)`` and ``(b, r)`` lose ``f``,
+    ``(l, X)`` and ``(X, r)`` gain it (``l`` is ``X`` itself when the previous
+    occurrence ended right there). ``where`` may list a word for a pair it no
+    longer contains; merging such a word is a no-op.
     """
 
     def __init__(self, words: Sequence[Sequence[int]], freqs: Iterable[int], count_symbols: bool = False):
