@@ -14,8 +14,7 @@ from .dtypes import (bool, complex64, complex128, double, dtype, float, float16,
 from .ops.movement import IndexOutOfRange
 from .gradcheck import GradcheckError, gradcheck
 from .parallel import get_num_threads, set_num_threads
-from .tensor import (Tensor, arange, cat, full, manual_seed, matmul, maximum, minimum, ones, ones_like,
-                     rand, randn, stack, tensor, where, zeros, zeros_like)
+from .tensor import Tensor, cat, matmul, maximum, minimum, stack, where
 
 from ._bind import bind as _bind
 

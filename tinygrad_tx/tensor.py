@@ -22,14 +22,9 @@ DEFAULT_FLOAT = np.float32
 _rng = np.random.default_rng()
 
 
-def manual_seed(seed: int):
-    """Seed the global generator used by ``randn``/``rand``, dropout and default initialisation."""
-    global _rng
-    _rng = np.random.default_rng(int(seed))
-    return _rng
-
-
 def default_generator() -> np.random.Generator:
+    """The global generator (a ``tinygrad_tx.Generator``, installed by ``generator.py``; seeded by
+    ``tinygrad_tx.manual_seed``) that randn/rand, dropout and default initialisation draw from."""
     return _rng
 
 
@@ -905,8 +900,6 @@ _tensor_methods()
 
 # ============================================================================ module-level functions
 
-def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 
 def _check_same_rank(tensors, op):
@@ -984,36 +977,4 @@ def minimum(a, b) -> Tensor:
     return a.minimum(b)
 
 
-def _factory(fn):
-    def make(*size, dtype=None, requires_grad=False):
-        shape = _dims_arg(size)
-        return Tensor(fn(shape, np.dtype(dtype or DEFAULT_FLOAT)), requires_grad=requires_grad)
-    return make
-
-
-zeros = _factory(lambda shape, dt: np.zeros(shape, dt))
-ones = _factory(lambda shape, dt: np.ones(shape, dt))
-randn = _factory(lambda shape, dt: _rng.standard_normal(shape).astype(dt))
-rand = _factory(lambda shape, dt: _rng.random(shape).astype(dt))
-
-
-def zeros_like(t, dtype=None, requires_grad=False):
-    return zeros(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
-
-
-def ones_like(t, dtype=None, requires_grad=False):
-    return ones(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
-
-
-def full(size, fill_value, dtype=None, requires_grad=False):
-    arr = np.full(tuple(size), fill_value, dtype=dtype or (DEFAULT_FLOAT if isinstance(fill_value, float) else None))
-    return Tensor(arr, requires_grad=requires_grad)
-
-
-def arange(start, end=None, step=1, dtype=None):
-    if end is None:
-        start, end = 0, start
-    arr = np.arange(start, end, step)
-    if dtype is None:
-        dtype = np.int64 if arr.dtype.kind in "iu" else DEFAULT_FLOAT
-    return Tensor(arr.astype(dtype))
+# The factories (zeros, ones, arange, randn, ...) live in factories.py and random_factories.py.

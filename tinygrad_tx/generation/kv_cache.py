@@ -38,7 +38,8 @@ from ..autograd import no_grad
 from ..models.gpt import GPTLanguageModel, as_ids
 from ..models.inputs import attention_mask
 from ..models.transformer import EncoderDecoder
-from ..tensor import Tensor, arange
+from ..factories import arange
+from ..tensor import Tensor
 
 
 class KVCache:

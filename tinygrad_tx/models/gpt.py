@@ -25,7 +25,8 @@ import numpy as np
 from .. import functional as F
 from .. import nn
 from ..ops.flash_attention import flash_attention
-from ..tensor import Tensor, arange
+from ..factories import arange
+from ..tensor import Tensor
 from .inputs import check_heads, check_seq_len, check_targets, check_token_ids, lm_targets_mode
 
 ATTN_IMPLS = ("fused", "naive", "flash")

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .. import nn
-from ..tensor import arange
+from ..factories import arange
 from .gpt import FeedForward, as_ids, as_targets, attention, check_attn_impl, lm_loss
 from .inputs import attention_mask, check_heads, check_query_context, check_seq_len
 
