@@ -855,3 +855,20 @@ def test_scheduler_errors_match_torch():
             ref.step()
     raises_like_torch(one.step, ref.step, ValueError)        # stepping past total_steps
     raises_like_torch(lambda: L.StepLR(object(), 2), lambda: TL.StepLR(object(), 2), TypeError)
+
+
+def test_custom_scheduler_subclass_like_torch():
+    """A user-defined scheduler (get_lr over base_lrs and last_epoch), through torch's old name too."""
+    def make(S):
+        class Halving(S._LRScheduler):
+            def get_lr(self):
+                return [base / 2 ** self.last_epoch for base in self.base_lrs]
+        return Halving
+    ours_opt, theirs_opt = _optimizers("sgd", 2)
+    ours, theirs = make(L)(ours_opt), make(TL)(theirs_opt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(4):
+            assert ours.get_last_lr() == theirs.get_last_lr()
+            ours.step()
+            theirs.step()

@@ -94,6 +94,9 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
+_LRScheduler = LRScheduler   # torch's older name, still used by custom schedulers
+
+
 class LambdaLR(LRScheduler):
     """``lr = initial_lr * lr_lambda(last_epoch)``, one lambda for all groups or one per group.
 
