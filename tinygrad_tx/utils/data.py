@@ -29,22 +29,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..tensor import Tensor, default_generator, stack
+from ..generator import get_generator as _generator
+from ..tensor import Tensor, stack
 
 __all__ = [
     "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
     "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset", "default_collate",
     "default_convert", "get_worker_info", "random_split",
 ]
-
-
-def _generator(generator) -> np.random.Generator:
-    if generator is None:
-        return default_generator()
-    if not isinstance(generator, np.random.Generator):
-        raise TypeError(f"generator must be a tinygrad_tx.Generator (or numpy.random.Generator), "
-                        f"got {type(generator).__name__}")
-    return generator
 
 
 def _positive_int(value, name: str) -> int:
