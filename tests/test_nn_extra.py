@@ -652,6 +652,8 @@ def test_init_functions_fill_in_place_and_match_torch_rules():
     a = nn.init.normal_(tg.Tensor(np.zeros(5)), generator=np.random.default_rng(7))._data
     b = nn.init.normal_(tg.Tensor(np.zeros(5)), generator=np.random.default_rng(7))._data
     np.testing.assert_array_equal(a, b)
+    with pytest.raises(TypeError, match="generator"):
+        nn.init.normal_(tg.Tensor(np.zeros(2)), generator=torch.Generator())
     for ours, theirs in [(lambda: nn.init.eye_(tg.Tensor(np.zeros(3))), lambda: tnn.init.eye_(torch.zeros(3))),
                          (lambda: nn.init.orthogonal_(tg.Tensor(np.zeros(3))), lambda: tnn.init.orthogonal_(torch.zeros(3))),
                          (lambda: nn.init.dirac_(tg.Tensor(np.zeros((2, 2)))), lambda: tnn.init.dirac_(torch.zeros(2, 2))),

@@ -5,7 +5,7 @@ identity, so tied weights stay tied) and returns the tensor, as
 ``torch.nn.init`` does. Nothing is recorded for autograd (torch runs these under
 ``no_grad``): the tensor stays a leaf. Random draws come from ``generator`` when
 given (a ``tinygrad_tx.Generator`` or any ``np.random.Generator``), else from the
-global generator ``tinygrad_tx.tensor.default_generator()`` (seeded by
+global generator (``tinygrad_tx.default_generator``, seeded by
 ``tinygrad_tx.manual_seed``). Values are drawn in float64 and rounded to the
 tensor's dtype.
 
@@ -29,11 +29,12 @@ import math
 
 import numpy as np
 
-from ..tensor import Tensor, default_generator
+from ..generator import get_generator
+from ..tensor import Tensor
 
 
 def _gen(generator):
-    return default_generator() if generator is None else generator
+    return get_generator(generator, "init: generator")
 
 
 def _fill(tensor, values):
