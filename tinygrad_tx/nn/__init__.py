@@ -16,10 +16,9 @@
 * :mod:`.init` — torch's initialisers, drawing from a seeded NumPy generator;
 * :mod:`.utils` — ``clip_grad_norm_``, ``clip_grad_value_``, ``parameters_to_vector``,
   ``vector_to_parameters``;
-* ``functional`` — ``tinygrad_tx.functional`` under torch's name (``import tinygrad_tx.nn.functional as F``).
+* ``functional`` — ``tinygrad_tx.functional`` under torch's name (``nn/functional.py`` makes
+  ``import tinygrad_tx.nn.functional as F`` give the same module).
 """
-import sys as _sys
-
 from .. import functional
 from . import init, utils
 from .activation import (ELU, Flatten, Hardtanh, Identity, LeakyReLU, LogSoftmax, Mish, ReLU6, Sigmoid, SiLU,
@@ -32,8 +31,6 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Lo
                    SmoothL1Loss)
 from .module import Module, RemovableHandle, StateDictError, functional_call
 from .parameter import Parameter
-
-_sys.modules[__name__ + ".functional"] = functional   # `import tinygrad_tx.nn.functional as F` works
 
 __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
