@@ -84,20 +84,23 @@ class LogCumSumExp(Function):
     ∂y_i/∂x_j = exp(x_j − y_i) for i ≥ j, so dL/dx_j = Σ_{i ≥ j} g_i exp(x_j − y_i). To stay
     in range, as torch does, split g into its positive and negative parts and sum in log
     space: Σ_{i ≥ j} g⁺_i exp(−y_i) = exp(revLCSE(log g⁺ − y)_j), so
-    dL/dx_j = exp(x_j + revLCSE(log g⁺ − y)_j) − exp(x_j + revLCSE(log g⁻ − y)_j)."""
+    dL/dx_j = exp(x_j + revLCSE(log g⁺ − y)_j) − exp(x_j + revLCSE(log g⁻ − y)_j).
+    float32 computes in float64 (that difference cancels digits)."""
 
     @staticmethod
     def forward(ctx, x, axis=0):
+        acc = accumulation_dtype(x.dtype) or x.dtype
         with np.errstate(invalid="ignore"):
-            y = np.logaddexp.accumulate(x, axis=axis)
+            y = np.logaddexp.accumulate(x.astype(acc, copy=False), axis=axis)
         ctx.save_for_backward(x, y)
         ctx.axis = axis
-        return y
+        return y.astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         axis = ctx.axis
+        x, g = x.astype(y.dtype, copy=False), g.astype(y.dtype, copy=False)
 
         def part(gp):
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
