@@ -9,31 +9,65 @@ Each op that has a closed-form backward exists twice:
   with Tensor primitives, differentiated op by op by the engine. Read it
   first; the tests assert fused == composite == PyTorch.
 
-Modules: ``softmax`` (softmax, log_softmax), ``loss`` (cross_entropy),
-``normalization`` (layer_norm), ``linear`` (embedding, linear, patch_embed),
-``activation`` (relu, tanh, sigmoid, gelu, dropout), ``attention``
-(scaled_dot_product_attention).
+Modules: ``softmax`` (softmax, log_softmax, softmin), ``loss`` (cross_entropy), ``nll``
+(nll_loss), ``regression`` (mse_loss, l1_loss, smooth_l1_loss, huber_loss), ``likelihood``
+(binary_cross_entropy[_with_logits], kl_div), ``normalization`` (layer_norm), ``linear``
+(embedding, linear, patch_embed), ``activation`` (relu, tanh, sigmoid, gelu, dropout),
+``pointwise`` (silu, softplus, elu, selu, celu, leaky_relu, relu6, hardtanh, hardsigmoid,
+hardswish, mish, logsigmoid, softsign, tanhshrink, glu), ``distance`` (normalize,
+cosine_similarity, pairwise_distance), ``pad`` (pad, one_hot), ``attention``
+(scaled_dot_product_attention); ``toplevel`` holds the torch top-level spellings.
 """
+from . import toplevel as _toplevel
 from .activation import Dropout, dropout, dropout_composite, gelu, gelu_composite, relu, sigmoid, tanh
 from .attention import (ScaledDotProductAttention, scaled_dot_product_attention,
                         scaled_dot_product_attention_composite)
+from .distance import VectorNorm, cosine_similarity, normalize, pairwise_distance
+from .likelihood import (BinaryCrossEntropy, BinaryCrossEntropyWithLogits, KLDivergence, binary_cross_entropy,
+                         binary_cross_entropy_with_logits, kl_div)
 from .linear import (Embedding, Linear, PatchEmbed, embedding, embedding_composite, linear, linear_composite,
                      patch_embed, patch_embed_composite)
 from .loss import CrossEntropy, cross_entropy, cross_entropy_composite
+from .nll import NLLLoss, nll_loss
 from .normalization import LayerNorm, layer_norm, layer_norm_composite
-from .softmax import LogSoftmax, Softmax, log_softmax, log_softmax_composite, softmax, softmax_composite
+from .pad import ConstantPad, IndexedPad, one_hot, pad
+from .pointwise import (Elu, Glu, Hardsigmoid, Hardswish, Hardtanh, LeakyRelu, LogSigmoid, Mish, Silu, Softplus,
+                        Softsign, Tanhshrink, celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
+                        logsigmoid, mish, relu6, selu, silu, softplus, softsign, tanhshrink)
+from .regression import (AbsoluteError, HuberError, SmoothL1Error, SquaredError, huber_loss, l1_loss, mse_loss,
+                         smooth_l1_loss)
+from .softmax import (LogSoftmax, Softmax, log_softmax, log_softmax_composite, softmax, softmax_composite,
+                      softmin)
 
-# Tensor methods that are these functions (bound by tinygrad_tx/_bind.py); torch-level names.
-TENSOR_METHODS = {}
-FUNCTIONS = {}
+# Tensor methods that are these functions (bound by tinygrad_tx/_bind.py): torch's Tensor.softmax(dim, dtype=None)
+TENSOR_METHODS = {"softmax": _toplevel.softmax_method, "log_softmax": _toplevel.log_softmax_method}
+
+# torch's top-level names for functional ops (torch.softmax, torch.dropout, ...), with torch's top-level
+# signatures. Not exported: relu/tanh/sigmoid (the pointwise ops' module exports them), and
+# binary_cross_entropy_with_logits, kl_div, cosine_embedding_loss, whose torch top-level forms take
+# an internal integer reduction enum rather than F's reduction string.
+FUNCTIONS = {
+    "softmax": _toplevel.softmax_method, "log_softmax": _toplevel.log_softmax_method,
+    "dropout": _toplevel.dropout, "layer_norm": _toplevel.layer_norm, "embedding": _toplevel.embedding,
+    "cosine_similarity": cosine_similarity, "pairwise_distance": pairwise_distance,
+    "selu": selu, "celu": celu,
+}
 
 __all__ = [
-    "softmax", "softmax_composite", "log_softmax", "log_softmax_composite",
-    "cross_entropy", "cross_entropy_composite",
+    "softmax", "softmax_composite", "log_softmax", "log_softmax_composite", "softmin",
+    "cross_entropy", "cross_entropy_composite", "nll_loss",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
     "layer_norm", "layer_norm_composite",
     "embedding", "embedding_composite", "linear", "linear_composite", "patch_embed", "patch_embed_composite",
     "dropout", "dropout_composite", "gelu", "gelu_composite", "relu", "tanh", "sigmoid",
+    "silu", "softplus", "elu", "selu", "celu", "leaky_relu", "relu6", "hardtanh", "hardsigmoid", "hardswish",
+    "mish", "logsigmoid", "softsign", "tanhshrink", "glu",
+    "normalize", "cosine_similarity", "pairwise_distance", "pad", "one_hot",
     "scaled_dot_product_attention", "scaled_dot_product_attention_composite",
-    "Softmax", "LogSoftmax", "CrossEntropy", "LayerNorm", "Embedding", "Linear", "PatchEmbed", "Dropout",
-    "ScaledDotProductAttention",
+    "Softmax", "LogSoftmax", "CrossEntropy", "NLLLoss", "LayerNorm", "Embedding", "Linear", "PatchEmbed", "Dropout",
+    "ScaledDotProductAttention", "Silu", "Softplus", "Elu", "LeakyRelu", "Hardtanh", "Hardsigmoid", "Hardswish",
+    "Mish", "LogSigmoid", "Softsign", "Tanhshrink", "Glu", "SquaredError", "AbsoluteError", "SmoothL1Error",
+    "HuberError", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "KLDivergence", "VectorNorm",
+    "ConstantPad", "IndexedPad",
 ]

@@ -7,6 +7,8 @@ from deep inside a forward.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..tensor import Tensor, default_generator
@@ -156,3 +158,31 @@ def row_max(block: np.ndarray) -> np.ndarray:
     wrapper, whose overhead is felt once per block.
     """
     return np.maximum.reduce(block, axis=1, keepdims=True, initial=-np.inf)
+
+
+# ---------------------------------------------------------------------------- loss reductions
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def loss_reduction(op: str, reduction, size_average=None, reduce=None, allowed=REDUCTIONS) -> str:
+    """The ``reduction`` string of a loss, validated; torch's legacy ``size_average``/``reduce``
+    pair (either given) overrides it, with torch's deprecation warning."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else ("mean" if size_average else "sum")
+        warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                      f"reduction='{reduction}' instead.", UserWarning, stacklevel=3)
+    if not isinstance(reduction, str) or reduction not in allowed:
+        raise ValueError(f"{op}: {reduction!r} is not a valid value for reduction "
+                         f"(expected one of {', '.join(map(repr, allowed))})")
+    return reduction
+
+
+def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    """'none': every element; 'sum': Σ; 'mean': Σ / count (nan for no elements, as torch).
+    A composite of the engine's Sum/Mean, whose gradients are torch's."""
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()

@@ -95,18 +95,22 @@ def _check_dropout(input, p, op):
     return x, check_probability(op, "p", p)
 
 
-def dropout(input, p: float = 0.5, training: bool = True, generator=None) -> Tensor:
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False, generator=None) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p)
     (``torch.nn.functional.dropout``). With ``training=False`` or ``p == 0`` the input is
     returned unchanged; ``p == 1`` gives zeros. ``generator`` is a ``np.random.Generator``
-    (default: the global one, ``tinygrad_tx.manual_seed``)."""
+    (default: the global one, ``tinygrad_tx.manual_seed``). ``inplace=True`` is accepted and
+    computed out of place: use the returned tensor."""
+    if not isinstance(inplace, bool):
+        raise TypeError(f"dropout: inplace must be a bool, got {inplace!r}")
     x, p = _check_dropout(input, p, "dropout")
     if not training or p == 0.0:
         return x
     return Dropout.apply(x, keep=keep_mask(x.shape, p, generator), scale=keep_scale(p))
 
 
-def dropout_composite(input, p: float = 0.5, training: bool = True, generator=None) -> Tensor:
+def dropout_composite(input, p: float = 0.5, training: bool = True, inplace: bool = False,
+                      generator=None) -> Tensor:
     """Dropout from primitives: multiply by the constant m / (1 - p) (the same mask as
     ``dropout`` draws from the same generator state)."""
     x, p = _check_dropout(input, p, "dropout_composite")

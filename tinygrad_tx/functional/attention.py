@@ -23,6 +23,7 @@ such rows), whereas a hand-written ``softmax(scores)`` gives nan.
 from __future__ import annotations
 
 import functools
+import numbers
 
 import numpy as np
 
@@ -78,7 +79,7 @@ class ScaledDotProductAttention(Function):
             np.copyto(scores, -np.inf, where=_causal_future(*scores_shape[-2:]))
         # softmax along the keys; a row whose max is -inf is fully masked: shift it by 0
         # instead (so exp gives exact zeros, not nan) and divide its zero sum by 1
-        row_max = np.max(scores, axis=-1, keepdims=True)
+        row_max = np.max(scores, axis=-1, keepdims=True, initial=-np.inf)   # no keys: -inf
         dead = row_max == -np.inf
         has_dead = bool(dead.any())
         if has_dead:
@@ -126,11 +127,40 @@ class ScaledDotProductAttention(Function):
         return dq, dk, dv, (ds if nm else None)
 
 
-def _check(query, key, value, attn_mask, dropout_p, is_causal, scale, op):
+def _repeat_heads(t: Tensor, repeats: int) -> Tensor:
+    """(..., H, S, E) -> (..., H·repeats, S, E), each head repeated ``repeats`` times in a row
+    (torch's ``repeat_interleave(repeats, dim=-3)``): an expand and a reshape, so the
+    backward sums the gradients of each group of query heads into the head they share."""
+    if repeats == 1:
+        return t
+    *lead, h, s, e = t.shape
+    return t.unsqueeze(-3).expand(*lead, h, repeats, s, e).reshape(*lead, h * repeats, s, e)
+
+
+def _group_query_heads(q: Tensor, k: Tensor, v: Tensor, op: str):
+    """enable_gqa: key and value with fewer heads (dim -3) than the query, each shared by
+    a group of query heads (grouped-query attention), repeated to the query's head count."""
+    for name, t in (("query", q), ("key", k), ("value", v)):
+        if t.ndim < 3:
+            raise ValueError(f"{op}: enable_gqa=True needs a heads dimension (..., heads, length, "
+                             f"features); {name} has shape {t.shape}")
+    hq = q.shape[-3]
+    for name, t in (("key", k), ("value", v)):
+        if hq % t.shape[-3]:
+            raise ValueError(f"{op}: enable_gqa=True: the number of heads in {name} ({t.shape[-3]}, "
+                             f"shape {t.shape}) must divide the number of query heads ({hq}, shape {q.shape})")
+    return _repeat_heads(k, hq // k.shape[-3]), _repeat_heads(v, hq // v.shape[-3])
+
+
+def _check(query, key, value, attn_mask, dropout_p, is_causal, scale, op, enable_gqa=False):
     q = as_tensor(query, op, "query")
     k = as_tensor(key, op, "key")
     v = as_tensor(value, op, "value")
     dtype = check_float(op, query=q, key=k, value=v)
+    if not isinstance(enable_gqa, bool):
+        raise TypeError(f"{op}: enable_gqa must be a bool, got {enable_gqa!r}")
+    if enable_gqa:
+        k, v = _group_query_heads(q, k, v, op)
     for name, t in (("query", q), ("key", k), ("value", v)):
         if t.ndim < 2:
             raise ValueError(f"{op}: {name} must have at least 2 dimensions (..., length, features), "
@@ -158,10 +188,10 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal, scale, op):
                 raise TypeError(f"{op}: a bool attn_mask cannot require grad")
         elif mask.dtype.kind == "f":
             if mask.dtype != dtype:
-                raise TypeError(f"{op}: float attn_mask has dtype {mask.dtype} but query has {dtype}")
+                raise TypeError(f"{op}: float attn_mask has dtype {mask._data.dtype} but query has {dtype}")
         else:
             raise TypeError(f"{op}: attn_mask must be bool (True = attend) or float (added to the "
-                            f"scores), got dtype {mask.dtype}")
+                            f"scores), got dtype {mask._data.dtype}")
         try:
             ok = np.broadcast_shapes(mask.shape, scores_shape) == scores_shape
         except ValueError:
@@ -170,28 +200,34 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal, scale, op):
             raise ValueError(f"{op}: attn_mask of shape {mask.shape} does not broadcast to the attention "
                              f"scores' shape {scores_shape} (batch..., L={q.shape[-2]}, S={k.shape[-2]})")
     p = check_probability(op, "dropout_p", dropout_p)
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
+        raise TypeError(f"{op}: scale must be a float or None, got {scale!r}")
     scale = 1.0 / float(np.sqrt(q.shape[-1])) if scale is None else float(scale)
     return q, k, v, mask, scores_shape, p, scale
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
-                                 is_causal: bool = False, scale=None, generator=None) -> Tensor:
+                                 is_causal: bool = False, scale=None, enable_gqa: bool = False,
+                                 generator=None) -> Tensor:
     """softmax(Q Kᵀ · scale + mask) V with torch's semantics
     (``torch.nn.functional.scaled_dot_product_attention``; see the module docstring for
-    masks and fully masked rows). ``scale`` defaults to 1/√E. Dropout with probability
+    masks and fully masked rows). ``scale`` defaults to 1/√E. ``enable_gqa=True`` lets key
+    and value have fewer heads (dim -3) than the query, each shared by a group of query heads.
+    Attention over zero keys (S = 0) gives zeros, as in torch. Dropout with probability
     ``dropout_p`` is applied to the attention weights whenever ``dropout_p > 0`` (torch's
     functional form has no training flag); ``generator`` (a ``np.random.Generator``,
     default the global one) draws its mask.
     """
     q, k, v, mask, shape, p, scale = _check(query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                            "scaled_dot_product_attention")
+                                            "scaled_dot_product_attention", enable_gqa)
     keep = keep_mask(shape, p, generator) if p > 0 else None
     return ScaledDotProductAttention.apply(q, k, v, mask, scores_shape=shape, is_causal=bool(is_causal),
                                            scale=scale, keep=keep, keep_scale_=keep_scale(p))
 
 
 def scaled_dot_product_attention_composite(query, key, value, attn_mask=None, dropout_p: float = 0.0,
-                                           is_causal: bool = False, scale=None, generator=None) -> Tensor:
+                                           is_causal: bool = False, scale=None, enable_gqa: bool = False,
+                                           generator=None) -> Tensor:
     """Attention from primitives, as the tutorial writes it:
     scores = Q Kᵀ · scale, masked_fill(-inf) / + mask, softmax, dropout, @ V.
 
@@ -200,7 +236,7 @@ def scaled_dot_product_attention_composite(query, key, value, attn_mask=None, dr
     it, so the output row is 0 and ``where`` routes them no gradient.
     """
     q, k, v, mask, shape, p, scale = _check(query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                            "scaled_dot_product_attention_composite")
+                                            "scaled_dot_product_attention_composite", enable_gqa)
     scores = (q @ k.mT) * scale
     if scores.shape != shape:
         scores = scores.expand(*shape)
@@ -216,6 +252,8 @@ def scaled_dot_product_attention_composite(query, key, value, attn_mask=None, dr
         future = _causal_future(*shape[-2:])
         scores = scores.masked_fill(future, float("-inf"))
         allowed &= ~future
+    if shape[-1] == 0:                      # no keys: every row is fully masked, the output 0
+        return (scores * 0.0) @ v
     dead = ~allowed.any(axis=-1, keepdims=True)
     if dead.any():
         scores = where(dead, 0.0, scores)

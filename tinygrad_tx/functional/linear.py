@@ -88,11 +88,25 @@ def _check_embedding(input, weight, padding_idx, op):
     return ids, w, padding_idx
 
 
-def embedding(input, weight, padding_idx=None) -> Tensor:
+def _unsupported_embedding_options(max_norm, scale_grad_by_freq, sparse, op):
+    if max_norm is not None:
+        raise NotImplementedError(f"{op}: max_norm={max_norm!r} (renormalising the looked-up rows of "
+                                  f"the table in place) is not supported; leave max_norm=None")
+    if scale_grad_by_freq:
+        raise NotImplementedError(f"{op}: scale_grad_by_freq=True is not supported")
+    if sparse:
+        raise NotImplementedError(f"{op}: sparse=True is not supported (gradients are dense arrays)")
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Look up rows of ``weight`` (num_embeddings, embedding_dim) for the integer ids in ``input``
     (any shape); the result has shape ``input.shape + (embedding_dim,)``
     (``torch.nn.functional.embedding``). Ids outside [0, num_embeddings) raise an
-    ``IndexOutOfRange`` (a ValueError and an IndexError) naming them."""
+    ``IndexOutOfRange`` (a ValueError and an IndexError) naming them. ``max_norm``,
+    ``scale_grad_by_freq`` and ``sparse`` are torch's keywords; only their defaults are
+    supported (anything else raises NotImplementedError)."""
+    _unsupported_embedding_options(max_norm, scale_grad_by_freq, sparse, "embedding")
     ids, w, padding_idx = _check_embedding(input, weight, padding_idx, "embedding")
     return Embedding.apply(w, ids=ids, padding_idx=padding_idx)
 

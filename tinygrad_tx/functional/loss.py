@@ -1,4 +1,5 @@
-"""Cross-entropy with class-index targets: a fused Function and its composite.
+"""Cross-entropy: a fused Function and its composite for class-index targets, and a composite
+for probability targets (``_cross_entropy_probabilities``).
 
 Notation. Logits z (classes on axis 1 of ``(N, C, d1, ...)``, or on axis 0 of
 an unbatched ``(C,)`` input), target class t for each position, class weights
@@ -23,15 +24,15 @@ gradient in that case is zero — ours too.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ..autograd import Function, is_grad_enabled
+from ..autograd import Function
 from ..tensor import Tensor
-from ._util import (as_tensor, check_float, describe_values, from_rows, int_array, row_blocks, row_max,
-                    row_sums, to_rows)
-from .softmax import log_softmax_composite
-
-_REDUCTIONS = ("mean", "sum", "none")
+from ._util import as_tensor, check_float, from_rows, loss_reduction, row_blocks, row_max, row_sums, to_rows
+from .nll import check_class_args, check_class_weight, class_axis
+from .softmax import log_softmax, log_softmax_composite
 
 
 class CrossEntropy(Function):
@@ -144,68 +145,109 @@ class CrossEntropy(Function):
         return from_rows(dz, ctx.z_shape, ctx.axis), None, None
 
 
-def _check(input, target, weight, ignore_index, reduction, label_smoothing, op):
-    """Validate cross-entropy arguments; return (logits, target array, weight array|None, class axis)."""
-    z = as_tensor(input, op, "input")
-    w = None if weight is None else as_tensor(weight, op, "weight")
-    check_float(op, input=z, weight=w)
-    t = int_array(target, op, "target (class indices; probability targets are not supported)")
-    if z.ndim == 0:
-        raise ValueError(f"{op}: input must have a class dimension, got a 0-d tensor")
-    axis = 0 if z.ndim == 1 else 1
-    n_classes = z.shape[axis]
-    expected = z.shape[:axis] + z.shape[axis + 1:]
-    if t.shape != expected:
-        raise ValueError(f"{op}: target shape {t.shape} does not match input shape {z.shape}: "
-                         f"expected target shape {expected} (the input's shape without the class "
-                         f"dimension {axis} of size {n_classes})")
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
-    if not 0.0 <= float(label_smoothing) <= 1.0:
+def _check_label_smoothing(label_smoothing, op) -> float:
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (numbers.Real, np.floating)):
+        raise TypeError(f"{op}: label_smoothing must be a float, got {label_smoothing!r} "
+                        f"of type {type(label_smoothing).__name__}")
+    eps = float(label_smoothing)
+    if not 0.0 <= eps <= 1.0:
         raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
-    if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
-        raise TypeError(f"{op}: ignore_index must be an int, got {ignore_index!r}")
-    bad = ((t < 0) | (t >= n_classes)) & (t != ignore_index)
-    if bad.any():
-        raise ValueError(f"{op}: target values {describe_values(t[bad])} are out of range for "
-                         f"{n_classes} classes: expected 0 <= target < {n_classes} "
-                         f"(or ignore_index={ignore_index})")
+    return eps
+
+
+def _is_probability_target(target) -> bool:
+    a = target._data if isinstance(target, Tensor) else target
+    return isinstance(a, np.ndarray) and a.dtype.kind == "f"
+
+
+def _check(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing, op,
+           log_softmax_fn):
+    """Validate cross-entropy arguments. A probability target is handled here (the result
+    Tensor is returned); class-index targets give (logits, target array, weight array|None,
+    class axis, reduction, label smoothing)."""
+    reduction = loss_reduction(op, reduction, size_average, reduce)
+    if _is_probability_target(target):
+        return _cross_entropy_probabilities(input, target, weight, ignore_index, reduction,
+                                            label_smoothing, op, log_softmax_fn)
+    eps = _check_label_smoothing(label_smoothing, op)
+    z, t, w, axis, _ = check_class_args(input, target, weight, ignore_index, op)
+    return z, t, w, axis, reduction, eps
+
+
+def _cross_entropy_probabilities(input, target, weight, ignore_index, reduction, label_smoothing,
+                                 op, log_softmax_fn):
+    """Cross-entropy against a target *distribution* q (a float target of the input's shape):
+
+        ℓ = -Σ_c w_c q̃_c log softmax(z)_c,    q̃ = (1 - ε) q + ε/C,
+
+    'mean' dividing by the number of positions (not by the weights), as torch does. A
+    composite (log_softmax, products, sums) — torch's gradient is this composite's, and it
+    reaches q too (dL/dq_c = -(1 - ε) w_c log p_c · g).
+    """
+    eps = _check_label_smoothing(label_smoothing, op)
+    if ignore_index != -100:
+        raise ValueError(f"{op}: ignore_index is not supported for floating point (probability) "
+                         f"targets, got ignore_index={ignore_index!r}")
+    z = as_tensor(input, op, "input")
+    q = as_tensor(target, op, "target")
+    axis = class_axis(z, op)
+    if q.shape != z.shape:
+        raise ValueError(f"{op}: a probability target must have the input's shape {z.shape}, got "
+                         f"{q.shape} (class-index targets are integer tensors)")
+    w = check_class_weight(weight, z.shape[axis], op)
+    check_float(op, input=z, weight=w)
+    if q._data.dtype != z._data.dtype:                   # torch promotes to the wider float dtype
+        wide = np.promote_types(q._data.dtype, z._data.dtype)
+        z, q = (z if z._data.dtype == wide else z.to(wide)), (q if q._data.dtype == wide else q.to(wide))
+    n_classes = z.shape[axis]
+    if eps > 0:
+        q = q * (1.0 - eps) + eps / n_classes
+    prod = log_softmax_fn(z, axis) * q
     if w is not None:
-        if w.shape != (n_classes,):
-            raise ValueError(f"{op}: weight must have shape ({n_classes},), one entry per class, "
-                             f"got {w.shape}")
-        if w.requires_grad and is_grad_enabled():
-            raise ValueError(f"{op}: weight cannot require grad (class weights are constants; "
-                             f"torch's nll_loss is not differentiable with respect to weight)")
-    return z, t, (None if w is None else w._data), axis
+        prod = prod * Tensor(w._data.astype(z._data.dtype).reshape((-1,) + (1,) * (z.ndim - axis - 1)))
+    loss = -prod.sum(axis)
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    n_positions = z._data.size // n_classes if n_classes else 0
+    return total / float(n_positions) if n_positions else total + float("nan")   # no positions: nan
 
 
-def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100,
+                  reduce=None, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Cross-entropy between logits and class-index targets (``torch.nn.functional.cross_entropy``).
 
     ``input``: logits ``(C,)``, ``(N, C)`` or ``(N, C, d1, ...)``; ``target``: integer
-    class indices of the input's shape without the class dimension; ``weight``:
+    class indices of the input's shape without the class dimension, or class
+    probabilities (a float tensor of the input's shape); ``weight``:
     optional per-class weights ``(C,)`` (constants). See the module docstring for
     the exact definition, including ``ignore_index`` and ``label_smoothing``.
     """
-    z, t, w, axis = _check(input, target, weight, ignore_index, reduction, label_smoothing,
-                           "cross_entropy")
+    checked = _check(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing,
+                     "cross_entropy", log_softmax)
+    if isinstance(checked, Tensor):     # probability targets
+        return checked
+    z, t, w, axis, reduction, eps = checked
     return CrossEntropy.apply(z, t, w, axis=axis, ignore_index=int(ignore_index), reduction=reduction,
-                              label_smoothing=float(label_smoothing))
+                              label_smoothing=eps)
 
 
-def cross_entropy_composite(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                            label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy_composite(input, target, weight=None, size_average=None, ignore_index: int = -100,
+                            reduce=None, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Cross-entropy from primitives: ℓ = -Σ_c (w_c q_c) log_softmax(z)_c.
 
     The weighted target distribution w ∘ q (zero at ignored positions) is a
     constant built with NumPy; autograd differentiates log_softmax, the
     product and the sums.
     """
-    z, t, w, axis = _check(input, target, weight, ignore_index, reduction, label_smoothing,
-                           "cross_entropy_composite")
-    eps, n_classes = float(label_smoothing), z.shape[axis]
+    checked = _check(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing,
+                     "cross_entropy_composite", log_softmax_composite)
+    if isinstance(checked, Tensor):     # probability targets
+        return checked
+    z, t, w, axis, reduction, eps = checked
+    n_classes = z.shape[axis]
     t = np.expand_dims(t, axis)
     ignored = t == ignore_index
     classes = np.arange(n_classes).reshape((-1,) + (1,) * (z.ndim - axis - 1))

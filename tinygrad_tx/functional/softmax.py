@@ -8,8 +8,11 @@ derived in their docstrings.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
+from .. import dtypes
 from ..autograd import Function
 from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float, from_rows, row_blocks, row_max, row_sums, to_rows
@@ -118,27 +121,54 @@ class LogSoftmax(Function):
         return from_rows(dx2, ctx.shape, ctx.dim)
 
 
-def _prepare(input, dim, op):
+def _implicit_dim(ndim: int, op: str) -> int:
+    """torch's legacy rule for ``dim=None``: dim 0 for 0-, 1- and 3-d inputs, else dim 1
+    (with torch's deprecation warning)."""
+    warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call to "
+                  f"include dim=X as an argument.", UserWarning, stacklevel=4)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _prepare(input, dim, op, dtype=None):
+    """(input cast to ``dtype`` if given, canonical dim). The cast is a graph op, so the
+    gradient flows back to the input in its own dtype, as torch's ``dtype=`` does."""
     x = as_tensor(input, op, "input")
+    dt = dtypes.resolve(dtype, f"{op}: dtype")
+    if dt is not None and dt != x._data.dtype:
+        if dt.kind != "f":
+            raise TypeError(f"{op}: dtype must be a floating point dtype, got {dtype!r}")
+        x = x.to(dt)
     check_float(op, input=x)
+    if dim is None:
+        dim = _implicit_dim(x.ndim, op)
     return x, _canonical_dim(dim, x.ndim, op)
 
 
-def softmax(input, dim: int) -> Tensor:
+def softmax(input, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """Softmax along ``dim`` (``torch.nn.functional.softmax``); fused forward and backward.
 
+    ``dtype`` casts the input first (e.g. float32 logits softmaxed in float64, or integer
+    ones). ``dim=None`` picks torch's legacy implicit dimension, with its warning.
     A slice that is entirely -inf has no defined softmax: the result is nan,
     as in torch (attention handles fully masked rows itself; see
     ``scaled_dot_product_attention``).
     """
-    x, d = _prepare(input, dim, "softmax")
+    x, d = _prepare(input, dim, "softmax", dtype)
     return Softmax.apply(x, dim=d)
 
 
-def log_softmax(input, dim: int) -> Tensor:
-    """log(softmax(input)) along ``dim``, computed stably (``torch.nn.functional.log_softmax``)."""
-    x, d = _prepare(input, dim, "log_softmax")
+def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """log(softmax(input)) along ``dim``, computed stably (``torch.nn.functional.log_softmax``;
+    ``dtype`` and ``dim=None`` as in :func:`softmax`)."""
+    x, d = _prepare(input, dim, "log_softmax", dtype)
     return LogSoftmax.apply(x, dim=d)
+
+
+def softmin(input, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """softmax(-x) along ``dim`` (``torch.nn.functional.softmin``): a composite of negation and
+    the fused softmax, whose gradient is torch's (dL/dx = -softmax'(-x)ᵀ g)."""
+    x, d = _prepare(input, dim, "softmin", dtype)
+    return Softmax.apply(-x, dim=d)
 
 
 def softmax_composite(input, dim: int) -> Tensor:

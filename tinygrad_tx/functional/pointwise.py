@@ -1,0 +1,405 @@
+"""More activations, as in ``torch.nn.functional``: each a Function with forward and backward.
+
+Notation: ``y = f(x)`` is the forward, ``g = dL/dy`` the incoming gradient, and every
+backward returns ``dL/dx = g ∘ f'(x)`` (pointwise). σ is the logistic sigmoid and
+sp(x) = log(1 + e^x) the softplus; both are computed in the overflow-free forms
+
+    σ(x) = 1/(1 + e^-x)  (x >= 0),   e^x/(1 + e^x)  (x < 0);
+    sp(x) = max(x, 0) + log1p(e^-|x|).
+
+Where torch's derivative at a kink takes a particular side (relu6 and hardtanh have zero
+gradient *at* their corners, leaky_relu has the slope at 0, hardswish has 0 at x = -3 and
+1 at x = 3), the backward takes the same side; the docstrings say which.
+
+``inplace=True`` is accepted where torch has the keyword; the result is computed out of
+place (a new tensor is returned and the input is left as it was), so write
+``x = F.silu(x, inplace=True)`` as torch code usually does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+from ..tensor import DEFAULT_FLOAT, Tensor, _canonical_dim
+from ._util import as_tensor, check_float
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+_ONE_SIXTH_F32 = float(np.float32(1 / 6))   # torch's hardsigmoid backward multiplies by float32(1/6)
+
+
+def sigmoid_np(x: np.ndarray) -> np.ndarray:
+    """σ(x) without overflow, in x's dtype."""
+    e = np.exp(-np.abs(x))
+    return (np.where(x >= 0, 1, e) / (1 + e)).astype(x.dtype, copy=False)
+
+
+def softplus_np(x: np.ndarray) -> np.ndarray:
+    """sp(x) = log(1 + e^x) without overflow, in x's dtype."""
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _float_input(input, op, inplace=False):
+    """``input`` as a floating-point Tensor (torch has no integer kernel for these ops)."""
+    if not isinstance(inplace, bool):
+        raise TypeError(f"{op}: inplace must be a bool, got {inplace!r}")
+    x = as_tensor(input, op, "input")
+    check_float(op, input=x)
+    return x
+
+
+def _promoted_input(input, op):
+    """``input`` as a Tensor, integers and bools promoted to float32 (torch's composites
+    softsign and tanhshrink accept them that way)."""
+    x = as_tensor(input, op, "input")
+    if x._data.dtype.kind not in "f":
+        x = Tensor(x._data.astype(DEFAULT_FLOAT))
+    return x
+
+
+def _number(value, op, name):
+    if isinstance(value, Tensor):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: {name} must be a number, got {value!r}")
+    return float(value)
+
+
+# ============================================================================ sigmoid family
+
+class Silu(Function):
+    """y = x σ(x)  (SiLU, "swish").
+
+    dy/dx = σ(x) + x σ(x)(1 - σ(x)) = σ(x) (1 + x (1 - σ(x))),
+    so dL/dx = g σ (1 + x (1 - σ)). Saved: x and σ(x).
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        s = sigmoid_np(x)
+        ctx.save_for_backward(x, s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, g):
+        x, s = ctx.saved_tensors
+        return g * s * (1 + x * (1 - s))
+
+
+class Softplus(Function):
+    """y = sp(βx)/β, and y = x where βx > threshold (torch's linear regime).
+
+    d/dx [sp(βx)/β] = σ(βx), so dL/dx = g σ(βx), and g where βx > threshold.
+    Saved: x.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, beta, threshold):
+        ctx.save_for_backward(x)
+        ctx.beta, ctx.threshold = beta, threshold
+        z = x * beta
+        return np.where(z > threshold, x, softplus_np(z) / beta).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        z = x * ctx.beta
+        return g * np.where(z > ctx.threshold, 1, sigmoid_np(z))
+
+
+class Mish(Function):
+    """y = x tanh(sp(x)).
+
+    With t = tanh(sp(x)): dt/dx = (1 - t²) sp'(x) = (1 - t²) σ(x), so
+    dy/dx = t + x σ(x) (1 - t²). Saved: x.
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * np.tanh(softplus_np(x))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        t = np.tanh(softplus_np(x))
+        return g * (t + x * sigmoid_np(x) * (1 - t * t))
+
+
+class LogSigmoid(Function):
+    """y = log σ(x) = -sp(-x) = min(x, 0) - log1p(e^-|x|).
+
+    dy/dx = σ'(x)/σ(x) = 1 - σ(x) = σ(-x), so dL/dx = g σ(-x). Saved: x.
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * sigmoid_np(-x)
+
+
+class Glu(Function):
+    """Gated linear unit: x split in halves a, b along ``dim``;  y = a ∘ σ(b).
+
+    dL/da = g σ(b),   dL/db = g a σ(b)(1 - σ(b));  the two halves of dL/dx are
+    concatenated back along ``dim``. Saved: a and σ(b).
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim):
+        a, b = np.split(x, 2, axis=dim)
+        s = sigmoid_np(b)
+        ctx.save_for_backward(a, s)
+        ctx.dim = dim
+        return a * s
+
+    @staticmethod
+    def backward(ctx, g):
+        a, s = ctx.saved_tensors
+        da = g * s
+        db = da * a * (1 - s)
+        return np.concatenate([da, db], axis=ctx.dim)
+
+
+# ============================================================================ exponential-linear family
+
+class Elu(Function):
+    """ELU with torch's three constants (ELU, SELU and CELU are all this one):
+
+        y = scale · x                               (x > 0)
+        y = scale · α · (e^{x · input_scale} - 1)   (x <= 0)
+
+    dy/dx = scale for x > 0, scale · α · input_scale · e^{x · input_scale} for x <= 0
+    (at 0 the second branch, as torch). ELU: scale = input_scale = 1; SELU: α and scale
+    fixed (Klambauer et al.); CELU: scale = 1, input_scale = 1/α. Saved: x.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, alpha, scale, input_scale):
+        ctx.save_for_backward(x)
+        ctx.consts = alpha, scale, input_scale
+        neg = np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale)
+        return np.where(x > 0, x * scale, neg).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        alpha, scale, input_scale = ctx.consts
+        neg = np.exp(np.minimum(x, 0) * input_scale) * (alpha * scale * input_scale)
+        return g * np.where(x > 0, scale, neg)
+
+
+# ============================================================================ piecewise linear
+
+class LeakyRelu(Function):
+    """y = x (x > 0),  s·x (x <= 0).   dy/dx = 1 (x > 0), s (x <= 0; s at 0, as torch).
+    Saved: the mask x > 0."""
+
+    @staticmethod
+    def forward(ctx, x, *, slope):
+        pos = x > 0
+        ctx.save_for_backward(pos)
+        ctx.slope = slope
+        return np.where(pos, x, x * slope)
+
+    @staticmethod
+    def backward(ctx, g):
+        (pos,) = ctx.saved_tensors
+        return np.where(pos, g, g * ctx.slope)
+
+
+class Hardtanh(Function):
+    """y = clip(x, lo, hi).   dy/dx = 1 for lo < x < hi and 0 elsewhere — 0 *at* the corners
+    (torch's choice; ``clamp``'s gradient is 1 there). relu6 is hardtanh(0, 6).
+    Saved: the mask lo < x < hi."""
+
+    @staticmethod
+    def forward(ctx, x, *, lo, hi):
+        ctx.save_for_backward((x > lo) & (x < hi))
+        return np.clip(x, lo, hi).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (inside,) = ctx.saved_tensors
+        return g * inside
+
+
+class Hardsigmoid(Function):
+    """y = clip(x/6 + 1/2, 0, 1) (= relu6(x + 3)/6).   dy/dx = 1/6 for -3 < x < 3, else 0 —
+    with 1/6 rounded to float32 even for float64, as torch's kernel does (a 3e-8 relative
+    difference from the exact 1/6). Saved: the mask -3 < x < 3."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward((x > -3) & (x < 3))
+        return np.clip(x / 6 + 0.5, 0, 1).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (inside,) = ctx.saved_tensors
+        return g * inside * _ONE_SIXTH_F32
+
+
+class Hardswish(Function):
+    """y = x · relu6(x + 3)/6:  0 (x <= -3),  x (x + 3)/6 (-3 < x < 3),  x (x >= 3).
+
+    dy/dx = 0 (x <= -3),  x/3 + 1/2 (-3 < x < 3),  1 (x >= 3)  — torch's sides at ±3.
+    Saved: x.
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * np.clip(x + 3, 0, 6) / 6
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        slope = np.where(x <= -3, 0, np.where(x >= 3, 1, x / 3 + 0.5))
+        return g * slope.astype(x.dtype, copy=False)
+
+
+# ============================================================================ rational and shrink
+
+class Softsign(Function):
+    """y = x / (1 + |x|).   dy/dx = ((1 + |x|) - x·sign x) / (1 + |x|)² = 1/(1 + |x|)².
+    Saved: x."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x / (1 + np.abs(x))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        d = 1 + np.abs(x)
+        return g / (d * d)
+
+
+class Tanhshrink(Function):
+    """y = x - tanh x.   dy/dx = 1 - (1 - tanh² x) = tanh² x. Saved: tanh x."""
+
+    @staticmethod
+    def forward(ctx, x):
+        t = np.tanh(x)
+        ctx.save_for_backward(t)
+        return x - t
+
+    @staticmethod
+    def backward(ctx, g):
+        (t,) = ctx.saved_tensors
+        return g * t * t
+
+
+# ============================================================================ the functions
+
+def silu(input, inplace: bool = False) -> Tensor:
+    """x σ(x) (``torch.nn.functional.silu``)."""
+    return Silu.apply(_float_input(input, "silu", inplace))
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + e^{βx})/β, and x where βx > threshold (``torch.nn.functional.softplus``)."""
+    x = _float_input(input, "softplus")
+    return Softplus.apply(x, beta=_number(beta, "softplus", "beta"),
+                          threshold=_number(threshold, "softplus", "threshold"))
+
+
+def mish(input, inplace: bool = False) -> Tensor:
+    """x tanh(softplus(x)) (``torch.nn.functional.mish``)."""
+    return Mish.apply(_float_input(input, "mish", inplace))
+
+
+def logsigmoid(input) -> Tensor:
+    """log σ(x), computed without overflow (``torch.nn.functional.logsigmoid``)."""
+    return LogSigmoid.apply(_float_input(input, "logsigmoid"))
+
+
+def glu(input, dim: int = -1) -> Tensor:
+    """a σ(b) for the halves a, b of ``input`` along ``dim`` (``torch.nn.functional.glu``)."""
+    x = _float_input(input, "glu")
+    if x.ndim == 0:
+        raise ValueError("glu: does not support scalars (0-d input) because halving size must be even")
+    d = _canonical_dim(dim, x.ndim, "glu")
+    if x.shape[d] % 2:
+        raise ValueError(f"glu: halving dimension must be even, but dimension {dim} of input "
+                         f"shape {x.shape} has size {x.shape[d]}")
+    return Glu.apply(x, dim=d)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x (x > 0), α(e^x - 1) (x <= 0) (``torch.nn.functional.elu``)."""
+    x = _float_input(input, "elu", inplace)
+    return Elu.apply(x, alpha=_number(alpha, "elu", "alpha"), scale=1.0, input_scale=1.0)
+
+
+def selu(input, inplace: bool = False) -> Tensor:
+    """scale · elu(x, α) with SELU's fixed α ≈ 1.6733, scale ≈ 1.0507 (``torch.nn.functional.selu``)."""
+    x = _float_input(input, "selu", inplace)
+    return Elu.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, α(e^{x/α} - 1)) (``torch.nn.functional.celu``); α must not be 0."""
+    x = _float_input(input, "celu", inplace)
+    alpha = _number(alpha, "celu", "alpha")
+    if alpha == 0:
+        raise ValueError("celu: alpha cannot be 0 (CELU divides x by alpha)")
+    return Elu.apply(x, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x (x > 0), negative_slope · x (x <= 0) (``torch.nn.functional.leaky_relu``)."""
+    x = _float_input(input, "leaky_relu", inplace)
+    return LeakyRelu.apply(x, slope=_number(negative_slope, "leaky_relu", "negative_slope"))
+
+
+def _hardtanh(input, lo, hi, inplace, op):
+    if not isinstance(inplace, bool):
+        raise TypeError(f"{op}: inplace must be a bool, got {inplace!r}")
+    x = as_tensor(input, op, "input")
+    if x._data.dtype.kind in "iu":   # torch clamps integer tensors too (no gradient)
+        return Tensor(np.clip(x._data, lo, hi).astype(x._data.dtype))
+    check_float(op, input=x)
+    return Hardtanh.apply(x, lo=lo, hi=hi)
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """clip(x, min_val, max_val), zero gradient at and beyond the corners
+    (``torch.nn.functional.hardtanh``)."""
+    lo, hi = _number(min_val, "hardtanh", "min_val"), _number(max_val, "hardtanh", "max_val")
+    if lo > hi:
+        raise ValueError(f"hardtanh: min_val cannot be greater than max_val, got min_val={min_val}, "
+                         f"max_val={max_val}")
+    return _hardtanh(input, lo, hi, inplace, "hardtanh")
+
+
+def relu6(input, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6) = hardtanh(x, 0, 6) (``torch.nn.functional.relu6``)."""
+    return _hardtanh(input, 0.0, 6.0, inplace, "relu6")
+
+
+def hardsigmoid(input, inplace: bool = False) -> Tensor:
+    """relu6(x + 3)/6 (``torch.nn.functional.hardsigmoid``)."""
+    return Hardsigmoid.apply(_float_input(input, "hardsigmoid", inplace))
+
+
+def hardswish(input, inplace: bool = False) -> Tensor:
+    """x · relu6(x + 3)/6 (``torch.nn.functional.hardswish``)."""
+    return Hardswish.apply(_float_input(input, "hardswish", inplace))
+
+
+def softsign(input) -> Tensor:
+    """x / (1 + |x|) (``torch.nn.functional.softsign``; integers computed in float32)."""
+    return Softsign.apply(_promoted_input(input, "softsign"))
+
+
+def tanhshrink(input) -> Tensor:
+    """x - tanh(x) (``torch.nn.functional.tanhshrink``; integers computed in float32)."""
+    return Tanhshrink.apply(_promoted_input(input, "tanhshrink"))
