@@ -322,7 +322,7 @@ def test_zero_grad():
     (ps[0] * 2.0).sum().backward()
     g = ps[0].grad
     opt.zero_grad(set_to_none=False)
-    assert ps[0].grad is g and np.all(g == 0) and ps[1].grad is None
+    assert ps[0].grad is g and np.all(g.numpy() == 0) and ps[1].grad is None
     opt.zero_grad()
     assert ps[0].grad is None
     before = ps[0]._data.copy()
