@@ -635,3 +635,18 @@ GRADCHECK = {   # every Function of the five modules, float64, by name
 def test_gradcheck(name):
     fn, make = GRADCHECK[name]
     assert gradcheck(fn, make(np.random.default_rng(0)))
+
+
+def test_numpy_reductions_of_a_tensor_dispatch_to_its_methods():
+    """np.all(t), np.sum(t, axis=1), ... call the method with axis= and out=None (the
+    gradients being Tensors, tests write np.all(t.grad == 0)); out= itself is refused."""
+    a = np.array([[1.0, 0.0, -2.0], [2.0, 3.0, 0.5]])
+    t = tg_t(a)
+    for fn in (np.all, np.any, np.sum, np.max, np.min, np.mean, np.argmax, np.argmin, np.prod):
+        np.testing.assert_array_equal(np.asarray(fn(t)._data), fn(a))
+        along = fn(t, axis=1)   # max/min along a dim give (values, indices), as torch's
+        np.testing.assert_array_equal(np.asarray((along[0] if isinstance(along, tuple) else along)._data),
+                                      fn(a, axis=1))
+    np.testing.assert_array_equal(np.cumsum(t, axis=0)._data, np.cumsum(a, axis=0))
+    with pytest.raises(TypeError, match="out="):
+        t.sum(out=t)

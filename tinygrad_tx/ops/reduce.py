@@ -70,8 +70,12 @@ def reduce_axes(dim, ndim: int, op: str):
     return normalize_dims(dim, ndim, op)
 
 
-def pick_dim(dim, axis, op: str):
-    """torch accepts ``axis=`` as an alias of ``dim=`` (NumPy's name); not both at once."""
+def pick_dim(dim, axis, op: str, out=None):
+    """torch accepts ``axis=`` as an alias of ``dim=`` (NumPy's name); not both at once.
+    ``out=`` is accepted only as None: NumPy's ``np.all(t)``/``np.sum(t)`` call the method
+    with ``axis=..., out=None``."""
+    if out is not None:
+        raise TypeError(f"{op}(): out= is not supported (the result is a new tensor)")
     if axis is None:
         return dim
     if dim is not None:
@@ -310,8 +314,8 @@ def _float_input(s, op):
     return Tensor(s._data.astype(np.float32))
 
 
-def sum_(s, dim=None, keepdim=False, *, dtype=None, axis=None):
-    dim = pick_dim(dim, axis, "sum")
+def sum_(s, dim=None, keepdim=False, *, dtype=None, axis=None, out=None):
+    dim = pick_dim(dim, axis, "sum", out)
     if dtype is None:
         return Sum.apply(s, dim=dim, keepdim=keepdim)
     return _as_dtype(Sum.apply(cast_input(s, dtype, "sum"), dim=dim, keepdim=keepdim), dtype)
@@ -324,8 +328,8 @@ def _as_dtype(y, dtype):
     return y if y._data.dtype == dt else Tensor(y._data.astype(dt))
 
 
-def mean(s, dim=None, keepdim=False, *, dtype=None, axis=None):
-    dim = pick_dim(dim, axis, "mean")
+def mean(s, dim=None, keepdim=False, *, dtype=None, axis=None, out=None):
+    dim = pick_dim(dim, axis, "mean", out)
     if dtype is not None:
         s = cast_input(s, dtype, "mean")
     return Mean.apply(s, dim=dim, keepdim=keepdim)
@@ -382,8 +386,8 @@ def std_mean(s, dim=None, unbiased=None, keepdim=False, *, correction=None, axis
             mean(s, None if isinstance(dim, bool) else dim, keepdim))
 
 
-def prod(s, dim=None, keepdim=False, *, dtype=None, axis=None):
-    dim = pick_dim(dim, axis, "prod")
+def prod(s, dim=None, keepdim=False, *, dtype=None, axis=None, out=None):
+    dim = pick_dim(dim, axis, "prod", out)
     if dtype is not None:
         return _as_dtype(prod(cast_input(s, dtype, "prod"), dim, keepdim), dtype)
     if dim is None:

@@ -130,11 +130,11 @@ def arg_extreme(x, dim, keepdim, mode):
 
 
 def _extreme(mode, result_cls):
-    def f(s, dim=None, keepdim=False, *, axis=None):
+    def f(s, dim=None, keepdim=False, *, axis=None, out=None):
         from ..tensor import Tensor
         if isinstance(dim, Tensor):  # torch.max(a, b) is the elementwise maximum
             return s.maximum(dim) if mode == "max" else s.minimum(dim)
-        dim = pick_dim(dim, axis, mode)
+        dim = pick_dim(dim, axis, mode, out)
         if dim is None:
             return MaxAll.apply(s, mode=mode)
         if isinstance(dim, (tuple, list)):
@@ -180,9 +180,9 @@ def _argfn(mode):
     op = "arg" + mode
     fn = np.argmax if mode == "max" else np.argmin
 
-    def f(s, dim=None, keepdim=False, *, axis=None):
+    def f(s, dim=None, keepdim=False, *, axis=None, out=None):
         from ..tensor import Tensor
-        dim = pick_dim(dim, axis, op)
+        dim = pick_dim(dim, axis, op, out)
         x = s._data
         if dim is None:
             if x.size == 0:
@@ -206,9 +206,9 @@ argmin = _argfn("min")
 
 
 def _logical(op, npfn):
-    def f(s, dim=None, keepdim=False, *, axis=None):
+    def f(s, dim=None, keepdim=False, *, axis=None, out=None):
         from ..tensor import Tensor
-        dim = pick_dim(dim, axis, op)
+        dim = pick_dim(dim, axis, op, out)
         x = s._data
         axes = tuple(range(x.ndim)) if dim is None else normalize_dims(dim, x.ndim, op)
         out = npfn(x, axis=axes, keepdims=keepdim)

@@ -134,15 +134,15 @@ class CumExtreme(Function):
 
 # ============================================================================ methods
 
-def _axis(s, dim, axis, op):
-    dim = pick_dim(dim, axis, op)
+def _axis(s, dim, axis, op, out=None):
+    dim = pick_dim(dim, axis, op, out)
     if dim is None:
         raise TypeError(f"{op}(): missing the required argument 'dim'")
     return canonical_dim(dim, s.ndim, op)
 
 
-def _scan(fn, op, s, dim, dtype, axis):
-    ax = _axis(s, dim, axis, op)
+def _scan(fn, op, s, dim, dtype, axis, out=None):
+    ax = _axis(s, dim, axis, op, out)
     if dtype is not None:
         s = cast_input(s, dtype, op)
     if s.ndim == 0:
@@ -150,12 +150,12 @@ def _scan(fn, op, s, dim, dtype, axis):
     return fn.apply(s, axis=ax)
 
 
-def cumsum(s, dim=None, *, dtype=None, axis=None):
-    return _scan(CumSum, "cumsum", s, dim, dtype, axis)
+def cumsum(s, dim=None, *, dtype=None, axis=None, out=None):
+    return _scan(CumSum, "cumsum", s, dim, dtype, axis, out)
 
 
-def cumprod(s, dim=None, *, dtype=None, axis=None):
-    return _scan(CumProd, "cumprod", s, dim, dtype, axis)
+def cumprod(s, dim=None, *, dtype=None, axis=None, out=None):
+    return _scan(CumProd, "cumprod", s, dim, dtype, axis, out)
 
 
 def logcumsumexp(s, dim=None, *, axis=None):
