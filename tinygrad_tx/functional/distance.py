@@ -26,11 +26,13 @@ class VectorNorm(Function):
         p = inf:    g sign(x) where |x_i| = n, shared equally among ties (torch's choice),
         p = 0:      0 (a count is piecewise constant).
     Where n = 0 the gradient is 0 (torch's subgradient; the formula would be 0/0).
-    Saved: x and n.
+    Saved: x and n. float32 norms are summed in float64 and rounded once.
     """
 
     @staticmethod
     def forward(ctx, x, *, p, dim, keepdim):
+        dtype = x.dtype
+        x = x.astype(np.float64, copy=False)
         a = np.abs(x)
         if p == 2:
             n = np.sqrt(np.sum(x * x, axis=dim, keepdims=True))
@@ -45,9 +47,10 @@ class VectorNorm(Function):
         else:
             with np.errstate(divide="ignore"):
                 n = np.sum(a ** p, axis=dim, keepdims=True) ** (1.0 / p)
-        n = n.astype(x.dtype, copy=False)
         ctx.save_for_backward(x, n)
+        ctx.dtype = dtype
         ctx.p, ctx.dim = p, dim
+        n = n.astype(dtype, copy=False)
         return n if keepdim else np.squeeze(n, dim)
 
     @staticmethod
@@ -56,7 +59,7 @@ class VectorNorm(Function):
         p, dim = ctx.p, ctx.dim
         g = g.reshape(n.shape)                    # keepdim=False: put the reduced axis back
         if p == 0:
-            return np.zeros_like(x)
+            return np.zeros(x.shape, ctx.dtype)
         with np.errstate(divide="ignore", invalid="ignore"):
             if p == 2:
                 dx = x * np.where(n == 0, 0, g / n)
@@ -67,7 +70,7 @@ class VectorNorm(Function):
                 dx = np.sign(x) * tie * (g / np.sum(tie, axis=dim, keepdims=True))
             else:
                 dx = np.sign(x) * np.abs(x) ** (p - 1) * np.where(n == 0, 0, g / n ** (p - 1))
-        return np.nan_to_num(dx, nan=0.0, posinf=0.0, neginf=0.0) if np.isinf(p) else dx
+        return dx.astype(ctx.dtype, copy=False)
 
 
 def _p(p, op) -> float:

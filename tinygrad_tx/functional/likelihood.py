@@ -26,27 +26,31 @@ class BinaryCrossEntropy(Function):
 
     dℓ/dp = -w [t/p - (1 - t)/(1 - p)] = w (p - t) / (p (1 - p)), the denominator clamped to
     >= 1e-12 as torch does;  dℓ/dt = -w [log p - log(1 - p)] = w (log(1 - p) - log p)
-    (unclamped: ±inf at p = 0 or 1, as torch). Saved: p, t and w.
+    (unclamped: ±inf at p = 0 or 1, as torch). Saved: p, t and w. float32 inputs are computed
+    in float64 and rounded once (log(1 - p) - log p cancels near p = 1/2).
     """
 
     @staticmethod
     def forward(ctx, p, t, weight):
         ctx.save_for_backward(p, t, weight)
+        p64, t64 = p.astype(np.float64), t.astype(np.float64)
         with np.errstate(divide="ignore"):
-            log_p = np.maximum(np.log(p), -100)
-            log_q = np.maximum(np.log1p(-p), -100)
-        loss = -(t * log_p + (1 - t) * log_q)
-        return loss if weight is None else loss * weight
+            log_p = np.maximum(np.log(p64), -100)
+            log_q = np.maximum(np.log1p(-p64), -100)
+        loss = -(t64 * log_p + (1 - t64) * log_q)
+        return (loss if weight is None else loss * weight).astype(p.dtype)
 
     @staticmethod
     def backward(ctx, g):
         p, t, weight = ctx.saved_tensors
+        dtype = p.dtype
+        p, t = p.astype(np.float64), t.astype(np.float64)
         gw = g if weight is None else g * weight
-        dp = gw * (p - t) / np.maximum(p * (1 - p), _BCE_EPS)
+        dp = (gw * (p - t) / np.maximum(p * (1 - p), _BCE_EPS)).astype(dtype)
         dt = None
         if ctx.needs_input_grad[1]:
             with np.errstate(divide="ignore", invalid="ignore"):
-                dt = gw * (np.log1p(-p) - np.log(p))
+                dt = (gw * (np.log1p(-p) - np.log(p))).astype(dtype)
         return dp, dt, None
 
 
@@ -56,7 +60,8 @@ class BinaryCrossEntropyWithLogits(Function):
     log(1 - σ(x)) = -sp(x) (sp = softplus): no overflow, and no log of a rounded σ.
 
     dℓ/dx = w [(1 - t) σ(x) - π t σ(-x)]  (π = 1: w (σ(x) - t));
-    dℓ/dt = w [π sp(-x) - sp(x)]. Saved: x, t, w, π.
+    dℓ/dt = w [π sp(-x) - sp(x)] = w [(π - 1) sp(-x) - x]  (sp(-x) - sp(x) = -x: exact, no
+    cancellation). Saved: x, t, w, π.
     """
 
     @staticmethod
@@ -78,8 +83,8 @@ class BinaryCrossEntropyWithLogits(Function):
             dx = gw * ((1 - t) * sigmoid_np(x) - pos_weight * t * sigmoid_np(-x))
         dt = None
         if ctx.needs_input_grad[1]:
-            pos = softplus_np(-x) if pos_weight is None else pos_weight * softplus_np(-x)
-            dt = gw * (pos - softplus_np(x))
+            dt = -x if pos_weight is None else (pos_weight - 1) * softplus_np(-x) - x
+            dt = gw * dt
         return dx, dt, None, None
 
 
@@ -90,22 +95,27 @@ class KLDivergence(Function):
         ℓ = t (log t - x)  (0 where t = 0: torch's xlogy),     or  ℓ = e^t (t - x).
 
     dℓ/dx = -t  (or -e^t);   dℓ/dt = log t + t/t - x  — torch's xlogy derivative, whose t/t
-    makes it nan at t = 0 — (or e^t (t - x + 1)). Saved: x and t.
+    makes it nan at t = 0 — (or e^t (t - x + 1)). Saved: x and t. float32 is computed in
+    float64 and rounded once (log t + 1 - x cancels).
     """
 
     @staticmethod
     def forward(ctx, x, t, *, log_target):
         ctx.save_for_backward(x, t)
         ctx.log_target = log_target
+        dtype = np.result_type(x, t)
+        x, t = x.astype(np.float64), t.astype(np.float64)
         if log_target:
-            return np.exp(t) * (t - x)
+            return (np.exp(t) * (t - x)).astype(dtype)
         with np.errstate(divide="ignore", invalid="ignore"):
-            t_log_t = np.where(t == 0, 0, t * np.log(t)).astype(t.dtype, copy=False)
-        return t_log_t - t * x
+            t_log_t = np.where(t == 0, 0, t * np.log(t))
+        return (t_log_t - t * x).astype(dtype)
 
     @staticmethod
     def backward(ctx, g):
         x, t = ctx.saved_tensors
+        dtype = np.result_type(x, t)
+        x, t = x.astype(np.float64), t.astype(np.float64)
         e = np.exp(t) if ctx.log_target else t
         dx = -g * e
         dt = None
@@ -115,7 +125,8 @@ class KLDivergence(Function):
             else:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     dt = g * (np.log(t) + t / t - x)
-        return dx, dt
+            dt = dt.astype(dtype)
+        return dx.astype(dtype), dt
 
 
 # ============================================================================ argument handling

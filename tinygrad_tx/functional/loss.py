@@ -200,19 +200,23 @@ def _cross_entropy_probabilities(input, target, weight, ignore_index, reduction,
         wide = np.promote_types(q._data.dtype, z._data.dtype)
         z, q = (z if z._data.dtype == wide else z.to(wide)), (q if q._data.dtype == wide else q.to(wide))
     n_classes = z.shape[axis]
+    out_dtype = z._data.dtype
+    if out_dtype == np.float32:          # computed in float64, rounded once (torch's float32 composite
+        z, q = z.to(np.float64), q.to(np.float64)   # cancels in p·Σ w q̃ - w q̃ for few classes)
     if eps > 0:
         q = q * (1.0 - eps) + eps / n_classes
     prod = log_softmax_fn(z, axis) * q
     if w is not None:
         prod = prod * Tensor(w._data.astype(z._data.dtype).reshape((-1,) + (1,) * (z.ndim - axis - 1)))
     loss = -prod.sum(axis)
-    if reduction == "none":
-        return loss
-    total = loss.sum()
-    if reduction == "sum":
-        return total
-    n_positions = z._data.size // n_classes if n_classes else 0
-    return total / float(n_positions) if n_positions else total + float("nan")   # no positions: nan
+    if reduction != "none":
+        total = loss.sum()
+        n_positions = z._data.size // n_classes if n_classes else 0
+        if reduction == "sum":
+            loss = total
+        else:
+            loss = total / float(n_positions) if n_positions else total + float("nan")   # no positions: nan
+    return loss if loss._data.dtype == out_dtype else loss.to(out_dtype)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100,

@@ -237,7 +237,7 @@ class Hardsigmoid(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward((x > -3) & (x < 3))
-        return np.clip(x / 6 + 0.5, 0, 1).astype(x.dtype, copy=False)
+        return (np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)   # x + 3 first: no cancellation near -3
 
     @staticmethod
     def backward(ctx, g):
