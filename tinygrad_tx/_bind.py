@@ -17,6 +17,7 @@ import importlib
 MODULES = (
     "tinygrad_tx.ops.unary",
     "tinygrad_tx.ops.binary",
+    "tinygrad_tx.ops.matmul",
     "tinygrad_tx.ops.reduce",
     "tinygrad_tx.ops.scan",
     "tinygrad_tx.ops.sort",

@@ -77,3 +77,78 @@ class MatMul(Function):
             if b_vec:
                 gb = gb[..., 0]
         return ga, gb
+
+
+# ============================================================================ the matmul family
+# torch's fixed-rank spellings of a product. Each checks its ranks as torch does and is then
+# ``a @ b`` (or a sum of such products): the gradient is MatMul's above, nothing new to derive.
+
+def _ranks(op: str, want: tuple, *xs) -> None:
+    for i, (x, r) in enumerate(zip(xs, want)):
+        if x.ndim != r:
+            raise ValueError(f"{op}: argument {i} must be {r}-D, got a {x.ndim}-D tensor of shape {tuple(x.shape)}")
+
+
+def mm(input, mat2):
+    """(n, k) @ (k, m): ``torch.mm``."""
+    _ranks("mm", (2, 2), input, mat2)
+    return input @ mat2
+
+
+def bmm(input, mat2):
+    """(b, n, k) @ (b, k, m), equal batch sizes (no broadcasting): ``torch.bmm``."""
+    _ranks("bmm", (3, 3), input, mat2)
+    if input.shape[0] != mat2.shape[0]:
+        raise ValueError(f"bmm: batch sizes differ: {tuple(input.shape)} and {tuple(mat2.shape)}")
+    return input @ mat2
+
+
+def mv(input, vec):
+    """(n, k) @ (k,): ``torch.mv``."""
+    _ranks("mv", (2, 1), input, vec)
+    return input @ vec
+
+
+def dot(input, other):
+    """Σ_i a_i b_i of two 1-D tensors of one dtype and length: ``torch.dot``."""
+    _ranks("dot", (1, 1), input, other)
+    if input._data.dtype != other._data.dtype:
+        raise TypeError(f"dot: expected both vectors to have the same dtype, got {input.dtype} and {other.dtype}")
+    return input @ other
+
+
+def inner(input, other):
+    """Σ over the last dimension of both (``torch.inner``): a @ bᵀ for 1-D and 2-D operands."""
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    return input @ (other if other.ndim == 1 else other.transpose(-2, -1))
+
+
+def outer(input, vec2):
+    """y_ij = a_i b_j of two 1-D tensors (``torch.outer``, alias ``ger``)."""
+    _ranks("outer", (1, 1), input, vec2)
+    return input.unsqueeze(1) * vec2.unsqueeze(0)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """β·input + α·(mat1 @ mat2) (``torch.addmm``; ``input`` broadcasts)."""
+    return _scaled(input, beta) + _scaled(mm(mat1, mat2), alpha)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """β·input + α·(mat @ vec) (``torch.addmv``)."""
+    return _scaled(input, beta) + _scaled(mv(mat, vec), alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """β·input + α·(batch1 @ batch2) batch by batch (``torch.baddbmm``)."""
+    return _scaled(input, beta) + _scaled(bmm(batch1, batch2), alpha)
+
+
+def _scaled(x, c):
+    return x if c == 1 else x * c
+
+
+TENSOR_METHODS = {"mm": mm, "bmm": bmm, "mv": mv, "dot": dot, "inner": inner, "outer": outer, "ger": outer,
+                  "addmm": addmm, "addmv": addmv, "baddbmm": baddbmm}
+FUNCTIONS = dict(TENSOR_METHODS)
