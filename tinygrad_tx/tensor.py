@@ -653,10 +653,7 @@ def _tensor_methods():
     T.__matmul__ = lambda s, o: _MM.MatMul.apply(*_promote_pair(s, o if isinstance(o, Tensor) else Tensor(o)))
     T.__rmatmul__ = lambda s, o: _MM.MatMul.apply(*_promote_pair(Tensor(o), s))
     T.matmul = T.__matmul__
-    T.add = lambda s, o, alpha=1: s + (o * alpha if alpha != 1 else o)
-    T.sub = lambda s, o, alpha=1: s - (o * alpha if alpha != 1 else o)
     T.mul = T.__mul__
-    T.div = truediv
     T.neg = T.__neg__
 
     # ---- comparisons (no gradient; bool results)
@@ -711,43 +708,7 @@ def _tensor_methods():
         return _E.MaskedFill.apply(s, mask, value)
     T.masked_fill = masked_fill
 
-    # ---- reductions
-    T.sum = lambda s, dim=None, keepdim=False: _R.Sum.apply(s, dim=dim, keepdim=keepdim)
-
-    def mean(s, dim=None, keepdim=False):
-        return _R.Mean.apply(s, dim=dim, keepdim=keepdim)
-    T.mean = mean
-
-    def var(s, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        if unbiased is not None and correction is not None:
-            raise ValueError("var: pass either unbiased or correction, not both")
-        if isinstance(unbiased, bool) is False and unbiased is not None:
-            raise TypeError(f"var: unbiased must be a bool, got {unbiased!r}")
-        c = correction if correction is not None else (1 if unbiased is None or unbiased else 0)
-        return _R.Var.apply(s, dim=dim, correction=c, keepdim=keepdim)
-    T.var = var
-    T.std = lambda s, dim=None, unbiased=None, keepdim=False, *, correction=None: \
-        var(s, dim, unbiased, keepdim, correction=correction).sqrt()
-
-    def extreme(mode, result_cls, pairwise):
-        def f(s, dim=None, keepdim=False):
-            if isinstance(dim, Tensor):  # torch.max(a, b) is the elementwise maximum
-                return pairwise(s, dim)
-            if dim is None:
-                return _R.MaxAll.apply(s, mode=mode)
-            axis, idx = _R.arg_extreme(s._data, dim, keepdim, mode)
-            if axis is None:  # 0-d input: the value itself, index 0
-                return result_cls(_E.Clone.apply(s), Tensor(np.zeros((), dtype=np.int64)))
-            values = _R.MaxDim.apply(s, idx, axis=axis, keepdim=keepdim)
-            return result_cls(values, Tensor(idx if keepdim else np.squeeze(idx, axis)))
-        return f
-    T.max = extreme("max", _R.MaxResult, T.maximum)
-    T.min = extreme("min", _R.MinResult, T.minimum)
-    T.amax = lambda s, dim=None, keepdim=False: s.max() if dim is None else s.max(dim, keepdim).values
-    T.argmax = lambda s, dim=None, keepdim=False: Tensor(
-        np.argmax(s._data, axis=None if dim is None else _canonical_dim(dim, s.ndim), keepdims=keepdim))
-    T.argmin = lambda s, dim=None, keepdim=False: Tensor(
-        np.argmin(s._data, axis=None if dim is None else _canonical_dim(dim, s.ndim), keepdims=keepdim))
+    # ---- reductions: ops/reduce.py and ops/reduce_minmax.py bind sum, mean, var, std, max, min, ...
 
     # ---- shape
     def reshape(s, *shape):

@@ -432,7 +432,7 @@ TENSOR_METHODS = {
 # tensor.py's div had no rounding_mode, add/sub no integer alpha check, clamp no tensor bounds,
 # and & | ^ ~ were logical for ints (torch's are bitwise) with NumPy's error for floats
 # (__ror__ is seen as bound only because ``type`` defines it, for ``Tensor | None``)
-REPLACES = {"div", "add", "sub", "clamp", "clip", "__and__", "__or__", "__xor__", "__invert__", "__ror__"}
+REPLACES = {"clamp", "clip", "__and__", "__or__", "__xor__", "__invert__", "__ror__"}
 
 
 def pow(input, exponent):

@@ -442,7 +442,7 @@ TENSOR_METHODS = {
     "sum": sum_, "mean": mean, "var": var, "std": std, "prod": prod, "logsumexp": logsumexp,
     "nansum": nansum, "nanmean": nanmean, "norm": _norm, **_mm.TENSOR_METHODS,
 }
-REPLACES = {"sum", "mean", "var", "std", "max", "min", "amax", "argmax", "argmin"}
+REPLACES = set()   # tensor.py binds no reductions: they all live here
 
 
 def as_function(name, fn):
