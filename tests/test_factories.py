@@ -481,15 +481,6 @@ def test_state_round_trip_and_pickle():
     np.testing.assert_array_equal(tg.rand(3)._data, b)
 
 
-def test_old_tensor_manual_seed_is_followed():
-    from tinygrad_tx import tensor as tensor_module   # noqa: F401  (the function shadows the module)
-    import importlib
-    tmod = importlib.import_module("tinygrad_tx.tensor")
-    tmod.manual_seed(11)                                  # rebinds tensor._rng to a plain generator
-    np.testing.assert_array_equal(tg.rand(2)._data, np.random.default_rng(11).random(2).astype(np.float32))
-    assert tmod.default_generator() is tg.default_generator
-
-
 DRAWS = {   # each draws from the generator given, nothing else
     "rand": lambda g: tg.rand(3, generator=g), "randn": lambda g: tg.randn(3, generator=g),
     "randint": lambda g: tg.randint(9, (3,), generator=g), "randperm": lambda g: tg.randperm(9, generator=g),
