@@ -235,3 +235,13 @@ def test_engine_never_imports_torch():
     code = subprocess.run([sys.executable, "-c", "import sys, tinygrad_tx, tinygrad_tx.torch_shim; "
                            "print('torch' in sys.modules)"], capture_output=True, text=True, timeout=60)
     assert code.stdout.strip() == "False", code.stderr
+
+
+def test_cli_run_executes_a_pytorch_script(tmp_path):
+    script = tmp_path / "tiny.py"
+    script.write_text("import sys\nimport torch\nx = torch.arange(4.0, requires_grad=True)\n"
+                      "(x * x).sum().backward()\nprint(x.grad.tolist(), sys.argv[1:])\nsys.exit(3)\n")
+    done = subprocess.run([sys.executable, "-m", "tinygrad_tx", "run", str(script), "--flag", "v"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[0.0, 2.0, 4.0, 6.0] ['--flag', 'v']", done.stderr
+    assert done.returncode == 3   # the script's exit status is the command's
