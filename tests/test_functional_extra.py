@@ -69,7 +69,8 @@ ACTIVATIONS = {
 @given(shape=shapes(0, 3, max_side=5), seed=seeds, dtype=float_dtypes, strided=st.booleans())
 def test_activation_parity(name, shape, seed, dtype, strided):
     ours, theirs, scale, blind = ACTIVATIONS[name]
-    x = vals(shape, seed, scale=scale)
+    # tanhshrink's gradient (torch's composite g - g(1 - tanh²x)) is rounding noise near 0
+    x = vals(shape, seed, domain="away_from_zero") if name == "tanhshrink" else vals(shape, seed, scale=scale)
     x = non_contiguous(x) if strided else x
     check_parity(f"F.{name}", ours, theirs, [x], dtype, seed=_cot(seed), allow_zero_grad=(0,) if blind else ())
 

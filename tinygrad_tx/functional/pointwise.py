@@ -283,18 +283,26 @@ class Softsign(Function):
 
 
 class Tanhshrink(Function):
-    """y = x - tanh x.   dy/dx = 1 - (1 - tanh² x) = tanh² x. Saved: tanh x."""
+    """y = x - tanh x.   dy/dx = 1 - (1 - tanh² x) = tanh² x.
+
+    torch computes tanhshrink as the composite x - tanh(x), so its gradient is the sum of the
+    two branches, g - g (1 - tanh² x), rounded as written (it is 0 where tanh² x < ulp(1)/2,
+    not the exact g tanh² x); we compute it the same way. The forward is computed in float64
+    and rounded once (x - tanh x cancels for small x). Saved: tanh x (float64).
+    """
 
     @staticmethod
     def forward(ctx, x):
-        t = np.tanh(x)
+        x64 = x.astype(np.float64)
+        t = np.tanh(x64)
         ctx.save_for_backward(t)
-        return x - t
+        return (x64 - t).astype(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
         (t,) = ctx.saved_tensors
-        return g * t * t
+        t = t.astype(g.dtype)
+        return g - g * (1 - t * t)
 
 
 # ============================================================================ the functions
