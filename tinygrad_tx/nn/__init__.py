@@ -12,6 +12,8 @@
 * :mod:`.loss` — ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``, ``BCELoss``,
   ``BCEWithLogitsLoss``, ``SmoothL1Loss``, ``HuberLoss``;
 * :mod:`.attention` — ``MultiheadAttention``;
+* :mod:`.recurrent` — ``RNNCell``, ``GRUCell``, ``LSTMCell``, ``RNN``, ``GRU``, ``LSTM``;
+* :mod:`.rms_norm` — ``RMSNorm`` (and ``rms_norm``, its fused Function and composite);
 * :mod:`.batch_norm` — the fused batch-norm Function and ``batch_norm``;
 * :mod:`.init` — torch's initialisers, drawing from a seeded NumPy generator;
 * :mod:`.utils` — ``clip_grad_norm_``, ``clip_grad_value_``, ``parameters_to_vector``,
@@ -31,10 +33,12 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Lo
                    SmoothL1Loss)
 from .module import Module, RemovableHandle, StateDictError, functional_call
 from .parameter import Parameter
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .rms_norm import RMSNorm
 
 __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
-    "Flatten", "GELU", "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
+    "Flatten", "GELU", "GRU", "GRUCell", "LSTM", "LSTMCell", "RMSNorm", "RNN", "RNNCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
     "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
     "NonDynamicallyQuantizableLinear", "Parameter", "ParameterDict", "ParameterList", "ReLU", "ReLU6",
     "RemovableHandle", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "StateDictError",
