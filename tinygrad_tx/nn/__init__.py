@@ -38,9 +38,10 @@ from .rms_norm import RMSNorm
 
 __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
-    "Flatten", "GELU", "GRU", "GRUCell", "LSTM", "LSTMCell", "RMSNorm", "RNN", "RNNCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
-    "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
-    "NonDynamicallyQuantizableLinear", "Parameter", "ParameterDict", "ParameterList", "ReLU", "ReLU6",
-    "RemovableHandle", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "StateDictError",
-    "Tanh", "Unflatten", "batch_norm", "functional", "functional_call", "init", "utils",
+    "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LSTM", "LSTMCell",
+    "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList",
+    "MultiheadAttention", "NLLLoss", "NonDynamicallyQuantizableLinear", "Parameter", "ParameterDict",
+    "ParameterList", "RMSNorm", "RNN", "RNNCell", "ReLU", "ReLU6", "RemovableHandle", "Sequential", "SiLU",
+    "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "StateDictError", "Tanh", "Unflatten", "batch_norm",
+    "functional", "functional_call", "init", "utils",
 ]
