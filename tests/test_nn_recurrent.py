@@ -124,9 +124,11 @@ def module_parity(name, ours, make_torch, inputs, dtype, seed, allow_zero=(), re
 
 
 def relu_active(module):
-    """Shift a relu layer's ``bias_ih*`` by +3, so most pre-activations are positive and the
+    """Scale a relu layer's parameters by 1/4 and shift its ``bias_ih*`` by +3: then
+    W_ih x + b_ih + W_hh h + b_hh > 0 for all but astronomically unlikely draws, so the
     gradients are not all zero (``module_parity`` checks that when the layer has biases)."""
     for n, p in module.named_parameters():
+        p._data *= 0.25
         if n.startswith("bias_ih"):
             p._data += 3.0
     return module
@@ -232,6 +234,10 @@ def test_sequence_shapes_and_names_match_torch():
         assert repr(ours) == repr(theirs)
         assert all(np.array(v).dtype == np.float32 for v in ours.state_dict().values())
     assert nn.RNNCell(3, 2, bias=False).bias_ih is None
+    lstm = nn.LSTM(2, 3)
+    before = {k: np.array(v) for k, v in lstm.state_dict().items()}
+    lstm.flatten_parameters()          # teaching code calls it (cuDNN); a no-op here
+    assert all(np.array_equal(before[k], np.array(v)) for k, v in lstm.state_dict().items())
 
 
 def test_init_is_uniform_in_plus_minus_one_over_sqrt_hidden():
@@ -327,6 +333,13 @@ def test_recurrent_errors_like_torch():
                       TypeError)
     raises_like_torch(lambda: cell(tg.randn(2, 4), tg.randn(2, 3).double()),
                       lambda: tcell(x, torch.randn(2, 3).double()), TypeError)
+    with pytest.raises(TypeError, match="pair"):
+        nn.LSTMCell(4, 3)(tg.randn(2, 4), tg.randn(2, 3))
+    # torch accepts RNNCell(nonlinearity='x') and fails at the first forward; we refuse it at once
+    with pytest.raises(RuntimeError):
+        tnn.RNNCell(4, 3, nonlinearity="x")(x)
+    with pytest.raises(ValueError, match="nonlinearity"):
+        nn.RNNCell(4, 3, nonlinearity="x")
     with pytest.raises(NotImplementedError, match="proj_size"):
         nn.LSTM(4, 3, proj_size=2)
     with warnings.catch_warnings():

@@ -298,6 +298,9 @@ class _RNNBase(Module):
     def reset_parameters(self) -> None:
         _reset_uniform(self)
 
+    def flatten_parameters(self) -> None:
+        """torch packs the weights into one buffer for cuDNN; there is nothing to pack here."""
+
     def _weights(self, k: int, suffix: str):
         """Layer k's parameters (in float64, see the module docstring)."""
         get = lambda n: _wide(getattr(self, f"{n}_l{k}{suffix}", None))  # noqa: E731
