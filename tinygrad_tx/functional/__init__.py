@@ -34,6 +34,7 @@ from .pad import ConstantPad, IndexedPad, one_hot, pad
 from .pointwise import (Elu, Glu, Hardsigmoid, Hardswish, Hardtanh, LeakyRelu, LogSigmoid, Mish, Silu, Softplus,
                         Softsign, Tanhshrink, celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                         logsigmoid, mish, relu6, selu, silu, softplus, softsign, tanhshrink)
+from ..nn.rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
 from .regression import (AbsoluteError, HuberError, SmoothL1Error, SquaredError, huber_loss, l1_loss, mse_loss,
                          smooth_l1_loss)
 from .softmax import (LogSoftmax, Softmax, log_softmax, log_softmax_composite, softmax, softmax_composite,
@@ -50,10 +51,11 @@ FUNCTIONS = {
     "softmax": _toplevel.softmax_method, "log_softmax": _toplevel.log_softmax_method,
     "dropout": _toplevel.dropout, "layer_norm": _toplevel.layer_norm, "embedding": _toplevel.embedding,
     "cosine_similarity": cosine_similarity, "pairwise_distance": pairwise_distance,
-    "selu": selu, "celu": celu,
+    "selu": selu, "celu": celu, "rms_norm": rms_norm,
 }
 
 __all__ = [
+    "RMSNormFunction", "rms_norm", "rms_norm_composite",
     "softmax", "softmax_composite", "log_softmax", "log_softmax_composite", "softmin",
     "cross_entropy", "cross_entropy_composite", "nll_loss",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
