@@ -337,7 +337,7 @@ class Function:
                 out = np.asarray(out)
             t = Tensor._from_op(out, None)
             if out.base is not None or (arrays and out is arrays[0]):
-                _link_view(t, cls, args, arrays, kwargs)
+                _link_view(t, cls, args, _tensor_roots(args, arrays), kwargs)
             return t
         for a in args:   # a view whose base changed in place since its node was built: rebuild it
             if isinstance(a, Tensor) and a._view is not None and a._view.version != a._view.base._version:
@@ -345,6 +345,7 @@ class Function:
         # the node behind each input: its producer's Context, or the Tensor itself for a leaf
         nodes = tuple([(a if a._ctx is None else a._ctx) if isinstance(a, Tensor) else None for a in args])
         ctx = Context(cls, nodes, needs)
+        roots = None
         out = cls.forward(ctx, *arrays, **kwargs)
         if not isinstance(out, np.ndarray):
             out = np.asarray(out)
@@ -355,9 +356,12 @@ class Function:
             ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
             t = Tensor._from_op(out, ctx)
             if ctx._saved:
-                ctx._versions = _saved_versions(ctx._saved, args, arrays, out, t)
+                roots = _tensor_roots(args, arrays)
+                ctx._versions = _saved_versions(ctx._saved, roots, out, t)
         if out.base is not None or (arrays and out is arrays[0]):
-            _link_view(t, cls, args, arrays, kwargs)
+            if roots is None:
+                roots = _tensor_roots(args, arrays)
+            _link_view(t, cls, args, roots, kwargs)
         return t
 
     @classmethod
@@ -368,20 +372,31 @@ class Function:
 # --------------------------------------------------------------------------- versions and views
 
 def _root(a: np.ndarray) -> np.ndarray:
-    """The array that owns ``a``'s memory (``a`` itself when it owns it)."""
+    """The array that owns ``a``'s memory (``a`` itself when it owns it). NumPy points a view's
+    ``base`` at the owner already, so this is one step but for views built on foreign buffers."""
     b = a.base
-    while isinstance(b, np.ndarray):
-        a, b = b, b.base
-    return a
+    if b is None:
+        return a
+    while True:
+        nb = b.base
+        if not isinstance(nb, np.ndarray):
+            return b
+        b = nb
 
 
-def _link_view(t, fn, args, arrays, kwargs) -> None:
+def _tensor_roots(args, arrays) -> list:
+    """``(position, tensor, root array)`` for each Tensor argument (computed once per op, shared
+    by the view link and the saved-array records)."""
+    return [(pos, a, _root(arr)) for pos, (a, arr) in enumerate(zip(args, arrays)) if isinstance(a, Tensor)]
+
+
+def _link_view(t, fn, args, roots, kwargs) -> None:
     """``t``'s array shares memory with a Tensor input's: ``t`` is a view of it. Give ``t`` that
     input's version counter (an in-place change through either is a change of both) and
     remember how to rebuild ``t`` from the base (``tensor._View``)."""
     root = _root(t._data)
-    for pos, (a, arr) in enumerate(zip(args, arrays)):
-        if isinstance(a, Tensor) and _root(arr) is root:
+    for pos, a, r in roots:
+        if r is root:
             t._vc = a._counter()
             step = (fn, pos, tuple(args), kwargs)
             if a._view is None:
@@ -391,32 +406,32 @@ def _link_view(t, fn, args, arrays, kwargs) -> None:
             return
 
 
-def _saved_versions(saved, args, arrays, out, t_out) -> tuple:
+def _saved_versions(saved, roots, out, t_out) -> tuple:
     """For each saved array that is (a view of) an input's or the output's array: (position,
     that tensor's version counter, its value now, the tensor's producer). Arrays computed in the
     forward belong to no tensor and cannot be changed from outside."""
     records = []
+    out_root = None
     for k, s in enumerate(saved):
         if not isinstance(s, np.ndarray):
             continue
-        owner = t_out if s is out else None
-        if owner is None:
-            for a, arr in zip(args, arrays):
-                if s is arr and isinstance(a, Tensor):
+        if s is out:
+            owner = t_out
+        else:
+            root = _root(s)
+            owner = None
+            for _, a, r in roots:
+                if r is root:
                     owner = a
                     break
-        if owner is None and s.base is not None:
-            root = _root(s)
-            if root is _root(out):
-                owner = t_out
-            else:
-                for a, arr in zip(args, arrays):
-                    if isinstance(a, Tensor) and _root(arr) is root:
-                        owner = a
-                        break
+            if owner is None and s.base is not None:
+                if out_root is None:
+                    out_root = _root(out)
+                if root is out_root:
+                    owner = t_out
         if owner is not None:
             vc = owner._counter()
-            records.append((k, vc, vc.value, owner._ctx.fn.__name__ if owner._ctx is not None else None))
+            records.append((k, vc, vc.value, owner._ctx.fn if owner._ctx is not None else None))
     return tuple(records)
 
 
@@ -425,7 +440,7 @@ def _check_saved(ctx) -> None:
     for k, vc, value, producer in ctx._versions:
         if vc.value != value:
             s = ctx._saved[k]
-            what = f"output 0 of {producer}" if producer else "a leaf or an input"
+            what = f"output 0 of {producer.__name__}" if producer else "a leaf or an input"
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an inplace "
                 f"operation: [{s.dtype} tensor of shape {list(s.shape)}], which is {what}, is at version "
