@@ -321,3 +321,15 @@ def test_random_fills_in_place():
     assert float(x.min()) >= 0.0 and abs(float(x.mean()) - 0.5) < 0.05
     with pytest.raises(RuntimeError, match="floating point"):
         tg.zeros(3, dtype=tg.long).normal_()
+
+
+def test_views_of_arrays_over_foreign_buffers():
+    """An array whose base is a memoryview (np.frombuffer) is its own memory owner for the versions."""
+    buf = np.frombuffer(bytearray(np.arange(6.0).tobytes()), dtype=np.float64)   # .base is a bytearray
+    x = tg.Tensor(buf, requires_grad=True)
+    y = (x[0:3] * 2.0).sum()
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 2, 2, 0, 0, 0])
+    v = tg.Tensor(buf)[3:]
+    v.add_(1.0)
+    assert v._version == 1

@@ -375,7 +375,7 @@ def _root(a: np.ndarray) -> np.ndarray:
     """The array that owns ``a``'s memory (``a`` itself when it owns it). NumPy points a view's
     ``base`` at the owner already, so this is one step but for views built on foreign buffers."""
     b = a.base
-    if b is None:
+    if not isinstance(b, np.ndarray):   # owns its memory, or wraps a foreign buffer (memoryview, bytes)
         return a
     while True:
         nb = b.base
