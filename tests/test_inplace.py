@@ -333,3 +333,19 @@ def test_views_of_arrays_over_foreign_buffers():
     v = tg.Tensor(buf)[3:]
     v.add_(1.0)
     assert v._version == 1
+
+
+def test_init_and_load_state_dict_after_forward_raise_as_torch():
+    def reinit(T):
+        lin = T.nn.Linear(3, 2)
+        out = lin(T.ones(4, 3, requires_grad=True))   # the input's gradient needs the weight
+        T.nn.init.normal_(lin.weight)
+        out.sum().backward()
+    _raises_both(reinit)
+
+    def reload(T):
+        lin, other = T.nn.Linear(3, 2), T.nn.Linear(3, 2)
+        out = lin(T.ones(4, 3, requires_grad=True))
+        lin.load_state_dict(other.state_dict())
+        out.sum().backward()
+    _raises_both(reload)

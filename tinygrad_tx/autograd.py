@@ -48,6 +48,16 @@ How a graph is run backwards
    ``retain_grad()``, and frees each node's saved arrays as soon as its
    backward has run (unless ``retain_graph=True``), so a second backward
    through the same graph raises a clear ``RuntimeError``.
+
+How an in-place change is caught
+--------------------------------
+When a node saves arrays, ``apply`` records, for each saved array that is (a view of) an input's
+or the output's memory, that tensor's version counter and its value (``_saved_versions``). Every
+in-place write bumps the counter (``ops/inplace.py``, the optimizers, ``nn.init``,
+``load_state_dict``); reading ``ctx.saved_tensors`` in backward compares the values and raises
+torch's "modified by an inplace operation" error on a change (``_check_saved``), so a stale saved
+value never becomes a gradient. An output whose array shares an input's memory is a view: it
+shares the input's version counter (``_link_view``).
 """
 from __future__ import annotations
 

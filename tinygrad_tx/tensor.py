@@ -4,7 +4,11 @@ Dtype rules follow ``torch.tensor``: a NumPy array keeps its dtype (float64
 stays float64 end to end), Python floats (and lists of them) become float32,
 Python ints int64 and bools bool. Operators dispatch to the Functions in
 ``tinygrad_tx.ops``; each of those files holds the forward and the hand-written
-backward of one kind of op side by side.
+backward of one kind of op side by side; ``_bind.py`` binds the methods the op modules define.
+
+Each Tensor may carry a version counter (``_vc``, shared with its views) and, when it is a view,
+how it was made from its base (``_view``): the two pieces of state that let ``ops/inplace.py``
+give in-place ops torch's autograd rules.
 """
 from __future__ import annotations
 

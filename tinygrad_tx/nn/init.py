@@ -41,6 +41,7 @@ def _fill(tensor, values):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"init: expected a Tensor or Parameter, got {type(tensor).__name__}")
     tensor._data[...] = values
+    tensor._bump()   # an in-place change: graphs that saved the old values refuse to backward
     return tensor
 
 

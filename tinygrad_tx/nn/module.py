@@ -556,6 +556,7 @@ class Module:
             raise StateDictError(message, missing, unexpected, mismatched)
         for target, arr in arrays:
             np.copyto(target._data, arr, casting="unsafe")
+            target._bump()
         return _IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ repr
