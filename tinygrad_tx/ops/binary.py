@@ -29,19 +29,9 @@ class IntegerDivisionByZero(ZeroDivisionError, RuntimeError):
     is also a RuntimeError (what torch raises)."""
 
 
-def _shapes_check(op, a, b):
-    """Our ValueError naming both shapes, instead of NumPy's, when a and b do not broadcast."""
-    sa, sb = np.shape(a), np.shape(b)
-    if sa != sb:
-        try:
-            np.broadcast_shapes(sa, sb)
-        except ValueError:
-            raise _E._broadcast_error(op, a, b) from None
-
-
 def _zero_divisor_check(op, a, b):
     """torch raises for an integer division by zero (a float one gives inf or nan)."""
-    _shapes_check(op, a, b)
+    _E.check_broadcast(op, a, b)
     da, db = np.asarray(a).dtype, np.asarray(b).dtype
     if da == np.bool_ and db == np.bool_:
         raise TypeError(f"{op}: not supported for two bool tensors")
@@ -154,7 +144,7 @@ class Atan2(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        _shapes_check("atan2", a, b)
+        _E.check_broadcast("atan2", a, b)
         ctx.save_for_backward(a, b)
         return np.arctan2(a, b)
 
@@ -173,7 +163,7 @@ class Hypot(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        _shapes_check("hypot", a, b)
+        _E.check_broadcast("hypot", a, b)
         y = np.hypot(a, b)
         ctx.save_for_backward(a, b, y)
         return y
@@ -219,7 +209,7 @@ class Copysign(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        _shapes_check("copysign", a, b)
+        _E.check_broadcast("copysign", a, b)
         y = np.copysign(a, b)
         ctx.save_for_backward(a, y)
         return y
@@ -251,7 +241,7 @@ class Xlogy(Function):
 
     @staticmethod
     def forward(ctx, x, y):
-        _shapes_check("xlogy", x, y)
+        _E.check_broadcast("xlogy", x, y)
         ctx.save_for_backward(x, y)
         return _xlogy(x, y)
 

@@ -29,15 +29,20 @@ def _broadcast_error(op, a, b):
                       f"(trailing dimensions must be equal or 1)")
 
 
+def check_broadcast(op, a, b):
+    """Our ValueError naming both shapes, instead of NumPy's, when a and b do not broadcast."""
+    if np.shape(a) != np.shape(b):
+        try:
+            np.broadcast_shapes(np.shape(a), np.shape(b))
+        except ValueError:
+            raise _broadcast_error(op, a, b) from None
+
+
 def _binary(op, fn, a, b):
     try:
         return fn(a, b)
     except ValueError:
-        if np.shape(a) != np.shape(b):
-            try:
-                np.broadcast_shapes(np.shape(a), np.shape(b))
-            except ValueError:
-                raise _broadcast_error(op, a, b) from None
+        check_broadcast(op, a, b)   # the shapes' fault: our error; otherwise NumPy's stands
         raise
 
 
