@@ -161,12 +161,7 @@ _tensor._rng = default_generator          # tensor.default_generator() returns t
 
 
 def _default() -> Generator:
-    """The global generator. Code that still rebinds ``tensor._rng`` (the old
-    ``tensor.manual_seed``) is followed: its stream is adopted, so one stream remains."""
-    rng = _tensor._rng
-    if rng is not default_generator:
-        default_generator.bit_generator.state = rng.bit_generator.state
-        _tensor._rng = default_generator
+    """The global generator (``tensor.default_generator()`` returns the same object)."""
     return default_generator
 
 

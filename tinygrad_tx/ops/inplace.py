@@ -154,10 +154,13 @@ def _fill_value(self: Tensor, value):
     return _replaced(self, np.full(self._data.shape, value, dtype=self._data.dtype))
 
 
-def _replaced(self: Tensor, array: np.ndarray) -> Tensor:
-    """A new value that does not depend on the old one: its node gives the old value zero gradient."""
+def _replaced(self: Tensor, value) -> Tensor:
+    """``value`` (an array, or a Tensor whose gradient is kept) as the new value, which does not
+    depend on the old one: its node gives the old value zero gradient."""
     from ..tensor import where
-    return where(np.ones(self._data.shape, dtype=bool), Tensor._from_op(array, None), self)
+    if not isinstance(value, Tensor):
+        value = Tensor._from_op(value, None)
+    return where(np.ones(self._data.shape, dtype=bool), value, self)
 
 
 def fill_(self, value):
@@ -171,14 +174,13 @@ def zero_(self):
 def _copy_value(self: Tensor, src, non_blocking=False):
     src = src if isinstance(src, Tensor) else Tensor(src)
     try:
-        np.broadcast_shapes(src._data.shape, self._data.shape)
-        if np.broadcast_shapes(src._data.shape, self._data.shape) != self._data.shape:
-            raise ValueError
+        fits = np.broadcast_shapes(src._data.shape, self._data.shape) == self._data.shape
     except ValueError:
+        fits = False
+    if not fits:
         raise RuntimeError(f"copy_: the source of shape {src._data.shape} cannot be broadcast to the "
-                           f"destination's shape {self._data.shape}") from None
-    from ..tensor import where
-    return where(np.ones(self._data.shape, dtype=bool), src._cast(self._data.dtype), self)
+                           f"destination's shape {self._data.shape}")
+    return _replaced(self, src._cast(self._data.dtype))
 
 
 def copy_(self, src, non_blocking=False):
