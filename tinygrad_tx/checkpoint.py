@@ -26,17 +26,24 @@ shared tensors; NumPy arrays carry no sharing to refuse). Loading returns
 separate, equal arrays; ``load_state_dict`` copies both into the one shared
 parameter, which is consistent.
 
-Writes are atomic: the file is written under a temporary name in the same
-directory, flushed to disk (``fsync``) and renamed over the target with
-``os.replace``, so a crash leaves either the old or the new checkpoint, never
-half of one. A truncated or corrupt file, or one whose header does not match
-its contents, raises ``ValueError`` naming the path.
+Writes are atomic (:func:`atomic_write`, which every run file -- checkpoint,
+history, plot -- goes through): the file is written under a temporary name in the
+same directory, ``.<name>.tmp-<pid>``, flushed to disk (``fsync``) and renamed over
+the target with ``os.replace``, so a crash leaves either the old or the new file,
+never half of one. A process killed mid-write (SIGKILL) cannot clean up after
+itself; its temporary file is named after the target, so the next write of that
+target removes it (only temporaries of processes that no longer run). The new file
+gets the mode ``open()`` would give it: ``0o666`` less the process's umask.
+
+Reading opens regular files only: a directory, a FIFO (which would block) or a
+device is a ``ValueError`` naming the path. A truncated or corrupt file, or one
+whose header does not match its contents, raises ``ValueError`` naming the path.
 """
 from __future__ import annotations
 
 import json
 import os
-import uuid
+import stat
 
 import numpy as np
 import safetensors.numpy
@@ -128,10 +135,81 @@ def save_checkpoint(path, model_state: dict, optimizer=None, metadata: dict | No
         tensors.update(arrays)
         meta[_KEY_OPTIMIZER] = json.dumps(description, default=_json_default)
 
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    atomic_write(path, lambda tmp: safetensors.numpy.save_file(tensors, tmp, metadata=meta))
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (Linux: /proc/self/status); elsewhere
+    the classic set-and-restore, which is not thread-safe but lasts two system calls."""
     try:
-        safetensors.numpy.save_file(tensors, tmp, metadata=meta)
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def temp_path(path) -> str:
+    """The temporary file :func:`atomic_write` writes ``path`` through: ``.<name>.tmp-<pid>``
+    in the same directory (the same file system, so ``os.replace`` is a rename)."""
+    path = os.path.abspath(os.fspath(path))
+    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp-{os.getpid()}")
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True            # someone else's live process (or we cannot tell): leave its file alone
+    return True
+
+
+def remove_stale_temps(path) -> list[str]:
+    """Delete the temporary files of ``path`` left by processes that died mid-write (SIGKILL,
+    power loss); temporaries of processes still running are kept. Returns the removed paths."""
+    path = os.path.abspath(os.fspath(path))
+    directory, prefix = os.path.dirname(path), f".{os.path.basename(path)}.tmp-"
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        pid = name[len(prefix):]
+        if not name.startswith(prefix) or not pid.isdigit():
+            continue
+        if int(pid) != os.getpid() and _pid_running(int(pid)):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+            removed.append(os.path.join(directory, name))
+        except OSError:
+            pass
+    return removed
+
+
+def atomic_write(path, write) -> None:
+    """Write ``path`` atomically: ``write(tmp)`` fills :func:`temp_path` (``.<name>.tmp-<pid>``),
+    which is fsynced, given the umask's mode (``0o666 & ~umask``, as ``open()`` creates files)
+    and renamed over ``path``; then the directory is fsynced so the rename is durable. Stale
+    temporaries of the same target (:func:`remove_stale_temps`) are removed first. On any
+    error the temporary file is removed and the old ``path``, if any, is untouched. A target
+    that is a directory is an ``IsADirectoryError`` naming it (not the temporary file)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "Is a directory; give a file path", path)
+    directory = os.path.dirname(os.path.abspath(path))
+    remove_stale_temps(path)
+    tmp = temp_path(path)
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -139,7 +217,7 @@ def save_checkpoint(path, model_state: dict, optimizer=None, metadata: dict | No
             os.close(fd)
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
     try:  # make the rename itself durable
@@ -152,6 +230,23 @@ def save_checkpoint(path, model_state: dict, optimizer=None, metadata: dict | No
         pass
     finally:
         os.close(dfd)
+
+
+def check_regular_file(path, what: str = "checkpoint") -> str:
+    """``path`` as a string if it is an existing regular file; else ``FileNotFoundError`` or
+    ``ValueError`` naming it (a directory, a FIFO -- opening one would block until a writer
+    comes -- a socket or a device)."""
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(2, f"{what} not found", path) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ValueError(f"{path}: is a directory, not a {what} file")
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "not a regular file"
+        raise ValueError(f"{path}: is {kind}; a {what} must be a regular file")
+    return path
 
 
 def _tuples(group: dict) -> dict:
@@ -196,7 +291,7 @@ def load_checkpoint(path) -> tuple[dict[str, np.ndarray], dict | None, dict[str,
     not written here (e.g. by ``safetensors.torch.save_file``) yields all its
     arrays as the model state and no optimizer state.
     """
-    path = os.fspath(path)
+    path = check_regular_file(path)
     try:
         with safe_open(path, framework="np") as f:
             meta = dict(f.metadata() or {})

@@ -46,7 +46,12 @@ class TrainConfig:
     seed: int = _f(0, "seed of the initial weights, batch order, dropout and sampling")
     split_seed: int = _f(42, "seed of the train/dev/test split (80/10/10)")
     eval_every: int = _f(250, "evaluate on the dev split every N steps (0 = only at the end)", min=0)
-    out: str = _f("", "checkpoint path (.safetensors); default runs/<model>/model.safetensors", metavar="PATH")
+    out: str = _f("", "checkpoint path (.safetensors), written at every evaluation, on SIGINT/SIGTERM and at the "
+                      "end; <stem>.best.safetensors holds the lowest dev loss; default runs/<model>/model.safetensors",
+                  metavar="PATH")
+    resume: str = _f("", "continue the run saved in this checkpoint: model, optimizer, schedule, RNG states and data "
+                         "order are restored, so the result equals an uninterrupted run; --steps may be larger",
+                     metavar="CHECKPOINT")
     plot: str = _f("", "write the loss curves to this PNG; default beside the checkpoint (<stem>.loss.png; with "
                           "--compare-torch runs/<model>/compare_<dtype>.png)", metavar="PNG")
     progress: bool = _f(True, "show a progress bar on stderr")

@@ -130,7 +130,7 @@ def train_encoder(config: EncoderConfig | None = None, log=print, **overrides) -
     log(f"census first names: {task.num_ambiguous} names on both the male and female lists left out; "
         f"train {len(task.train_items)} ({len(task.train_items) - n_female} male, {n_female} female), "
         f"dev {len(task.dev_items)}, test {len(task.test_items)} (split seed {config.split_seed})")
-    run = train_and_test(task, log)
+    run = train_and_test(task, log, DEFAULT_OUT)
     test = run["test"]
     base = baselines(task.train_items, task.test_items)
     log(f"done in {run['train_seconds']:.1f} s: test accuracy {test['test_acc']:.2%} "

@@ -229,7 +229,7 @@ def train_gpt(config: GPTConfig | None = None, log=print, **overrides) -> dict:
     if task.num_truncated:
         log(f"note: {task.num_truncated} training names are longer than block_size - 1 = "
             f"{config.block_size - 1} letters and were truncated")
-    run = train_and_test(task, log)
+    run = train_and_test(task, log, DEFAULT_OUT)
     model, dev, test = run["model"], run["history"]["evals"][-1]["dev_loss"], run["test"]["test_loss"]
     log(f"done in {run['train_seconds']:.1f} s wall, {run['cpu_seconds']:.1f} s CPU "
         f"({run['units_per_second']:,.0f} tok/s): dev loss {dev:.4f}, test loss {test:.4f} (nats per character)")

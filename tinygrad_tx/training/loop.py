@@ -17,11 +17,21 @@ A :class:`Task` knows its data and its model; :func:`fit` knows how to train. On
 Every ``eval_every`` steps, and after the last one, :meth:`Task.evaluate` measures the dev
 split in eval mode without a graph. The history (per-step train loss, lr, and the
 evaluations) comes back as a dict, ready for JSON and for :mod:`.plots`.
+
+Run files (``fit(..., out=PATH)``, as every ``train_*`` passes): at every evaluation the
+checkpoint ``PATH`` is written, and ``<stem>.best.safetensors`` when the dev loss is the
+lowest so far (:mod:`.saving`). Each holds, besides the arrays, the history and the
+resume state, so ``config.resume = PATH`` (``--resume PATH``) continues the run exactly:
+model, AdamW moments, schedule position, the global generator (dropout), the task's own
+generators (augmentation) and the position in the epoch's permutation are restored, and a
+run interrupted at step k and resumed equals the uninterrupted run bit for bit.
 """
 from __future__ import annotations
 
 import contextlib
+import json
 import math
+import shutil
 import sys
 import time
 
@@ -29,8 +39,13 @@ import numpy as np
 
 from .. import manual_seed, models, parallel
 from ..autograd import no_grad
-from ..data import DataLoader
+from ..checkpoint import atomic_write
+from ..data import ArrayDataset, DataLoader
+from ..data.loader import _collate
+from ..generator import get_rng_state, set_rng_state
 from ..optim import AdamW, LambdaLR, clip_grad_norm_, warmup_cosine, weight_decay_groups
+from . import signals
+from .saving import best_path, prepare_out, read_checkpoint, save_run, write_plot
 
 
 class Task:
@@ -74,6 +89,11 @@ class Task:
     def evaluate(self, model, split: str) -> dict:
         raise NotImplementedError
 
+    def rngs(self) -> dict:
+        """The task's own NumPy generators (the ViT's augmentation), by attribute name: their
+        states go into every checkpoint so that ``--resume`` draws what the run would have."""
+        return {k: v for k, v in sorted(vars(self).items()) if isinstance(v, np.random.Generator)}
+
     # ------------------------------------------------------------------ shared helpers
     def build_model(self):
         """Seed the global generator with ``config.seed`` and build the model in ``config.dtype``."""
@@ -96,15 +116,62 @@ def trailing_columns(mask: np.ndarray) -> int:
     return int(used[-1]) + 1 if used.size else 1
 
 
-def batch_stream(dataset, batch_size: int, seed: int, transform=None):
-    """Endless mini-batches: one seeded permutation per epoch (``DataLoader``); the last
-    incomplete batch of an epoch is dropped unless the dataset is smaller than one batch.
-    ``transform(batch)`` is applied to each."""
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, seed=seed,
-                        drop_last=len(dataset) >= batch_size)
-    while True:
-        for batch in loader:
-            yield transform(batch) if transform is not None else batch
+class BatchStream:
+    """Endless mini-batches that can say where they are and resume there: one permutation of
+    the dataset per epoch, drawn from ``np.random.default_rng(seed)``, cut into batches; the
+    last incomplete batch of an epoch is dropped unless the dataset is smaller than one batch.
+    The batches are exactly those of ``DataLoader(dataset, batch_size, shuffle=True,
+    seed=seed, drop_last=...)`` epoch after epoch. ``transform(batch)`` is applied to each.
+
+    ``state_dict()`` is the generator's state before the current epoch's permutation was drawn
+    and the number of batches of the epoch already given (JSON-able); ``load_state_dict``
+    redraws that permutation and continues after them."""
+
+    def __init__(self, dataset, batch_size: int, seed: int, transform=None):
+        n = len(dataset)
+        if n == 0:
+            raise ValueError("the training set is empty: no batches to draw")
+        self.dataset, self.batch_size, self.transform = dataset, int(batch_size), transform
+        drop_last = n >= batch_size
+        self.per_epoch = n // batch_size if drop_last else -(-n // batch_size)
+        self.generator = np.random.default_rng(seed)
+        self.order, self.pos, self.epoch_state = None, 0, None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.order is None or self.pos == self.per_epoch:
+            self.epoch_state = self.generator.bit_generator.state
+            self.order, self.pos = self.generator.permutation(len(self.dataset)), 0
+        idx = self.order[self.pos * self.batch_size:(self.pos + 1) * self.batch_size]
+        self.pos += 1
+        if isinstance(self.dataset, ArrayDataset):
+            batch = self.dataset[idx]
+        else:
+            batch = _collate([self.dataset[int(i)] for i in idx])
+        return self.transform(batch) if self.transform is not None else batch
+
+    def state_dict(self) -> dict:
+        if self.order is None:
+            return {"epoch_rng": None, "rng": self.generator.bit_generator.state, "pos": 0}
+        return {"epoch_rng": self.epoch_state, "pos": self.pos}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["epoch_rng"] is None:
+            self.generator.bit_generator.state = state["rng"]
+            self.order, self.pos, self.epoch_state = None, 0, None
+            return
+        if not 0 <= int(state["pos"]) <= self.per_epoch:
+            raise ValueError(f"data position {state['pos']} is outside an epoch of {self.per_epoch} batches")
+        self.generator.bit_generator.state = state["epoch_rng"]
+        self.epoch_state = state["epoch_rng"]
+        self.order, self.pos = self.generator.permutation(len(self.dataset)), int(state["pos"])
+
+
+def batch_stream(dataset, batch_size: int, seed: int, transform=None) -> BatchStream:
+    """Endless mini-batches: one seeded permutation per epoch (:class:`BatchStream`)."""
+    return BatchStream(dataset, batch_size, seed, transform)
 
 
 def call(model, spec):
@@ -183,12 +250,12 @@ class Progress:
     """A tqdm bar on stderr (loss, lr, units/s; tqdm's ETA), or nothing; ``write`` prints
     above it (or plainly, to stdout)."""
 
-    def __init__(self, total: int, enabled: bool, unit: str, desc: str):
+    def __init__(self, total: int, enabled: bool, unit: str, desc: str, initial: int = 0):
         self.bar = None
         if enabled:
             from tqdm import tqdm
             self.bar = tqdm(total=total, desc=desc, unit="step", file=sys.stderr, dynamic_ncols=True,
-                            mininterval=0.5)
+                            mininterval=0.5, initial=initial)
         self.unit = unit
         self.units = 0
         self.start = time.perf_counter()
@@ -249,77 +316,203 @@ def format_metrics(metrics: dict) -> str:
     return ", ".join(parts)
 
 
-def fit(task: Task, model=None, log=None) -> dict:
+def fit(task: Task, model=None, log=None, out=None, stop=None) -> dict:
     """Train ``model`` (default: ``task.build_model()``) with ``task.config``; returns
     ``{"model", "optimizer", "scheduler", "history": {"step", "loss", "lr", "grad_norm",
-    "evals": [{"step", ...metrics}]}, "train_seconds" (wall clock, evaluations included),
-    "cpu_seconds" (CPU time of this process, all its threads), "eval_seconds",
-    "units_per_second"}``."""
+    "evals": [{"step", ...metrics}]}, "resume" (the state to continue from), "step",
+    "train_seconds" (wall clock of this call, evaluations included), "cpu_seconds" (CPU time
+    of this process, all its threads), "eval_seconds", "units_per_second"}``.
+
+    ``out``: the checkpoint path written at every evaluation (and ``<stem>.best.safetensors``
+    at a new lowest dev loss); None writes nothing. ``config.resume``: a checkpoint to continue
+    from (same model; ``config.steps`` may be larger than its step). ``stop``: a
+    :class:`~.signals.StopSignals` (default: the CLI's active one, if any); when it reports a
+    signal the step is finished, the checkpoint written and :class:`~.signals.TrainingInterrupted`
+    raised."""
     cfg = task.config
     if cfg.steps < 1:
         raise ValueError(f"--steps must be >= 1, got {cfg.steps}")
+    stop = signals.current() if stop is None else stop
     with thread_limit(getattr(cfg, "threads", 0)):
-        return _fit(task, cfg, task.build_model() if model is None else model, log)
+        return _fit(task, cfg, task.build_model() if model is None else model, log, out, stop)
 
 
-def _fit(task: Task, cfg, model, log) -> dict:
+def resume_state(task: Task, stream: BatchStream) -> dict:
+    """What a checkpoint needs besides the arrays to continue exactly (JSON-able)."""
+    return {"global_rng": get_rng_state().numpy().tobytes().hex(),
+            "rngs": {k: g.bit_generator.state for k, g in task.rngs().items()},
+            "stream": stream.state_dict()}
+
+
+def _model_description(spec, dtype) -> dict:
+    name, kwargs = spec
+    return json.loads(json.dumps({"model": name, "model_kwargs": kwargs, "dtype": dtype}))
+
+
+IGNORED_ON_RESUME = ("steps", "resume", "out", "plot", "progress", "threads", "compare_every", "num_samples",
+                     "temperature", "top_k", "top_p")
+
+
+def load_resume(task: Task, cfg, model, path: str, log):
+    """Read ``--resume PATH`` and load its model state into ``model``; returns ``(step, history,
+    optimizer state, scheduler state, resume state)``. A different model (class, shape, dtype),
+    task, or a checkpoint past ``--steps`` is a ``ValueError``; other changed settings are noted."""
+    state, opt_state, metadata, info = read_checkpoint(path)
+    what = f"--resume {path}"
+    if "resume" not in metadata or "history" not in metadata or opt_state is None or "step" not in metadata:
+        raise ValueError(f"{what}: the checkpoint holds no resume state (written by 'sample'-only tools or "
+                         "an older tinygrad-tx); it can be sampled from, not resumed")
+    ours = {"task": task.info()["task"], **_model_description(task.model_spec(), cfg.dtype)}
+    theirs = {"task": info.get("task"), "model": info.get("model"), "model_kwargs": info.get("model_kwargs"),
+              "dtype": info.get("dtype")}
+    if ours != theirs:
+        def show(d):
+            kw = ", ".join(f"{k}={v!r}" for k, v in (d["model_kwargs"] or {}).items())
+            return f"{d['task']}: {d['model']}({kw}), {d['dtype']}"
+        raise ValueError(f"{what}: the checkpoint's model is {show(theirs)}, this run's is {show(ours)}; "
+                         "pass the flags of the run being resumed")
+    step = int(metadata["step"])
+    if step > cfg.steps:
+        raise ValueError(f"{what}: the checkpoint is at step {step}, past --steps {cfg.steps}; "
+                         f"pass --steps {step} or more")
+    saved_cfg = info.get("config") or {}
+    changed = sorted(k for k, v in cfg.to_dict().items()
+                     if k not in IGNORED_ON_RESUME and k in saved_cfg and saved_cfg[k] != v)
+    if changed:
+        (log or print)(f"note: --resume: {', '.join(f'{k} {saved_cfg[k]!r} -> {getattr(cfg, k)!r}' for k in changed)} "
+                       "differ from the checkpoint's run; the result will not equal an uninterrupted run")
+    model.load_state_dict(state)
+    return step, json.loads(metadata["history"]), opt_state, json.loads(metadata["scheduler"]), \
+        json.loads(metadata["resume"])
+
+
+def restore_training_state(task, optimizer, scheduler, stream, opt_state, sched_state, resume):
+    """Put the optimizer, scheduler, generators and data position back where the checkpoint was.
+    The schedule itself is this run's (a larger ``--steps`` stretches the cosine); its position
+    (``last_epoch``) is the checkpoint's, and the current lr is recomputed from it."""
+    optimizer.load_state_dict(opt_state)
+    sched_state = {k: v for k, v in sched_state.items() if k != "lr_lambdas"}
+    scheduler.load_state_dict({**sched_state, "lr_lambdas": [None] * len(scheduler.lr_lambdas)})
+    scheduler._write(scheduler.get_lr())
+    set_rng_state(np.frombuffer(bytes.fromhex(resume["global_rng"]), dtype=np.uint8).copy())
+    rngs = task.rngs()
+    if set(rngs) != set(resume["rngs"]):
+        raise ValueError(f"--resume: the checkpoint's task generators {sorted(resume['rngs'])} are not this "
+                         f"task's {sorted(rngs)}")
+    for name, g in rngs.items():
+        g.bit_generator.state = resume["rngs"][name]
+    stream.load_state_dict(resume["stream"])
+
+
+class RunFiles:
+    """The checkpoint at ``out`` and ``<stem>.best.safetensors``, written during training."""
+
+    def __init__(self, task: Task, out):
+        self.task, self.out, self.best = task, out, best_path(out)
+
+    def save(self, model, optimizer, scheduler, history, step, resume, best: bool = False):
+        save_run(self.out, model, optimizer, scheduler, self.task.info(), history, step=step, resume=resume)
+        if best:   # the same bytes: a copy, not a second serialisation
+            atomic_write(self.best, lambda tmp: shutil.copyfile(self.out, tmp))
+        return self.out
+
+
+def best_loss(evals) -> float:
+    """The lowest ``dev_loss`` of the evaluations (inf when none)."""
+    return min((e["dev_loss"] for e in evals if "dev_loss" in e), default=math.inf)
+
+
+def _fit(task: Task, cfg, model, log, out, stop) -> dict:
+    history = {"step": [], "loss": [], "lr": [], "grad_norm": [], "evals": []}
+    start, restored = 0, None
+    if getattr(cfg, "resume", ""):
+        start, history, *restored = load_resume(task, cfg, model, cfg.resume, log)
     optimizer, scheduler, _ = make_optimizer(model, cfg)
     stream = batch_stream(task.train_dataset(), cfg.batch_size, cfg.seed, task.train_batch)
-    history = {"step": [], "loss": [], "lr": [], "grad_norm": [], "evals": []}
-    bar = Progress(cfg.steps, cfg.progress, task.unit, desc=type(task).__name__.replace("Task", "").lower())
+    if restored is not None:
+        restore_training_state(task, optimizer, scheduler, stream, *restored)
+    files = RunFiles(task, out) if out is not None else None
+    best = best_loss(history["evals"])
+    bar = Progress(cfg.steps, cfg.progress, task.unit, desc=type(task).__name__.replace("Task", "").lower(),
+                   initial=start)
     write = log or bar.write
+    if start:
+        write(f"resumed from {cfg.resume} at step {start}/{cfg.steps}")
     last_metric = {}
     t0, c0 = time.perf_counter(), time.process_time()
     eval_seconds = 0.0
+    steps_context = stop.during_steps() if stop is not None else contextlib.nullcontext()
     try:
-        for step in range(1, cfg.steps + 1):
-            batch = next(stream)
-            lr = optimizer.param_groups[0]["lr"]
-            loss, norm = train_step(model, optimizer, scheduler, task.batch_call(batch), cfg.grad_clip)
-            if not math.isfinite(loss):
-                raise FloatingPointError(f"the training loss became {loss} at step {step}; "
-                                         f"lower --lr (now {cfg.lr}) or keep --grad-clip on")
-            history["step"].append(step)
-            history["loss"].append(loss)
-            history["lr"].append(lr)
-            history["grad_norm"].append(norm)
-            bar.update(loss, lr, task.count(batch), last_metric)
-            if step == cfg.steps or (cfg.eval_every and step % cfg.eval_every == 0):
-                e0 = time.perf_counter()
-                metrics = task.evaluate(model, "dev")
-                eval_seconds += time.perf_counter() - e0
-                history["evals"].append({"step": step, **metrics})
-                last_metric = {task.metric: f"{metrics[task.metric]:.4f}"}
-                write(f"step {step:>6}/{cfg.steps}: train loss {loss:.4f}, {format_metrics(metrics)}")
+        with steps_context:
+            for step in range(start + 1, cfg.steps + 1):
+                batch = next(stream)
+                lr = optimizer.param_groups[0]["lr"]
+                loss, norm = train_step(model, optimizer, scheduler, task.batch_call(batch), cfg.grad_clip)
+                if not math.isfinite(loss):
+                    raise FloatingPointError(f"the training loss became {loss} at step {step}; "
+                                             f"lower --lr (now {cfg.lr}) or keep --grad-clip on")
+                history["step"].append(step)
+                history["loss"].append(loss)
+                history["lr"].append(lr)
+                history["grad_norm"].append(norm)
+                bar.update(loss, lr, task.count(batch), last_metric)
+                saved = False
+                if step == cfg.steps or (cfg.eval_every and step % cfg.eval_every == 0):
+                    e0 = time.perf_counter()
+                    metrics = task.evaluate(model, "dev")
+                    eval_seconds += time.perf_counter() - e0
+                    history["evals"].append({"step": step, **metrics})
+                    last_metric = {task.metric: f"{metrics[task.metric]:.4f}"}
+                    write(f"step {step:>6}/{cfg.steps}: train loss {loss:.4f}, {format_metrics(metrics)}")
+                    improved = metrics.get("dev_loss", math.inf) < best
+                    best = min(best, metrics.get("dev_loss", math.inf))
+                    if files is not None:
+                        files.save(model, optimizer, scheduler, history, step, resume_state(task, stream), improved)
+                        saved = True
+                if stop is not None and stop.requested:
+                    path = None
+                    if files is not None and not saved:
+                        files.save(model, optimizer, scheduler, history, step, resume_state(task, stream))
+                    if files is not None:
+                        path = files.out
+                    raise signals.TrainingInterrupted(stop.signum, step, cfg.steps, path)
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
     return {"model": model, "optimizer": optimizer, "scheduler": scheduler, "history": history,
+            "resume": resume_state(task, stream),
             "train_seconds": seconds, "cpu_seconds": time.process_time() - c0, "eval_seconds": eval_seconds,
             "units_per_second": bar.units / max(seconds - eval_seconds, 1e-9)}
 
 
-def train_and_test(task: Task, log=print) -> dict:
-    """Build the task's model, log its size, :func:`fit` it, and add ``run["test"]`` (the
-    metrics of the test split)."""
+def train_and_test(task: Task, log=print, default_out=None) -> dict:
+    """Build the task's model, log its size, check that the run's files can be written
+    (``config.out`` or ``default_out``, and ``config.plot``) before any step, :func:`fit` it
+    (checkpoints at every evaluation), and add ``run["test"]`` (the metrics of the test split)."""
     cfg = task.config
+    out = cfg.out or default_out
+    if out:
+        prepare_out(out)
+        if cfg.plot:
+            prepare_out(cfg.plot, "--plot")
     model = task.build_model()
     log(f"model: {task.model_spec()[0]}, {model.num_parameters():,} parameters ({cfg.dtype}); "
         f"{cfg.steps} steps of {cfg.batch_size}, AdamW lr {cfg.lr}")
-    run = fit(task, model, log=None if cfg.progress else log)
+    run = fit(task, model, log=None if cfg.progress else log, out=out)
     run["test"] = task.evaluate(model, "test")
     return run
 
 
 def save_and_plot(task: Task, run: dict, default_out: str, title: str, metrics: dict, log=print,
                   metric=None, reference=None):
-    """Write the checkpoint (``config.out`` or ``default_out``) with ``task.info()`` and
-    ``metrics``, and the loss plot; returns the checkpoint path."""
-    from .saving import save_run, write_plot
+    """Write the final checkpoint (``config.out`` or ``default_out``) with ``task.info()``,
+    ``metrics``, the history and the resume state (a larger ``--steps`` can continue it), and
+    the loss plot; returns the checkpoint path."""
     cfg = task.config
     path = save_run(cfg.out or default_out, run["model"], run["optimizer"], run["scheduler"],
                     {**task.info(), "metrics": metrics, "train_seconds": run["train_seconds"],
-                     "cpu_seconds": run["cpu_seconds"]}, run["history"], step=cfg.steps)
-    log(f"checkpoint: {path}")
+                     "cpu_seconds": run["cpu_seconds"]}, run["history"], step=cfg.steps, resume=run.get("resume"))
+    log(f"checkpoint: {path}" + (f" (lowest dev loss: {best_path(path)})" if best_path(path).exists() else ""))
     write_plot(cfg, path, run["history"], title, metric=metric, reference=reference, log=log)
     return path
+

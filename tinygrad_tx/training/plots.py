@@ -17,11 +17,16 @@ def _pyplot():
 
 
 def _save(plt, fig, path) -> Path:
+    """Save the figure atomically (a temporary file beside it, then ``os.replace``: a killed run
+    never leaves half a PNG), in the format the suffix names (PNG by default)."""
+    from ..checkpoint import atomic_write
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:].lower() or "png"))
+    finally:
+        plt.close(fig)
     return path
 
 

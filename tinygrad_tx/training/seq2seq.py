@@ -229,7 +229,7 @@ def train_seq2seq(config: Seq2SeqConfig | None = None, log=print, **overrides) -
     log(f"seq2seq task '{config.task}' ({task.describe_source}): train {sizes['train']}, dev {sizes['dev']}, "
         f"test {sizes['test']} (split seed {config.split_seed}); source vocabulary {len(task.src_itos)}, "
         f"target vocabulary {len(task.tgt_vocab)}")
-    run = train_and_test(task, log)
+    run = train_and_test(task, log, DEFAULT_OUT)
     test, n_test = run["test"], sizes["test"]
     log(f"done in {run['train_seconds']:.1f} s: test exact match {test['test_exact']:.2%} "
         f"({round(test['test_exact'] * n_test)}/{n_test}, greedy decoding), test loss {test['test_loss']:.4f}")

@@ -100,7 +100,7 @@ def train_vit(config: ViTConfig | None = None, log=print, **overrides) -> dict:
     log(f"digits: {len(task.train)} train, {len(task.dev)} dev, {len(task.test)} test images (8x8), "
         f"patch {config.patch_size} -> {(8 // config.patch_size) ** 2} patches"
         f"{', random 1-pixel shifts' if config.augment else ''}")
-    run = train_and_test(task, log)
+    run = train_and_test(task, log, DEFAULT_OUT)
     dev, test = run["history"]["evals"][-1], run["test"]
     log(f"done in {run['train_seconds']:.1f} s: dev accuracy {dev['dev_acc']:.2%}, "
         f"test accuracy {test['test_acc']:.2%} ({round(test['test_acc'] * len(task.test))}/{len(task.test)}), "
