@@ -7,13 +7,16 @@ Each op that has a closed-form backward exists twice:
   the hand-derived closed form (derivation in the Function's docstring);
 * the **composite** (``F.softmax_composite``, ...): the same math written
   with Tensor primitives, differentiated op by op by the engine. Read it
-  first; the tests assert fused == composite == PyTorch.
+  first;
+* the **closed form** (``F.softmax_closed_form``, ...; module ``closed_form``): the
+  fused op's derivation as a plain Function, a few lines of NumPy with no speed
+  tricks. The tests assert composite == closed form == fused == PyTorch.
 
 Modules: ``softmax`` (softmax, log_softmax, softmin), ``loss`` (cross_entropy), ``nll``
 (nll_loss), ``regression`` (mse_loss, l1_loss, smooth_l1_loss, huber_loss), ``likelihood``
 (binary_cross_entropy[_with_logits], kl_div), ``normalization`` (layer_norm), ``linear``
 (embedding, linear, patch_embed), ``activation`` (relu, tanh, sigmoid, gelu, dropout),
-``pointwise`` (silu, softplus, elu, selu, celu, leaky_relu, relu6, hardtanh, hardsigmoid,
+``closed_form`` (rung 2 of every fused op), ``pointwise`` (silu, softplus, elu, selu, celu, leaky_relu, relu6, hardtanh, hardsigmoid,
 hardswish, mish, logsigmoid, softsign, tanhshrink, glu), ``distance`` (normalize,
 cosine_similarity, pairwise_distance), ``pad`` (pad, one_hot), ``attention``
 (scaled_dot_product_attention); ``toplevel`` holds the torch top-level spellings.
@@ -39,6 +42,14 @@ from .regression import (AbsoluteError, HuberError, SmoothL1Error, SquaredError,
                          smooth_l1_loss)
 from .softmax import (LogSoftmax, Softmax, log_softmax, log_softmax_composite, softmax, softmax_composite,
                       softmin)
+from .closed_form import (CLOSED_FORMS, BatchNormClosedForm, CrossEntropyClosedForm, EmbeddingClosedForm,
+                          FlashAttentionClosedForm, GeluClosedForm, LayerNormClosedForm, LinearClosedForm,
+                          LogSoftmaxClosedForm, PatchEmbedClosedForm, ScaledDotProductAttentionClosedForm,
+                          SoftmaxClosedForm, batch_norm_closed_form, cross_entropy_closed_form,
+                          embedding_closed_form, flash_attention_closed_form, gelu_closed_form,
+                          layer_norm_closed_form, linear_closed_form, log_softmax_closed_form,
+                          patch_embed_closed_form, scaled_dot_product_attention_closed_form,
+                          softmax_closed_form)
 
 # Tensor methods that are these functions (bound by tinygrad_tx/_bind.py): torch's Tensor.softmax(dim, dtype=None)
 TENSOR_METHODS = {"softmax": _toplevel.softmax_method, "log_softmax": _toplevel.log_softmax_method}
@@ -72,4 +83,10 @@ __all__ = [
     "Mish", "LogSigmoid", "Softsign", "Tanhshrink", "Glu", "SquaredError", "AbsoluteError", "SmoothL1Error",
     "HuberError", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "KLDivergence", "VectorNorm",
     "ConstantPad", "IndexedPad",
+    "softmax_closed_form", "log_softmax_closed_form", "cross_entropy_closed_form", "layer_norm_closed_form",
+    "batch_norm_closed_form", "gelu_closed_form", "scaled_dot_product_attention_closed_form",
+    "flash_attention_closed_form", "embedding_closed_form", "linear_closed_form", "patch_embed_closed_form",
+    "SoftmaxClosedForm", "LogSoftmaxClosedForm", "CrossEntropyClosedForm", "LayerNormClosedForm",
+    "BatchNormClosedForm", "GeluClosedForm", "ScaledDotProductAttentionClosedForm", "FlashAttentionClosedForm",
+    "EmbeddingClosedForm", "LinearClosedForm", "PatchEmbedClosedForm",
 ]

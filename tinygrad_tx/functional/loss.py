@@ -251,6 +251,24 @@ def cross_entropy_composite(input, target, weight=None, size_average=None, ignor
     if isinstance(checked, Tensor):     # probability targets
         return checked
     z, t, w, axis, reduction, eps = checked
+    q, denominator = target_distribution(z, t, w, axis, ignore_index, eps)
+    loss = -(log_softmax_composite(z, axis) * Tensor(q)).sum(axis)
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    if denominator == 0.0:
+        # 0/0 is nan, and torch's gradient is zero here. Dividing would send inf·0 = nan
+        # into the gradient; adding nan to the (zero) sum gives nan with a zero gradient.
+        return total + float("nan")
+    return total / denominator
+
+
+def target_distribution(z, t, w, axis, ignore_index, eps):
+    """``(q, denominator)`` for class-index targets ``t`` of logits ``z``: the weighted target
+    distribution q = w ∘ ((1 - ε) onehot(t) + ε/C) in z's shape and dtype (0 at ignored
+    positions), and 'mean''s denominator Σ_{kept} w_t (their count when unweighted)."""
     n_classes = z.shape[axis]
     t = np.expand_dims(t, axis)
     ignored = t == ignore_index
@@ -259,16 +277,5 @@ def cross_entropy_composite(input, target, weight=None, size_average=None, ignor
     if w is not None:
         q = q * w.reshape(classes.shape)
     q = np.where(ignored, 0.0, q).astype(z.dtype)
-    loss = -(log_softmax_composite(z, axis) * Tensor(q)).sum(axis)
-    if reduction == "none":
-        return loss
-    total = loss.sum()
-    if reduction == "sum":
-        return total
     w_t = np.ones(t.shape) if w is None else w[np.where(ignored, 0, t)]
-    denominator = float(np.sum(np.where(ignored, 0.0, w_t)))
-    if denominator == 0.0:
-        # 0/0 is nan, and torch's gradient is zero here. Dividing would send inf·0 = nan
-        # into the gradient; adding nan to the (zero) sum gives nan with a zero gradient.
-        return total + float("nan")
-    return total / denominator
+    return q, float(np.sum(np.where(ignored, 0.0, w_t)))

@@ -112,6 +112,37 @@ def _array(t):
     return None if t is None else (t._data if isinstance(t, Tensor) else np.asarray(t))
 
 
+def check_batch_norm(input, running_mean, running_var, weight, bias, training, op):
+    """``(input as a Tensor, weight, bias)`` after torch's checks of ``F.batch_norm``'s arguments
+    (shapes (C,) for the per-channel vectors, one dtype, running statistics in eval mode, more
+    than one value per channel when training)."""
+    if not isinstance(input, Tensor):
+        input = Tensor(input)
+    x = input._data
+    if x.ndim < 2:
+        raise ValueError(f"{op}: expected input of shape (N, C, *) with at least 2 dimensions, "
+                         f"got shape {x.shape}")
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op}: expected a floating point input, got dtype {x.dtype}")
+    c = x.shape[1]
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        if t is not None and _array(t).shape != (c,):
+            raise ValueError(f"{op}: {name} has shape {_array(t).shape} but the input has {c} channels "
+                             f"at dim 1 (input shape {x.shape})")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and _array(t).dtype != x.dtype:
+            raise TypeError(f"{op}: {name} has dtype {_array(t).dtype} but the input has dtype {x.dtype}; "
+                            "cast the module (.double() / .float()) or the input")
+    if not training and (running_mean is None or running_var is None):
+        raise ValueError(f"{op}: running_mean and running_var are required when training=False")
+    m = x.size // c if c else 0
+    if training and m <= 1:
+        raise ValueError(f"{op}: expected more than 1 value per channel when training, "
+                         f"got input of shape {x.shape}")
+    return input, weight, bias
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """``torch.nn.functional.batch_norm``: normalise (N, C, *) input per channel.
@@ -122,33 +153,24 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     running variance takes the unbiased batch variance (σ² · m/(m − 1)).
     In eval mode the running statistics are used and must be given.
     """
-    if not isinstance(input, Tensor):
-        input = Tensor(input)
+    input, weight, bias = check_batch_norm(input, running_mean, running_var, weight, bias, training, "batch_norm")
     x = input._data
-    if x.ndim < 2:
-        raise ValueError(f"batch_norm: expected input of shape (N, C, *) with at least 2 dimensions, "
-                         f"got shape {x.shape}")
-    if x.dtype.kind != "f":
-        raise TypeError(f"batch_norm: expected a floating point input, got dtype {x.dtype}")
     c = x.shape[1]
-    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
-                    ("running_var", running_var)):
-        if t is not None and _array(t).shape != (c,):
-            raise ValueError(f"batch_norm: {name} has shape {_array(t).shape} but the input has {c} channels "
-                             f"at dim 1 (input shape {x.shape})")
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and _array(t).dtype != x.dtype:
-            raise TypeError(f"batch_norm: {name} has dtype {_array(t).dtype} but the input has dtype {x.dtype}; "
-                            "cast the module (.double() / .float()) or the input")
-    rm, rv = _array(running_mean), _array(running_var)
-    if not training and (rm is None or rv is None):
-        raise ValueError("batch_norm: running_mean and running_var are required when training=False")
-    m = x.size // c if c else 0
-    if training and m <= 1:
-        raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
-                         f"got input of shape {x.shape}")
     if x.ndim > 2:  # per-channel parameters broadcast as (C, 1, ...) against (N, C, L, ...)
         trailing = (1,) * (x.ndim - 2)
         weight = None if weight is None else weight.reshape((c,) + trailing)
         bias = None if bias is None else bias.reshape((c,) + trailing)
-    return BatchNorm.apply(input, weight, bias, rm, rv, training, momentum, eps)
+    return BatchNorm.apply(input, weight, bias, _array(running_mean), _array(running_var), training, momentum, eps)
+
+
+def batch_norm_composite(input, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    """Training-mode batch norm from primitives (no running statistics): the mean and biased
+    variance of every channel over all axes but axis 1, then (x - μ)/√(σ² + eps) · γ + β."""
+    input, weight, bias = check_batch_norm(input, None, None, weight, bias, True, "batch_norm_composite")
+    axes = (0,) + tuple(range(2, input.ndim))
+    shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    centered = input - input.mean(axes, keepdim=True)
+    y = centered / ((centered * centered).mean(axes, keepdim=True) + float(eps)).sqrt()
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    return y if bias is None else y + bias.reshape(shape)

@@ -125,6 +125,39 @@ class FlashAttention(Function):
         return dq, dk, dv, None
 
 
+def check_flash_attention(query, key, value, attn_mask, op):
+    """``(query, key, value, mask)`` after the checks of :func:`flash_attention`: shapes that
+    agree and broadcast; the mask as an array (bool, or float in the query's dtype) with at
+    least the two (T_q, T_k) axes the tiles slice."""
+    from ..tensor import Tensor
+    query, key, value = (t if isinstance(t, Tensor) else Tensor(t) for t in (query, key, value))
+    qs, ks, vs = query.shape, key.shape, value.shape
+    if len(qs) < 2 or len(ks) < 2 or len(vs) < 2:
+        raise ValueError(f"{op}: query, key and value need at least 2 dims, got {qs}, {ks}, {vs}")
+    if qs[-1] != ks[-1]:
+        raise ValueError(f"{op}: query feature size {qs[-1]} (shape {qs}) != key feature size "
+                         f"{ks[-1]} (shape {ks})")
+    if ks[-2] != vs[-2]:
+        raise ValueError(f"{op}: key length {ks[-2]} (shape {ks}) != value length {vs[-2]} (shape {vs})")
+    try:
+        batch = np.broadcast_shapes(qs[:-2], ks[:-2], vs[:-2])
+    except ValueError:
+        raise ValueError(f"{op}: batch dims of query {qs}, key {ks} and value {vs} do not broadcast") from None
+    mask = None
+    if attn_mask is not None:
+        mask = attn_mask._data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+        try:
+            np.broadcast_shapes(mask.shape, batch + (qs[-2], ks[-2]))
+        except ValueError:
+            raise ValueError(f"{op}: attn_mask of shape {mask.shape} does not broadcast to the "
+                             f"scores' shape {batch + (qs[-2], ks[-2])}") from None
+        if mask.dtype != np.bool_:
+            mask = mask.astype(query.dtype, copy=False)
+        if mask.ndim < 2:  # e.g. a (T_k,) key mask: give it the (T_q, T_k) axes the tiles slice
+            mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)
+    return query, key, value, mask
+
+
 def flash_attention(query, key, value, attn_mask=None, is_causal=False, scale=None,
                     block_q: int = 128, block_k: int = 128):
     """Tiled attention with O(T·d) extra memory; same semantics as
@@ -133,36 +166,8 @@ def flash_attention(query, key, value, attn_mask=None, is_causal=False, scale=No
     query (..., T_q, d), key (..., T_k, d), value (..., T_k, d_v); batch dims broadcast.
     attn_mask: bool (True = may attend) or float (added), broadcastable to (..., T_q, T_k).
     """
-    from ..tensor import Tensor
-    qs, ks, vs = query.shape, key.shape, value.shape
-    if len(qs) < 2 or len(ks) < 2 or len(vs) < 2:
-        raise ValueError(f"flash_attention: query, key and value need at least 2 dims, got {qs}, {ks}, {vs}")
-    if qs[-1] != ks[-1]:
-        raise ValueError(f"flash_attention: query feature size {qs[-1]} (shape {qs}) != key feature size "
-                         f"{ks[-1]} (shape {ks})")
-    if ks[-2] != vs[-2]:
-        raise ValueError(f"flash_attention: key length {ks[-2]} (shape {ks}) != value length {vs[-2]} "
-                         f"(shape {vs})")
     if block_q <= 0 or block_k <= 0:
         raise ValueError(f"flash_attention: block sizes must be positive, got {block_q}, {block_k}")
-    try:
-        batch = np.broadcast_shapes(qs[:-2], ks[:-2], vs[:-2])
-    except ValueError:
-        raise ValueError(f"flash_attention: batch dims of query {qs}, key {ks} and value {vs} "
-                         "do not broadcast") from None
-    mask = None
-    if attn_mask is not None:
-        mask = attn_mask._data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
-        try:
-            np.broadcast_shapes(mask.shape, batch + (qs[-2], ks[-2]))
-        except ValueError:
-            raise ValueError(f"flash_attention: attn_mask of shape {mask.shape} does not broadcast to the "
-                             f"scores' shape {batch + (qs[-2], ks[-2])}") from None
-        if mask.dtype != np.bool_:
-            mask = mask.astype(query.dtype, copy=False)
-        if mask.ndim < 2:  # e.g. a (T_k,) key mask: give it the (T_q, T_k) axes the tiles slice
-            mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)
-    if not isinstance(query, Tensor):
-        query = Tensor(query)
+    query, key, value, mask = check_flash_attention(query, key, value, attn_mask, "flash_attention")
     return FlashAttention.apply(query, key, value, mask, is_causal=bool(is_causal), scale=scale,
                                 block_q=int(block_q), block_k=int(block_k))
