@@ -303,8 +303,8 @@ def test_load_state_dict_copies_and_casts():
 
 def test_update_is_in_place_and_keeps_dtype():
     base = np.arange(6, dtype=np.float32).reshape(2, 3)
-    p = tg.Tensor(base, requires_grad=True)
-    tied = tg.Tensor(base)  # another Tensor on the same array (tied weights)
+    p = tg.from_numpy(base).requires_grad_()   # from_numpy shares the array (Tensor(base) copies it)
+    tied = tg.from_numpy(base)  # another Tensor on the same array (tied weights)
     view = base[0]
     opt = optim.AdamW([p], lr=0.1)
     p.grad = tg.Tensor(np.ones((2, 3), dtype=np.float32))

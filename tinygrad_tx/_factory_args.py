@@ -1,5 +1,6 @@
 """Argument handling shared by the factories (``factories.py``, ``random_factories.py``):
-sizes given as torch takes them, dtype and device arguments, and the result leaf."""
+sizes given as torch takes them, dtype and device arguments, and the result leaf; and the
+error classes that argument checks elsewhere (nn, optim, functional) share with them."""
 from __future__ import annotations
 
 import numbers
@@ -9,6 +10,26 @@ import numpy as np
 from .device import check as _check_device
 from .dtypes import resolve as _resolve_dtype
 from .tensor import Tensor
+
+
+class InvalidArgumentError(ValueError, RuntimeError):
+    """A bad argument *value* where torch raises RuntimeError (a negative size, an empty
+    range, a negative std): a ValueError, as Python code expects, that an
+    ``except RuntimeError`` written for torch catches too."""
+
+
+class InvalidArgumentAssertion(ValueError, AssertionError):
+    """A bad argument value that torch refuses with an ``assert`` (``Embedding``'s
+    ``padding_idx``, ``MultiheadAttention``'s ``embed_dim % num_heads``): a ValueError
+    that ``except AssertionError`` also catches -- and unlike an assert, not removed by ``-O``."""
+
+
+def check_bool(v, op: str, arg: str) -> bool:
+    """A bool argument (Python or NumPy bool); anything else is a TypeError, as torch's
+    ``argument 'requires_grad' must be bool``."""
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{op}(): argument '{arg}' must be bool, not {type(v).__name__} ({v!r})")
+    return bool(v)
 
 
 def _as_int(v, op: str, arg: str) -> int:
@@ -26,7 +47,7 @@ def parse_size(args: tuple, size, op: str, *, sequence_only: bool = False) -> tu
 
     ``sequence_only`` (``full``, ``randint``, ``new_full``): the size must be one tuple or
     list, as torch's signatures say (``full(3, 1.0)`` is a TypeError). Negative sizes are a
-    ValueError (torch: RuntimeError)."""
+    :class:`InvalidArgumentError` (a ValueError; torch: RuntimeError)."""
     if size is not None and args:
         raise TypeError(f"{op}(): got the size both positionally {args} and as size={size!r}")
     if size is not None:
@@ -45,7 +66,7 @@ def parse_size(args: tuple, size, op: str, *, sequence_only: bool = False) -> tu
         dims = args
     shape = tuple(_as_int(d, op, "size") for d in dims)
     if any(d < 0 for d in shape):
-        raise ValueError(f"{op}(): trying to create a tensor with negative dimension "
+        raise InvalidArgumentError(f"{op}(): trying to create a tensor with negative dimension "
                          f"{min(shape)}: {list(shape)}")
     return shape
 
@@ -58,6 +79,7 @@ def resolve_dtype(dtype, default) -> np.dtype:
 def leaf(array: np.ndarray, requires_grad: bool = False, device=None) -> Tensor:
     """A new leaf Tensor owning ``array`` (no copy), validated ``device``."""
     _check_device(device, "device")
+    requires_grad = check_bool(requires_grad, "factory", "requires_grad")
     t = Tensor._from_op(array, None)
     if requires_grad:
         t.requires_grad = True

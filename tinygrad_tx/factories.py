@@ -35,7 +35,7 @@ from .generator import (Generator, default_generator, draw_bernoulli, draw_expon
                         initial_seed, manual_seed, seed, set_rng_state)
 from .random_factories import FUNCTIONS as _RANDOM_FUNCTIONS
 from .random_factories import TENSOR_METHODS as _RANDOM_METHODS
-from ._factory_args import _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
+from ._factory_args import InvalidArgumentError, _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
 from .tensor import Tensor
 
 DEFAULT_FLOAT = np.dtype(np.float32)
@@ -73,7 +73,7 @@ def _python_scalar_dtype(x, op: str) -> np.dtype:
         return _BOOL
     if isinstance(x, int):
         if not _INT64_MIN <= x <= _INT64_MAX:
-            raise ValueError(f"{op}(): the integer {x} does not fit in int64 (overflow)")
+            raise InvalidArgumentError(f"{op}(): the integer {x} does not fit in int64 (overflow)")
         return _INT64
     if isinstance(x, float):
         return DEFAULT_FLOAT
@@ -341,16 +341,16 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad:
         raise TypeError(f"arange(): dtype {dt} is not supported (use an integer or floating-point dtype)")
     for v in (start, end, step):
         if not math.isfinite(v):
-            raise ValueError(f"arange(): unsupported range: {start} -> {end} (step {step})")
+            raise InvalidArgumentError(f"arange(): unsupported range: {start} -> {end} (step {step})")
     if dt.kind in "iu":   # torch computes integer ranges in int64 from the truncated bounds
         xstart, xend, xstep = int(start), int(end), int(step)
     else:
         xstart, xend, xstep = float(start), float(end), float(step)
     if xstep == 0:
-        raise ValueError(f"arange(): step must be nonzero (got step={step}"
+        raise InvalidArgumentError(f"arange(): step must be nonzero (got step={step}"
                          + (f", truncated to {xstep} for dtype {dt})" if xstep != step else ")"))
     if not ((xstep > 0 and xend >= xstart) or (xstep < 0 and xend <= xstart)):
-        raise ValueError(f"arange(): upper bound and lower bound inconsistent with step sign "
+        raise InvalidArgumentError(f"arange(): upper bound and lower bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")
     if dt == _INT64:
         sign = 1 if xstep > 0 else -1
@@ -368,7 +368,7 @@ def _linspace_values(op, start, end, steps, dtype):
     start, end = _range_number(start, op, "start"), _range_number(end, op, "end")
     steps = _as_int(steps, op, "steps")
     if steps < 0:
-        raise ValueError(f"{op}(): number of steps must be non-negative, got {steps}")
+        raise InvalidArgumentError(f"{op}(): number of steps must be non-negative, got {steps}")
     is_complex = isinstance(start, complex) or isinstance(end, complex)
     dt = resolve_dtype(dtype, DEFAULT_COMPLEX if is_complex else DEFAULT_FLOAT)
     if dt.kind in "iu":          # torch converts the bounds to the integer dtype first
@@ -404,7 +404,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad: bool = False) -> T
     m = n if m is None else _as_int(m, "eye", "m")
     for name, v in (("n", n), ("m", m)):
         if v < 0:
-            raise ValueError(f"eye(): {name} must be greater or equal to 0, got {v}")
+            raise InvalidArgumentError(f"eye(): {name} must be greater or equal to 0, got {v}")
     return leaf(np.eye(n, m, dtype=resolve_dtype(dtype, DEFAULT_FLOAT)), requires_grad, device)
 
 

@@ -33,6 +33,7 @@ from .device import check as _check_device
 from .dtypes import resolve as _resolve_dtype
 
 _tensor = importlib.import_module("tinygrad_tx.tensor")   # the module (tinygrad_tx.tensor is also a function)
+from ._factory_args import InvalidArgumentError  # noqa: E402  (after the tensor module, which it imports)
 
 DEFAULT_SEED = 67280421310721       # torch's seed of a fresh torch.Generator()
 _U64 = 1 << 64
@@ -233,7 +234,7 @@ def draw_uniform(shape, dtype=None, low: float = 0.0, high: float = 1.0, generat
     low, high = _number(low, "low", "uniform_"), _number(high, "high", "uniform_")
     dt = _float_dtype(dtype, "uniform_")
     if not low <= high:
-        raise ValueError(f"uniform_: expects low <= high, but got low={low}, high={high}")
+        raise InvalidArgumentError(f"uniform_: expects low <= high, but got low={low}, high={high}")
     u = get_generator(generator).random(shape)
     return _round_below(low + (high - low) * u if (low, high) != (0.0, 1.0) else u, high, dt)
 
@@ -243,7 +244,7 @@ def draw_normal(shape, dtype=None, mean: float = 0.0, std: float = 1.0, generato
     mean, std = _number(mean, "mean", "normal_"), _number(std, "std", "normal_")
     dt = _float_dtype(dtype, "normal_")
     if not std >= 0:
-        raise ValueError(f"normal_: expects std >= 0.0, but found std {std}")
+        raise InvalidArgumentError(f"normal_: expects std >= 0.0, but found std {std}")
     z = get_generator(generator).standard_normal(shape)
     return (z if (mean, std) == (0.0, 1.0) else mean + std * z).astype(dt)
 
@@ -253,7 +254,7 @@ def draw_exponential(shape, dtype=None, lambd: float = 1.0, generator=None) -> n
     lambd = _number(lambd, "lambd", "exponential_")
     dt = _float_dtype(dtype, "exponential_")
     if not lambd > 0:
-        raise ValueError(f"exponential_: expects lambda > 0.0, but found lambda={lambd}")
+        raise InvalidArgumentError(f"exponential_: expects lambda > 0.0, but found lambda={lambd}")
     return (get_generator(generator).standard_exponential(shape) / lambd).astype(dt)
 
 
@@ -262,7 +263,7 @@ def draw_geometric(shape, dtype=None, p: float = 0.5, generator=None) -> np.ndar
     p = _number(p, "p", "geometric_")
     dt = _resolve_dtype(dtype) if dtype is not None else np.dtype(np.float32)
     if not 0 < p < 1:
-        raise ValueError(f"geometric_: expects p to be in (0, 1), but got p={p}")
+        raise InvalidArgumentError(f"geometric_: expects p to be in (0, 1), but got p={p}")
     return get_generator(generator).geometric(p, shape).astype(dt)
 
 
@@ -271,7 +272,7 @@ def _check_probabilities(p: np.ndarray, op: str):
         raise TypeError(f"{op}: probabilities must be floating point, got dtype {p.dtype}")
     if p.size and not ((p >= 0) & (p <= 1)).all():    # NaN fails both comparisons
         bad = p[~((p >= 0) & (p <= 1))].flat[0]
-        raise ValueError(f"{op}: expects every probability to be in [0, 1], but got {bad}")
+        raise InvalidArgumentError(f"{op}: expects every probability to be in [0, 1], but got {bad}")
 
 
 def draw_bernoulli(p, shape=None, dtype=None, generator=None) -> np.ndarray:
@@ -284,13 +285,13 @@ def draw_bernoulli(p, shape=None, dtype=None, generator=None) -> np.ndarray:
     else:
         p = _number(p, "p", "bernoulli_")
         if not 0 <= p <= 1:
-            raise ValueError(f"bernoulli_: expects p to be in [0, 1], but got p={p}")
+            raise InvalidArgumentError(f"bernoulli_: expects p to be in [0, 1], but got p={p}")
     shape = np.shape(p) if shape is None else tuple(shape)
     if np.ndim(p):
         try:
             np.broadcast_shapes(np.shape(p), shape)
         except ValueError:
-            raise ValueError(f"bernoulli_: probabilities of shape {np.shape(p)} do not broadcast "
+            raise InvalidArgumentError(f"bernoulli_: probabilities of shape {np.shape(p)} do not broadcast "
                              f"to shape {shape}") from None
     dt = _resolve_dtype(dtype) if dtype is not None else np.dtype(np.float32)
     return (get_generator(generator).random(shape) < p).astype(dt)
@@ -303,17 +304,17 @@ def draw_integers(shape, dtype, low: int, high: int, generator=None) -> np.ndarr
             raise TypeError(f"random_: {name} must be an int, got {v!r}")
     low, high = int(low), int(high)
     if not low < high:
-        raise ValueError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        raise InvalidArgumentError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dt = _resolve_dtype(dtype) if dtype is not None else np.dtype(np.int64)
     if dt.kind in "iub":
         lo, hi = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
         if low < lo or high - 1 > hi:
-            raise ValueError(f"random_: the range [{low}, {high}) does not fit in dtype {dt} "
+            raise InvalidArgumentError(f"random_: the range [{low}, {high}) does not fit in dtype {dt} "
                              f"([{lo}, {hi}])")
     elif dt.kind == "f" and max(abs(low), abs(high - 1)) > 2 ** np.finfo(dt).nmant + 1:
-        raise ValueError(f"random_: [{low}, {high}) holds integers that dtype {dt} cannot represent exactly")
+        raise InvalidArgumentError(f"random_: [{low}, {high}) holds integers that dtype {dt} cannot represent exactly")
     draws = get_generator(generator).integers(low, high, size=shape, dtype=np.int64) \
         if high - 1 < (1 << 63) and low >= -(1 << 63) else None
     if draws is None:
-        raise ValueError(f"random_: [{low}, {high}) is outside the int64 range")
+        raise InvalidArgumentError(f"random_: [{low}, {high}) is outside the int64 range")
     return draws.astype(dt)

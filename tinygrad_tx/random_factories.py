@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 
-from ._factory_args import _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
+from ._factory_args import InvalidArgumentError, _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
 from .autograd import Function
 from .device import check as _check_device
 from .generator import (draw_bernoulli, draw_integers, draw_normal, draw_uniform, get_generator,
@@ -82,7 +82,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad: bool 
     """A random permutation of 0..n-1 (int64 unless ``dtype``)."""
     n = _as_int(n, "randperm", "n")
     if n < 0:
-        raise ValueError(f"randperm(): n must be non-negative, got {n}")
+        raise InvalidArgumentError(f"randperm(): n must be non-negative, got {n}")
     dt = resolve_dtype(dtype, _INT64)
     return leaf(get_generator(generator).permutation(n).astype(dt), requires_grad, device)
 
@@ -192,13 +192,13 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     _check_device(device)
     if isinstance(std, Tensor):
         if std._data.size and not (std._data >= 0).all():
-            raise ValueError("normal(): expects all elements of std >= 0.0")
+            raise InvalidArgumentError("normal(): expects all elements of std >= 0.0")
     elif not std >= 0:
-        raise ValueError(f"normal(): expects std >= 0.0, but found std {std}")
+        raise InvalidArgumentError(f"normal(): expects std >= 0.0, but found std {std}")
     try:
         np.broadcast_shapes(np.shape(mean), np.shape(std))
     except ValueError:
-        raise ValueError(f"normal(): the shapes of mean {np.shape(mean)} and std {np.shape(std)} "
+        raise InvalidArgumentError(f"normal(): the shapes of mean {np.shape(mean)} and std {np.shape(std)} "
                          "do not broadcast") from None
     dt = (mean if isinstance(mean, Tensor) else std)._data.dtype
     return NormalSample.apply(mean, std, generator=generator, dtype=dt)
@@ -215,7 +215,7 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:
         if isinstance(p, bool) or not isinstance(p, numbers.Real):
             raise TypeError(f"bernoulli(): p must be a float, got {type(p).__name__} ({p!r})")
         if not 0 <= p <= 1:
-            raise ValueError(f"bernoulli(): expects p to be in [0, 1], but got p={p}")
+            raise InvalidArgumentError(f"bernoulli(): expects p to be in [0, 1], but got p={p}")
         p = float(p)
     return BernoulliSample.apply(input, p=p, generator=generator)
 
@@ -227,9 +227,9 @@ def poisson(input, generator=None) -> Tensor:
         raise TypeError(f"poisson(): argument 'input' must be a Tensor, not {type(input).__name__}")
     r = rate._data
     if r.size and not (r >= 0).all():
-        raise ValueError("poisson(): invalid Poisson rate, expected rate to be non-negative (and not NaN)")
+        raise InvalidArgumentError("poisson(): invalid Poisson rate, expected rate to be non-negative (and not NaN)")
     if r.size and not np.isfinite(r).all():
-        raise ValueError("poisson(): the Poisson rate must be finite (torch returns garbage for inf)")
+        raise InvalidArgumentError("poisson(): the Poisson rate must be finite (torch returns garbage for inf)")
     return PoissonSample.apply(rate, generator=generator)
 
 
@@ -250,19 +250,19 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
     if p.dtype.kind != "f":
         raise TypeError(f"multinomial(): only floating-point weights are supported, got dtype {p.dtype}")
     if p.ndim not in (1, 2):
-        raise ValueError(f"multinomial(): input must be 1 or 2 dim, got shape {p.shape}")
+        raise InvalidArgumentError(f"multinomial(): input must be 1 or 2 dim, got shape {p.shape}")
     k = _as_int(num_samples, "multinomial", "num_samples")
     if k <= 0:
-        raise ValueError(f"multinomial(): cannot sample num_samples <= 0 samples (got {k})")
+        raise InvalidArgumentError(f"multinomial(): cannot sample num_samples <= 0 samples (got {k})")
     rows = p.reshape(-1, p.shape[-1]).astype(np.float64)
     n = rows.shape[1]
     if not replacement and k > n:
-        raise ValueError(f"multinomial(): cannot sample num_samples={k} > input.size(-1)={n} "
+        raise InvalidArgumentError(f"multinomial(): cannot sample num_samples={k} > input.size(-1)={n} "
                          "samples without replacement")
     if rows.size and not (np.isfinite(rows).all() and (rows >= 0).all()):
-        raise ValueError("multinomial(): probability tensor contains either inf, nan or element < 0")
+        raise InvalidArgumentError("multinomial(): probability tensor contains either inf, nan or element < 0")
     if rows.shape[0] and (n == 0 or (rows.sum(axis=1) <= 0).any()):
-        raise ValueError("multinomial(): invalid multinomial distribution (sum of probabilities <= 0)")
+        raise InvalidArgumentError("multinomial(): invalid multinomial distribution (sum of probabilities <= 0)")
     gen = get_generator(generator)
     if replacement:
         u = gen.random((rows.shape[0], k))

@@ -9,12 +9,10 @@ order either way, so the two paths give bit-identical results.
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .flat import FlatParameters
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_betas, check_hyperparameter
 
 # The fused step walks the flat buffers in chunks of this many elements: the dozen passes of
 # an update then run on ~128 KiB pieces that stay in cache (one pass per operation over all
@@ -101,21 +99,16 @@ class Adam(Optimizer):
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
                  decoupled_weight_decay: bool = False, fused: bool | None = None):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if len(betas) != 2 or not all(isinstance(b, numbers.Real) for b in betas):
-            raise ValueError(f"betas must be a pair of floats, got {betas!r}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= check_hyperparameter(lr, "learning rate", "lr"):
+            raise ValueError(f"Invalid learning rate: {lr} (lr must be >= 0)")
+        if not 0.0 <= check_hyperparameter(eps, "epsilon value", "eps"):
+            raise ValueError(f"Invalid epsilon value: {eps} (eps must be >= 0)")
+        betas = check_betas(betas)
+        if not 0.0 <= check_hyperparameter(weight_decay, "weight_decay value", "weight_decay"):
+            raise ValueError(f"Invalid weight_decay value: {weight_decay} (weight_decay must be >= 0)")
         if fused not in (None, True, False):
             raise ValueError(f"fused must be None, True or False, got {fused!r}")
-        defaults = dict(lr=lr, betas=(float(betas[0]), float(betas[1])), eps=eps, weight_decay=weight_decay,
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay,
                         fused=fused)
         self._flat_states: dict = {}   # id(param group) -> _FlatAdamState

@@ -8,13 +8,36 @@ torch it always multiplies, by ``min(max_norm / (|G|_p + 1e-6), 1)``.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ..tensor import Tensor
 
 
-def _as_list(parameters) -> list:
-    return [parameters] if isinstance(parameters, Tensor) else list(parameters)
+def _as_list(parameters, op: str = "clip_grad_norm_") -> list:
+    if isinstance(parameters, Tensor):
+        return [parameters]
+    try:
+        return list(parameters)
+    except TypeError:
+        raise TypeError(f"{op}(): parameters must be a Tensor or an iterable of Tensors, got "
+                        f"{type(parameters).__name__} ({parameters!r})") from None
+
+
+def _float_arg(value, op: str, arg: str) -> float:
+    """``float(value)`` as torch computes it (so ``'inf'`` is accepted), with our message:
+    a string that is not a number is a ValueError, any other non-number a TypeError."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"{op}(): {arg} must be a float (or 'inf'), got {value!r}") from None
+    if isinstance(value, Tensor) and value._data.size == 1:
+        return float(value._data)
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}(): {arg} must be a float, got {type(value).__name__} ({value!r})")
+    return float(value)
 
 
 def _grads(parameters) -> list[np.ndarray]:
@@ -61,8 +84,8 @@ def _vector_norm(x: np.ndarray, norm_type: float) -> np.float64:
 
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> np.ndarray:
     """The p-norm of the norms of ``tensors`` (arrays), as a 0-d array of their common dtype."""
-    tensors = [t._data if isinstance(t, Tensor) else np.asarray(t) for t in _as_list(tensors)]
-    norm_type = float(norm_type)
+    norm_type = _float_arg(norm_type, "get_total_norm", "norm_type")
+    tensors = [t._data if isinstance(t, Tensor) else np.asarray(t) for t in _as_list(tensors, "get_total_norm")]
     if len(tensors) == 0:
         return np.zeros((), dtype=np.float32)
     norms = np.array([_vector_norm(t, norm_type) for t in tensors])
@@ -77,9 +100,10 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
 
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm) -> None:
     """Scale every ``p.grad`` in place by ``min(max_norm / (total_norm + 1e-6), 1)``."""
-    parameters = _as_list(parameters)
+    parameters = _as_list(parameters, "clip_grads_with_norm_")
+    max_norm = _float_arg(max_norm, "clip_grads_with_norm_", "max_norm")
     total_norm = np.asarray(total_norm)
-    coef = np.minimum(float(max_norm) / (total_norm + total_norm.dtype.type(1e-6)), total_norm.dtype.type(1.0))
+    coef = np.minimum(max_norm / (total_norm + total_norm.dtype.type(1e-6)), total_norm.dtype.type(1.0))
     with np.errstate(invalid="ignore"):  # an inf gradient times a 0 coefficient is nan, as in torch
         for g in _grads(parameters):
             g *= coef.astype(g.dtype)
@@ -95,6 +119,8 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     ``RuntimeError`` instead of scaling by a nan/inf norm.
     """
     parameters = _as_list(parameters)
+    max_norm = _float_arg(max_norm, "clip_grad_norm_", "max_norm")        # checked before any gradient
+    norm_type = _float_arg(norm_type, "clip_grad_norm_", "norm_type")     # is touched
     total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
     clip_grads_with_norm_(parameters, max_norm, total)
     return total
@@ -102,6 +128,6 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
 
 def clip_grad_value_(parameters, clip_value: float) -> None:
     """Clamp every ``p.grad`` in place to ``[-clip_value, clip_value]``."""
-    clip_value = float(clip_value)
-    for g in _grads(_as_list(parameters)):
+    clip_value = _float_arg(clip_value, "clip_grad_value_", "clip_value")
+    for g in _grads(_as_list(parameters, "clip_grad_value_")):
         np.clip(g, -clip_value, clip_value, out=g)

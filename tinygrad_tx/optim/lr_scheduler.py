@@ -19,6 +19,7 @@ optimizer state and build the scheduler with ``last_epoch=<steps done> - 1``
 from __future__ import annotations
 
 import math
+import numbers
 import types
 from bisect import bisect_right
 from collections import Counter
@@ -26,13 +27,35 @@ from collections import Counter
 from .optimizer import Optimizer
 
 
+class NotAnOptimizerError(TypeError, AttributeError):
+    """A scheduler given something other than an Optimizer. torch raises TypeError from
+    ``LRScheduler`` and AttributeError (``'int' object has no attribute 'param_groups'``)
+    from the schedulers that read ``param_groups`` first, such as ``LambdaLR``; this is both."""
+
+
+def _check_optimizer(optimizer, op: str) -> Optimizer:
+    if not isinstance(optimizer, Optimizer):
+        raise NotAnOptimizerError(f"{op}: {type(optimizer).__name__} is not an Optimizer "
+                                  f"(argument 'optimizer' = {optimizer!r})")
+    return optimizer
+
+
+def _check_number(value, op: str, arg: str, integral: bool = False):
+    """``value`` if it is a real (or, with ``integral``, an integer) number, else a TypeError naming
+    ``arg``. torch stores these unchecked and fails at the first ``step()`` with a message about
+    operand types; we refuse them at construction."""
+    if not isinstance(value, numbers.Integral if integral else numbers.Real):
+        kind = "an int" if integral else "a float"
+        raise TypeError(f"{op}: {arg} must be {kind}, got {type(value).__name__} ({value!r})")
+    return value
+
+
 class LRScheduler:
     """Base class: subclasses define ``get_lr()``, the lrs for the current ``last_epoch``."""
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
-        self.optimizer = optimizer
+        self.optimizer = _check_optimizer(optimizer, type(self).__name__)
+        _check_number(last_epoch, type(self).__name__, "last_epoch", integral=True)
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 group.setdefault("initial_lr", group["lr"])
@@ -106,13 +129,17 @@ class LambdaLR(LRScheduler):
     """
 
     def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int = -1):
-        self.optimizer = optimizer
+        self.optimizer = _check_optimizer(optimizer, "LambdaLR")
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != len(optimizer.param_groups):
                 raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        for i, fn in enumerate(self.lr_lambdas):   # torch fails on calling it, in its first step()
+            if not callable(fn):
+                raise TypeError(f"LambdaLR: lr_lambda must be a function (or a list of them, one per group) "
+                                f"of the step count; lr_lambda[{i}] is {type(fn).__name__} ({fn!r}), not callable")
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -150,8 +177,9 @@ class CosineAnnealingLR(LRScheduler):
     """
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
-        if T_max <= 0:
+        if _check_number(T_max, "CosineAnnealingLR", "T_max") <= 0:
             raise ValueError(f"T_max must be a positive number of steps, got {T_max}")
+        _check_number(eta_min, "CosineAnnealingLR", "eta_min")
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
@@ -228,8 +256,8 @@ class StepLR(LRScheduler):
     """Multiply the lr by ``gamma`` every ``step_size`` steps: ``lr = initial_lr · gamma^(t // step_size)``."""
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
-        self.step_size = step_size
-        self.gamma = gamma
+        self.step_size = _check_number(step_size, "StepLR", "step_size", integral=True)
+        self.gamma = _check_number(gamma, "StepLR", "gamma")
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -245,8 +273,14 @@ class MultiStepLR(LRScheduler):
     """Multiply the lr by ``gamma`` at each milestone step (a milestone listed twice counts twice)."""
 
     def __init__(self, optimizer: Optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+        if isinstance(milestones, (str, bytes)) or not hasattr(milestones, "__iter__"):
+            raise TypeError(f"MultiStepLR: milestones must be a list of step counts, got "
+                            f"{type(milestones).__name__} ({milestones!r})")
+        milestones = list(milestones)
+        for i, m in enumerate(milestones):
+            _check_number(m, "MultiStepLR", f"milestones[{i}]", integral=True)
         self.milestones = Counter(milestones)
-        self.gamma = gamma
+        self.gamma = _check_number(gamma, "MultiStepLR", "gamma")
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -263,7 +297,7 @@ class ExponentialLR(LRScheduler):
     """Multiply the lr by ``gamma`` every step: ``lr = initial_lr · gamma^t``."""
 
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1):
-        self.gamma = gamma
+        self.gamma = _check_number(gamma, "ExponentialLR", "gamma")
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -285,10 +319,11 @@ class LinearLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
                  total_iters: int = 5, last_epoch: int = -1):
-        if start_factor > 1.0 or start_factor <= 0:
+        _check_number(total_iters, "LinearLR", "total_iters", integral=True)
+        if _check_number(start_factor, "LinearLR", "start_factor") > 1.0 or start_factor <= 0:
             raise ValueError(f"LinearLR: starting multiplicative factor expected to be greater than 0 and less "
                              f"or equal to 1, got start_factor={start_factor}")
-        if end_factor > 1.0 or end_factor < 0:
+        if _check_number(end_factor, "LinearLR", "end_factor") > 1.0 or end_factor < 0:
             raise ValueError(f"LinearLR: ending multiplicative factor expected to be between 0 and 1, got "
                              f"end_factor={end_factor}")
         self.start_factor = start_factor
@@ -313,7 +348,8 @@ class ConstantLR(LRScheduler):
     """``lr = initial_lr · factor`` for the first ``total_iters`` steps, then ``initial_lr``."""
 
     def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1):
-        if factor > 1.0 or factor < 0:
+        _check_number(total_iters, "ConstantLR", "total_iters", integral=True)
+        if _check_number(factor, "ConstantLR", "factor") > 1.0 or factor < 0:
             raise ValueError(f"ConstantLR: constant multiplicative factor expected to be between 0 and 1, "
                              f"got factor={factor}")
         self.factor = factor
@@ -355,9 +391,11 @@ class OneCycleLR(LRScheduler):
                  pct_start: float = 0.3, anneal_strategy: str = "cos", cycle_momentum: bool = True,
                  base_momentum=0.85, max_momentum=0.95, div_factor: float = 25.0, final_div_factor: float = 1e4,
                  three_phase: bool = False, last_epoch: int = -1):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
-        self.optimizer = optimizer
+        self.optimizer = _check_optimizer(optimizer, "OneCycleLR")
+        for arg, v in (("div_factor", div_factor), ("final_div_factor", final_div_factor)):
+            _check_number(v, "OneCycleLR", arg)
+        for i, m in enumerate(max_lr if isinstance(max_lr, (list, tuple)) else [max_lr]):
+            _check_number(m, "OneCycleLR", "max_lr" if not isinstance(max_lr, (list, tuple)) else f"max_lr[{i}]")
         if total_steps is not None:
             if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps <= 0:
                 raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
@@ -567,10 +605,13 @@ class ReduceLROnPlateau(LRScheduler):
     def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
                  threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0, min_lr=0,
                  eps: float = 1e-8):
-        if factor >= 1.0:
+        if _check_number(factor, "ReduceLROnPlateau", "factor") >= 1.0:
             raise ValueError(f"ReduceLROnPlateau: factor should be < 1.0, got {factor}")
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _check_optimizer(optimizer, "ReduceLROnPlateau")
+        for arg, v in (("patience", patience), ("cooldown", cooldown)):
+            _check_number(v, "ReduceLROnPlateau", arg, integral=True)
+        for arg, v in (("threshold", threshold), ("eps", eps)):
+            _check_number(v, "ReduceLROnPlateau", arg)
         self.factor = factor
         self.optimizer = optimizer
         if isinstance(min_lr, (list, tuple)):

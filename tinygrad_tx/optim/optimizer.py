@@ -26,6 +26,7 @@ between the two without translation:
 """
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections import defaultdict
 from copy import deepcopy
@@ -47,6 +48,55 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+class ReadOnlyParameterError(RuntimeError, ValueError):
+    """A step would write into a parameter whose array NumPy marks read-only (built by
+    ``from_numpy`` over a read-only or ``np.broadcast_to`` array). torch writes through a
+    read-only array regardless (after a warning) and refuses a broadcast one with a
+    RuntimeError; we refuse both, naming the parameter, before anything is changed."""
+
+
+class KeyErrorWithMessage(KeyError, ValueError):
+    """A missing key that torch reports as ``KeyError`` (a parameter group without
+    ``'params'``): KeyError for torch code, ValueError for ours, and printed as a sentence
+    (a plain KeyError shows its message in quotes)."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
+def check_hyperparameter(value, what: str, arg: str):
+    """``value`` if it is a real number or a one-element Tensor (torch takes both), else a
+    TypeError naming ``arg``: torch's own range check would fail with "'<' not supported
+    between instances of 'str' and 'float'", which names neither the argument nor the value."""
+    if isinstance(value, Tensor):
+        if value._data.size != 1:
+            raise ValueError(f"Tensor {arg} must be 1-element, got shape {value.shape}")
+        return value
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"Invalid {what}: {arg} must be a float, got {type(value).__name__} ({value!r})")
+    return value
+
+
+def check_betas(betas):
+    """``betas`` as a pair of real numbers in [0, 1) (``Adam``/``AdamW``): not a sequence is a
+    TypeError, fewer than two an IndexError (torch indexes ``betas[1]``), more than two a
+    ValueError (torch silently ignores the rest), each outside [0, 1) torch's ValueError."""
+    if isinstance(betas, (str, bytes)) or not hasattr(betas, "__len__") or not hasattr(betas, "__getitem__"):
+        raise TypeError(f"betas must be a tuple of two floats, got {type(betas).__name__} ({betas!r})")
+    if len(betas) != 2:
+        cls = IndexErrorWithValue if len(betas) < 2 else ValueError
+        raise cls(f"betas must be a tuple of two floats, got {len(betas)} values: {tuple(betas)!r}")
+    for i, b in enumerate(betas):
+        check_hyperparameter(b, f"beta parameter at index {i}", f"betas[{i}]")
+        if not 0.0 <= b < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {b} (betas[{i}] must be in [0, 1))")
+    return float(betas[0]), float(betas[1])
+
+
+class IndexErrorWithValue(IndexError, ValueError):
+    """Too few values (torch: IndexError from indexing the tuple), a ValueError for our code."""
+
+
 class Optimizer:
     """Base class of the optimizers; subclasses define ``step``."""
 
@@ -57,7 +107,11 @@ class Optimizer:
                             f"or dicts, but got a Tensor of shape {params.shape}")
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict] = []
-        groups = list(params)
+        try:
+            groups = list(params)
+        except TypeError:
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors "
+                            f"or dicts, but got {type(params).__name__} ({params!r})") from None
         if len(groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
@@ -82,14 +136,18 @@ class Optimizer:
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         param_group = dict(param_group)
         if "params" not in param_group:
-            raise ValueError(f"param_group has no 'params' entry (keys: {sorted(param_group)})")
+            raise KeyErrorWithMessage(f"param_group has no 'params' entry (keys: {sorted(param_group)})")
         params = param_group["params"]
         if isinstance(params, Tensor):
             params = [params]
         elif isinstance(params, set):
             raise TypeError("optimizer parameters need to be organized in ordered collections, but the "
                             "ordering of tensors in sets will change between runs. Please use a list instead.")
-        params = list(params)
+        try:
+            params = list(params)
+        except TypeError:
+            raise TypeError(f"param_group['params'] must be an iterable of Tensors, got "
+                            f"{type(params).__name__} ({params!r})") from None
 
         names = [p[0] for p in params if isinstance(p, tuple)]
         params = [p[1] if isinstance(p, tuple) else p for p in params]
@@ -147,8 +205,20 @@ class Optimizer:
         for p in group["params"]:
             if p.grad is None:
                 continue
+            self._check_writeable(p)
             grad = self._grad_of(p)
             yield p, (-grad if group["maximize"] else grad)
+
+    def _check_writeable(self, p: Tensor) -> None:
+        """Refuse a read-only parameter array with our error, before NumPy's "output array is
+        read-only" from the middle of an update (see :class:`ReadOnlyParameterError`)."""
+        if not p._data.flags.writeable:
+            index = next(i for i, q in enumerate(q for g in self.param_groups for q in g["params"]) if q is p)
+            kind = "a broadcast (zero-stride) view" if 0 in p._data.strides and p._data.size > 1 else "read-only"
+            raise ReadOnlyParameterError(
+                f"{type(self).__name__}.step(): parameter {index} (shape {p.shape}) is {kind} memory that "
+                "cannot be updated in place (was it made by from_numpy of a read-only or np.broadcast_to "
+                "array?); give the optimizer a tensor that owns its data, e.g. Parameter(t.clone())")
 
     @staticmethod
     def _grad_of(p: Tensor) -> np.ndarray:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_hyperparameter
 
 
 class SGD(Optimizer):
@@ -29,12 +29,13 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if check_hyperparameter(lr, "learning rate", "lr") < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr} (lr must be >= 0)")
+        if check_hyperparameter(momentum, "momentum value", "momentum") < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum} (momentum must be >= 0)")
+        if check_hyperparameter(weight_decay, "weight_decay value", "weight_decay") < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay} (weight_decay must be >= 0)")
+        check_hyperparameter(dampening, "dampening value", "dampening")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError(f"Nesterov momentum requires a momentum and zero dampening "
                              f"(got momentum={momentum}, dampening={dampening})")
