@@ -16,7 +16,7 @@ import sys
 
 from hypothesis import HealthCheck, settings
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(__file__))  # helper modules shared by test files (test_models)
 
 try:  # the parity tests use tiny tensors: torch's intra-op threads would only contend for the
     import torch  # cores with the other xdist worker (7x slower on 2 shared cores, measured)
@@ -39,7 +39,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _default))
 
 def pytest_report_header(config):
     try:
-        import parity
+        import reference.testing as parity
         return f"torch device: {parity.DEVICE}; hypothesis profile: {settings().max_examples} examples"
     except Exception as e:  # pragma: no cover
         return f"torch unavailable: {e}"
@@ -63,7 +63,7 @@ def pytest_sessionfinish(session, exitstatus):
     if not hasattr(config, "workerinput"):
         return
     try:
-        import parity
+        import reference.testing as parity
     except Exception:  # pragma: no cover
         return
     d = _report_dir(config)
@@ -78,7 +78,7 @@ def _merged_report(config):
     merged = {}
     entries = []
     try:
-        import parity
+        import reference.testing as parity
         entries += [(k[0], k[1], v) for k, v in parity.ERROR_REPORT.items()]
     except Exception:  # pragma: no cover
         pass

@@ -16,8 +16,8 @@ from hypothesis import given, strategies as st
 import tinygrad_tx as tg
 from tinygrad_tx import checkpoint, optim
 from tinygrad_tx.checkpoint import OPTIMIZER_PREFIX, load_checkpoint, save_checkpoint
-from parity import rel_err
-from strategies import seeds, shapes
+from reference.testing import rel_err
+from tinygrad_tx.testing.strategies import seeds, shapes
 
 # ----------------------------------------------------------------------------- helpers
 

@@ -203,7 +203,7 @@ def test_reduce_grad_to_input_sums_the_broadcast_axes(grad_shape, shape, dtype):
 def test_embedding_backward_dense_and_sparse_paths_match_torch(n_ids, vocab, dtype):
     """The embedding backward builds the one-hot matrix dense when V·N <= 2^15 and sparse
     above; the cases sit on both sides, with repeated ids and a padding row."""
-    from parity import check_parity
+    from reference.testing import check_parity
     from tinygrad_tx import functional as F
     rng = np.random.default_rng(n_ids + vocab)
     ids = rng.integers(0, min(vocab, 50), n_ids).reshape(-1, 8)    # at most 50 distinct rows: repeats

@@ -23,8 +23,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from parity import check_parity
-from strategies import non_contiguous, seeds, shapes
+from reference.testing import check_parity
+from tinygrad_tx.testing.strategies import non_contiguous, seeds, shapes
 from tinygrad_tx import factories, generator as gen_mod, gradcheck
 from tinygrad_tx.random_factories import BernoulliSample, NormalSample, PoissonSample
 

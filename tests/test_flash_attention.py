@@ -6,8 +6,8 @@ import torch.nn.functional as TF
 from hypothesis import given, strategies as st
 
 import tinygrad_tx as tg
-from parity import DEVICE, check_parity
-from strategies import float_dtypes, seeds
+from reference.testing import DEVICE, check_parity
+from tinygrad_tx.testing.strategies import float_dtypes, seeds
 from tinygrad_tx.ops.flash_attention import flash_attention
 
 

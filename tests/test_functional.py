@@ -22,8 +22,8 @@ import tinygrad_tx as tg
 import tinygrad_tx.functional as F
 from tinygrad_tx.functional import _util
 from tinygrad_tx.functional._util import from_rows, keep_mask, row_blocks, row_sums, to_rows
-from parity import check_parity, rel_err, to_torch
-from strategies import float_dtypes, non_contiguous, seeds, shapes, values
+from reference.testing import check_parity, rel_err, to_torch
+from tinygrad_tx.testing.strategies import float_dtypes, non_contiguous, seeds, shapes, values
 
 F64_RTOL = 1e-10
 

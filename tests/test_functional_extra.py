@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 import tinygrad_tx as tg
 import tinygrad_tx.functional as F
-from parity import check_parity, to_torch
-from strategies import float_dtypes, non_contiguous, seeds, shapes, values
+from reference.testing import check_parity, to_torch
+from tinygrad_tx.testing.strategies import float_dtypes, non_contiguous, seeds, shapes, values
 
 DTYPES = [np.float64, np.float32]
 

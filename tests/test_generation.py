@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 import reference as R
 import reference.generation as RG
 import tinygrad_tx as tg
-from parity import rel_err
-from strategies import seeds
+from reference.testing import rel_err
+from tinygrad_tx.testing.strategies import seeds
 from tinygrad_tx import generation as G
 from tinygrad_tx import models as M
 from tinygrad_tx.data import CharVocab

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from parity import check_parity
+from reference.testing import check_parity
 from tinygrad_tx.ops.inplace import CopySlices
 
 DTYPES = pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])

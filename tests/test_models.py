@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 
 import reference as R
 import tinygrad_tx as tg
-import parity
-from parity import DEVICE, F32_FLOOR, F32_RATIO, check_parity, rel_err, to_numpy, to_torch
-from strategies import seeds
+import reference.testing as parity
+from reference.testing import DEVICE, F32_FLOOR, F32_RATIO, check_parity, rel_err, to_numpy, to_torch
+from tinygrad_tx.testing.strategies import seeds
 from tinygrad_tx import models as M
 from tinygrad_tx import nn as tnn
 

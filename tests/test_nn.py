@@ -22,8 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from parity import F32_FLOOR, F32_RATIO, F64_RTOL, check_parity, rel_err, to_numpy
-from strategies import float_dtypes, seeds, values
+from reference.testing import F32_FLOOR, F32_RATIO, F64_RTOL, check_parity, rel_err, to_numpy
+from tinygrad_tx.testing.strategies import float_dtypes, seeds, values
 from test_models import check_parity_model  # float32 of whole models: judged over neighbouring inputs
 from tinygrad_tx import nn
 

@@ -20,8 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from parity import DEVICE, check_parity, to_torch
-from strategies import float_dtypes, non_contiguous, seeds, shapes, values
+from reference.testing import DEVICE, check_parity, to_torch
+from tinygrad_tx.testing.strategies import float_dtypes, non_contiguous, seeds, shapes, values
 from tinygrad_tx import nn
 from tinygrad_tx.optim import lr_scheduler as L
 

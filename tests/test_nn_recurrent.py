@@ -20,8 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from parity import F32_FLOOR, F32_RATIO, F64_RTOL, check_parity, rel_err
-from strategies import float_dtypes, non_contiguous, seeds, values
+from reference.testing import F32_FLOOR, F32_RATIO, F64_RTOL, check_parity, rel_err
+from tinygrad_tx.testing.strategies import float_dtypes, non_contiguous, seeds, values
 from tinygrad_tx import nn
 from tinygrad_tx.nn.rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
 

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from parity import check_parity, to_torch
-from strategies import non_contiguous, seeds, shapes, values
+from reference.testing import check_parity, to_torch
+from tinygrad_tx.testing.strategies import non_contiguous, seeds, shapes, values
 from tinygrad_tx import gradcheck
 from tinygrad_tx.ops import indexing as I
 from tinygrad_tx.ops import movement as M

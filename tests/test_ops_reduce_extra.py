@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 import tinygrad_tx as tg
 from tinygrad_tx import gradcheck
 from tinygrad_tx import linalg as tl
-from parity import check_parity, to_torch
-from strategies import dims_and_keepdim, non_contiguous, seeds, shapes, values
+from reference.testing import check_parity, to_torch
+from tinygrad_tx.testing.strategies import dims_and_keepdim, non_contiguous, seeds, shapes, values
 
 DTYPES = pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 layouts = st.booleans()

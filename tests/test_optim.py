@@ -27,8 +27,8 @@ from hypothesis import given, strategies as st
 
 import tinygrad_tx as tg
 from tinygrad_tx import optim
-from parity import F32_FLOOR, F32_RATIO, rel_err
-from strategies import seeds, shapes
+from reference.testing import F32_FLOOR, F32_RATIO, rel_err
+from tinygrad_tx.testing.strategies import seeds, shapes
 
 F64_RTOL = 1e-12
 

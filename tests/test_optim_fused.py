@@ -17,7 +17,7 @@ from hypothesis import given, strategies as st
 import tinygrad_tx as tg
 from tinygrad_tx import nn, optim
 from tinygrad_tx.optim.flat import FlatParameters
-from strategies import seeds, shapes
+from tinygrad_tx.testing.strategies import seeds, shapes
 from test_optim import make_data
 
 OURS = {"Adam": optim.Adam, "AdamW": optim.AdamW}

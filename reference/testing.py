@@ -1,0 +1,309 @@
+"""The PyTorch side of the testing kit: ``check_parity``, ``check_module_parity`` and the
+one-decorator hypothesis property ``parity_property``. The project's own tests use exactly these.
+
+``check_parity(ours, theirs, *inputs, dtype=...)`` runs our function and a PyTorch function on
+the same inputs, draws a **random cotangent** ``g`` and compares
+
+* outputs: shape, dtype and values;
+* every input gradient: ours from ``out.backward(g)``, torch's from
+  ``torch.autograd.grad(out, inputs, g)`` — never through ``.sum()``, whose gradient can be blind
+  to a wrong backward (d sum(softmax) = 0);
+
+and asserts that the reference gradient is not all zero (the test would be blind) and that the
+inputs were not mutated.
+
+Tolerances (the rule of :mod:`tinygrad_tx.testing.compare`):
+
+* float64: relative error (max |ours − ref| / max |ref|) ≤ 1e-10.
+* float32: a float64 torch run on the same (float32-rounded) inputs is the oracle; our float32
+  error against it may not exceed ``F32_RATIO`` (4) times torch-float32's own error against it,
+  plus a floor of 8 float32 ulps for results torch gets exactly. No hand-picked per-op tolerance.
+
+``TINYGRAD_TX_TORCH_DEVICE=cuda|cpu`` picks torch's device (default: CUDA when available). Every
+call records its worst error per (name, dtype) in ``ERROR_REPORT`` (the suite prints it).
+"""
+from __future__ import annotations
+
+import inspect
+import os
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+import tinygrad_tx as tg
+from tinygrad_tx.testing import strategies as _strategies
+from tinygrad_tx.testing.compare import (F32_FLOOR, F32_RATIO, F64_RTOL, assert_close, assert_nontrivial,
+                                         check_f32, rel_err)
+from tinygrad_tx.testing.values import non_contiguous, values
+
+__all__ = ["DEVICE", "ERROR_REPORT", "F32_FLOOR", "F32_RATIO", "F64_RTOL", "assert_close", "check_module_parity",
+           "check_parity", "parity_property", "rel_err", "to_numpy", "to_torch"]
+
+DEVICE = os.environ.get("TINYGRAD_TX_TORCH_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+
+# (name, dtype) -> {"ours": worst error, "torch": torch's error in the same call, "calls": n}
+ERROR_REPORT: dict = defaultdict(lambda: {"ours": 0.0, "torch": None, "calls": 0})
+
+_TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64,
+                 np.dtype(np.int64): torch.int64, np.dtype(np.int32): torch.int32,
+                 np.dtype(np.bool_): torch.bool}
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def to_torch(a, requires_grad=False, dtype=None):
+    """A torch tensor on ``DEVICE`` with ``a``'s values (a copy), optionally cast and requiring grad."""
+    a = np.asarray(a)
+    t = torch.tensor(np.ascontiguousarray(a).reshape(a.shape), device=DEVICE)  # ascontiguousarray makes 0-d 1-d
+    if dtype is not None:
+        t = t.to(dtype)
+    return t.requires_grad_(requires_grad)
+
+
+def to_numpy(t):
+    return t.detach().cpu().numpy()
+
+
+def _record(name, dtype, ours, torch_err=None):
+    r = ERROR_REPORT[(name, dtype)]
+    r["calls"] += 1
+    if ours > r["ours"]:
+        r["ours"] = ours
+        r["torch"] = torch_err
+
+
+def _is_float(a):
+    return isinstance(a, np.ndarray) and a.dtype.kind == "f"
+
+
+def _float_dtype(dtype) -> np.dtype:
+    """float32/float64 given as a NumPy, tinygrad_tx or torch dtype (or its name)."""
+    if isinstance(dtype, torch.dtype):
+        dtype = str(dtype).replace("torch.", "")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt not in _FLOAT_DTYPES:
+        raise ValueError(f"check_parity: dtype must be float32 or float64, got {dtype!r}")
+    return dt
+
+
+def _run_torch(torch_fn, inputs, dtype, diff_mask, g):
+    ts = [to_torch(a, requires_grad=d, dtype=_TORCH_DTYPES[np.dtype(dtype)] if d else None)
+          if isinstance(a, np.ndarray) else a for a, d in zip(inputs, diff_mask)]
+    out = torch_fn(*ts)
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"check_parity: the torch function returned {type(out).__name__}, not a Tensor")
+    diff = [t for t, d in zip(ts, diff_mask) if d]
+    grads = torch.autograd.grad(out, diff, to_torch(g, dtype=out.dtype), allow_unused=True)
+    grads = [np.zeros(t.shape) if gr is None else to_numpy(gr) for t, gr in zip(diff, grads)]
+    return to_numpy(out), grads
+
+
+def _name_of(fn):
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _legacy_args(args, dtype):
+    """The suite's older spelling ``check_parity(name, ours, theirs, [inputs], dtype)``: the
+    arguments after the name, as (ours, theirs, inputs, dtype)."""
+    if len(args) not in (3, 4) or not isinstance(args[2], (list, tuple)):
+        raise TypeError("check_parity(name, ours, theirs, inputs[, dtype]): after a name, give the two "
+                        "functions and the inputs as one list")
+    if len(args) == 4:
+        if dtype is not None:
+            raise TypeError("check_parity: dtype given both by position and by keyword")
+        dtype = args[3]
+    return args[0], args[1], list(args[2]), dtype
+
+
+def check_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None, seed=0, allow_zero_grad=(),
+                 cotangent=None):
+    """Compare ``ours(*tinygrad_tx_tensors)`` with ``theirs(*torch_tensors)``: values and gradients.
+
+    ``inputs``: NumPy arrays (float ones are cast to ``dtype``, default float64, and
+    differentiated; other dtypes — indices, masks — pass through unchanged) or plain Python
+    values passed as they are. ``name`` labels failures and the error report (default: the
+    name of ``ours``); ``check_parity(name, ours, theirs, [inputs], dtype)`` is accepted too.
+    ``grad``: indices of the inputs to differentiate (default: every float array).
+    ``allow_zero_grad``: indices of inputs whose reference gradient may legitimately be 0.
+    ``seed`` draws the cotangent (or pass ``cotangent``). Returns the errors measured:
+    ``{"ours": worst}`` in float64, ``{"ours": ..., "torch": ...}`` (both against the float64
+    oracle) in float32.
+    """
+    if isinstance(ours, str):
+        if name is not None:
+            raise TypeError("check_parity: name given both by position and by keyword")
+        name, (ours, theirs, inputs, dtype) = ours, _legacy_args((theirs,) + inputs, dtype)
+    for label, fn in (("ours", ours), ("theirs", theirs)):
+        if not callable(fn):
+            raise TypeError(f"check_parity: {label} must be callable, got {type(fn).__name__}")
+    name = name or _name_of(ours)
+    dtype = _float_dtype(np.float64 if dtype is None else dtype)
+    inputs = [a.astype(dtype) if _is_float(a) else a for a in inputs]
+    diff_mask = [(_is_float(a) if grad is None else (i in grad)) for i, a in enumerate(inputs)]
+    if not any(diff_mask):
+        raise ValueError(f"{name}: check_parity needs at least one float array input to differentiate")
+    originals = [a.copy() if isinstance(a, np.ndarray) else None for a in inputs]
+
+    ours_in = [tg.Tensor(a, requires_grad=d) if isinstance(a, np.ndarray) else a
+               for a, d in zip(inputs, diff_mask)]
+    out = ours(*ours_in)
+    assert isinstance(out, tg.Tensor), f"{name}: ours returned {type(out).__name__}, not a Tensor"
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal(out.shape).astype(out.dtype) if cotangent is None else cotangent
+    out.backward(g)
+    our_grads = [t.grad for t, d in zip(ours_in, diff_mask) if d]
+
+    for a, o in zip(inputs, originals):
+        if o is not None:
+            assert np.array_equal(a, o, equal_nan=True), f"{name}: an input was mutated"
+
+    ref_out, ref_grads = _run_torch(theirs, inputs, dtype, diff_mask, g)
+    assert out.shape == ref_out.shape, f"{name}: output shape {out.shape} vs torch {ref_out.shape}"
+    assert out.dtype == ref_out.dtype, f"{name}: output dtype {out.dtype} vs torch {ref_out.dtype}"
+    diff_positions = [i for i, d in enumerate(diff_mask) if d]
+    for i, og, rg in zip(diff_positions, our_grads, ref_grads):
+        assert og is not None, f"{name}: no gradient reached input {i}"
+        assert og.shape == rg.shape, f"{name}: grad {i} shape {og.shape} vs torch {rg.shape}"
+        assert og.dtype == inputs[i].dtype, f"{name}: grad {i} dtype {og.dtype} vs input {inputs[i].dtype}"
+        if i not in allow_zero_grad:
+            assert_nontrivial(rg, f"{name}: grad of input {i}")
+
+    labels = ["output"] + [f"grad[{i}]" for i in diff_positions]
+    if dtype == np.float64:
+        errs = [assert_close(ours_v, ref_v, rtol=F64_RTOL, name=f"{name} float64 {lab}", check_dtype=False)
+                for lab, ours_v, ref_v in zip(labels, [out._data] + our_grads, [ref_out] + ref_grads)]
+        worst = max(errs)
+        _record(name, "float64", worst)
+        return {"ours": worst}
+
+    # float32: judge against torch float32's own error w.r.t. a float64 oracle
+    inputs64 = [a.astype(np.float64) if _is_float(a) else a for a in inputs]
+    oracle_out, oracle_grads = _run_torch(theirs, inputs64, np.float64, diff_mask, g.astype(np.float64))
+    worst_ours = worst_torch = 0.0
+    for lab, ours_v, torch_v, oracle_v in zip(labels, [out._data] + our_grads, [ref_out] + ref_grads,
+                                              [oracle_out] + oracle_grads):
+        e_ours, e_torch = rel_err(ours_v, oracle_v), rel_err(torch_v, oracle_v)
+        check_f32(f"{name} {lab}", e_ours, e_torch)
+        worst_ours, worst_torch = max(worst_ours, e_ours), max(worst_torch, e_torch)
+    _record(name, "float32", worst_ours, worst_torch)
+    return {"ours": worst_ours, "torch": worst_torch}
+
+
+# ------------------------------------------------------------------------------------ modules
+
+def _build_modules(module):
+    """(ours, theirs) from a pair or from a factory called with the tinygrad_tx and torch modules."""
+    if isinstance(module, (tuple, list)):
+        if len(module) != 2:
+            raise ValueError(f"check_module_parity: give (ours, theirs) or a factory, got {len(module)} modules")
+        return module
+    if not callable(module):
+        raise TypeError(f"check_module_parity: module must be a factory or an (ours, theirs) pair, "
+                        f"got {type(module).__name__}")
+    return module(tg), module(torch)
+
+
+def check_module_parity(module, *inputs, dtype=None, name=None, seed=0, allow_zero_grad=(),
+                        inputs_grad=True):
+    """``check_parity`` of a module's forward: output, every float input's gradient and every
+    parameter's gradient.
+
+    ``module``: a factory called once with ``tinygrad_tx`` and once with ``torch`` in its place
+    (PyTorch-style code such as ``lambda torch: torch.nn.Sequential(torch.nn.Linear(4, 8),
+    torch.nn.GELU())`` runs on both engines), or an ``(ours, theirs)`` pair of built modules.
+    Our module is cast to ``dtype`` and its weights go to torch's through the state dict
+    (strict); the parameters then enter both as extra differentiable inputs (through
+    ``nn.functional_call`` / ``torch.func.functional_call``), so their gradients are compared
+    with the same rule. ``inputs_grad=False`` differentiates the parameters only.
+    """
+    ours, theirs = _build_modules(module)
+    dt = _float_dtype(np.float64 if dtype is None else dtype)
+    name = name or type(ours).__name__
+    ours.to(dt)
+    theirs.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ours.state_dict().items()})
+    names = [n for n, _ in ours.named_parameters()]
+    state = ours.state_dict()
+    params = [np.asarray(state[n]) for n in names]
+    k = len(inputs)
+
+    def ours_fn(*ts):
+        return tg.nn.functional_call(ours, dict(zip(names, ts[k:])), tuple(ts[:k]))
+
+    def torch_fn(*ts):
+        theirs.to(device=DEVICE, dtype=_TORCH_DTYPES[np.dtype(dt)] if not ts[k:] else ts[k].dtype)
+        return torch.func.functional_call(theirs, dict(zip(names, ts[k:])), tuple(ts[:k]))
+
+    grad = [i for i, a in enumerate(inputs) if inputs_grad and _is_float(np.asarray(a))] + \
+        list(range(k, k + len(params)))
+    return check_parity(ours_fn, torch_fn, *inputs, *params, dtype=dt, name=name, grad=tuple(grad), seed=seed,
+                        allow_zero_grad=allow_zero_grad)
+
+
+# ------------------------------------------------------------------------------------ property
+
+def _is_shape(x):
+    return isinstance(x, tuple) and all(isinstance(s, (int, np.integer)) for s in x)
+
+
+def parity_property(ours, theirs, *, shapes, dtypes=(np.float64, np.float32), domain="real", scale=1.0,
+                    layouts=True, name=None, **check_kwargs):
+    """A hypothesis property test of ``check_parity(ours, theirs, ...)``, in one decorator::
+
+        @parity_property(softplus, torch.nn.functional.softplus, shapes=strategies.shapes())
+        def test_softplus():
+            "softplus: values and gradients equal torch's"
+
+    ``shapes``: a strategy drawing one shape (one input), a strategy drawing a tuple of shapes
+    (``strategies.broadcastable_pair()``: one input each), or a list of shape strategies.
+    Each example draws a dtype from ``dtypes``, a seed, and for each input values in ``domain``
+    (one name or one per input, see :func:`tinygrad_tx.testing.values`) times ``scale``, in C
+    order or (``layouts``) as a transposed view. ``check_kwargs`` go to ``check_parity``. The
+    decorated function runs after each passing check — with the drawn arrays when it takes
+    parameters, room for op-specific assertions; a docstring alone is enough. Stack
+    ``@hypothesis.settings`` above it to change the example count.
+    """
+    st = _strategies._require()
+    from hypothesis import given
+
+    if isinstance(shapes, (list, tuple)):
+        shape_strategy = st.tuples(*shapes)
+    elif isinstance(shapes, st.SearchStrategy):
+        shape_strategy = shapes
+    else:
+        raise TypeError(f"parity_property: shapes must be a hypothesis strategy or a list of them, "
+                        f"got {type(shapes).__name__}")
+    dtypes = [_float_dtype(d) for d in dtypes]
+    if not dtypes:
+        raise ValueError("parity_property: dtypes is empty")
+
+    def decorate(fn):
+        takes_arrays = bool(inspect.signature(fn).parameters)
+        label = name or _name_of(ours)
+
+        def property_test(data):
+            drawn = data.draw(shape_strategy, label="shapes")
+            shape_list = [drawn] if _is_shape(drawn) else [tuple(s) for s in drawn]
+            domains = [domain] * len(shape_list) if isinstance(domain, str) else list(domain)
+            if len(domains) != len(shape_list):
+                raise ValueError(f"parity_property: {len(domains)} domains for {len(shape_list)} inputs")
+            dtype = data.draw(st.sampled_from(dtypes), label="dtype")
+            seed = data.draw(_strategies.seeds, label="seed")
+            arrays = [values(s, (seed + 7919 * i) % 2**32, d, scale) for i, (s, d) in enumerate(zip(shape_list, domains))]
+            if layouts:
+                arrays = [non_contiguous(a) if data.draw(st.booleans(), label=f"transposed[{i}]") else a
+                          for i, a in enumerate(arrays)]
+            check_parity(ours, theirs, *arrays, dtype=dtype, name=label, seed=seed, **check_kwargs)
+            if takes_arrays:
+                fn(*arrays)
+            else:
+                fn()
+
+        # hypothesis keys its database and derandomized seed on the function: give it the test's name
+        for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+            setattr(property_test, attr, getattr(fn, attr))
+        return given(data=st.data())(property_test)
+
+    return decorate
