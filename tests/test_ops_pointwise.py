@@ -569,7 +569,7 @@ ERRORS = {
     "bitwise_not float": (lambda: tg.bitwise_not(tg.tensor(f32)), lambda: torch.bitwise_not(tt(f32)), TypeError),
     "~float": (lambda: ~tg.tensor(f32), lambda: ~tt(f32), TypeError),
     "float & float": (lambda: tg.tensor(f32) & tg.tensor(f32), lambda: tt(f32) & tt(f32), TypeError),
-    "neg bool": (lambda: -tg.tensor([True]), lambda: -torch.tensor([True]), TypeError),
+    "neg bool": (lambda: -tg.tensor([True]), lambda: -torch.tensor([True]), RuntimeError),
     "positive bool": (lambda: +tg.tensor([True]), lambda: +torch.tensor([True]), TypeError),
     "abs bool": (lambda: tg.abs(tg.tensor([True])), lambda: torch.abs(torch.tensor([True])), TypeError),
     "frac int": (lambda: tg.frac(tg.tensor([1])), lambda: torch.frac(torch.tensor([1])), TypeError),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 
 MODULES = (
+    "tinygrad_tx.dtypes",        # result_type, promote_types, can_cast
     "tinygrad_tx.ops.unary",
     "tinygrad_tx.ops.binary",
     "tinygrad_tx.ops.matmul",

@@ -104,24 +104,138 @@ def resolve(value, arg: str = "dtype"):
     if value is None:
         return None
     if isinstance(value, dtype):
-        return value.dtype
+        return _refuse_complex(value.dtype, arg)
     if isinstance(value, type) and value in _PYTHON_TYPES:
-        return _PYTHON_TYPES[value]
+        return _refuse_complex(_PYTHON_TYPES[value], arg)
     if isinstance(value, str):
         d = _BY_NAME.get(value.removeprefix("torch.").removeprefix("tinygrad_tx."))
         if d is None:
             raise TypeError(f"{arg}: unknown dtype name {value!r} (expected one of "
-                            f"{', '.join(sorted(_BY_NAME))})")
-        return d.dtype
+                            f"{', '.join(sorted(n for n in _BY_NAME if 'complex' not in n))})")
+        return _refuse_complex(d.dtype, arg)
     try:
         out = np.dtype(value)
     except TypeError:
         raise TypeError(f"{arg} must be a tinygrad_tx dtype (e.g. tinygrad_tx.float32), got "
                         f"{value!r} of type {type(value).__name__}") from None
-    if out.kind not in "fiubc":
+    if out.kind not in "fiub":
+        _refuse_complex(out, arg)
         raise TypeError(f"{arg}: dtype {out} is not a tensor element type")
     return out
 
 
+def _refuse_complex(np_dtype, arg):
+    if np_dtype.kind == "c":
+        raise TypeError(COMPLEX_REFUSED.format(what=f"{arg}={np_dtype}"))
+    return np_dtype
+
+
+COMPLEX_REFUSED = ("complex tensors are not supported ({what}): every backward here is written for "
+                   "real inputs (a complex gradient needs the conjugate, which none of them takes); "
+                   "split the real and imaginary parts into two real tensors")
+
+
 def get_default_dtype() -> dtype:
     return float32
+
+
+# ============================================================================ promotion (torch's rules)
+# Categories, lowest first: bool < integer < floating. (Complex tensors are refused.)
+
+def _category(d: np.dtype) -> builtins.int:
+    return 0 if d.kind == "b" else 1 if d.kind in "iu" else 2
+
+
+def _np(d) -> np.dtype:
+    """A NumPy dtype from one of our dtype objects, a NumPy dtype or a name."""
+    if isinstance(d, np.dtype):
+        return d
+    out = resolve(d, "dtype")
+    if out is None:
+        raise TypeError("dtype: expected a dtype, got None")
+    return out
+
+
+def _promote(a: np.dtype, b: np.dtype) -> np.dtype:
+    """``promote_types`` on NumPy dtypes (the hot path: binary ops call it once each)."""
+    if a == b:
+        return a
+    ca, cb = _category(a), _category(b)
+    if ca != cb:   # the higher category wins outright: int64 with float16 is float16
+        return a if ca > cb else b
+    return np.promote_types(a, b)   # within a category NumPy's lattice is torch's (uint8+int8: int16)
+
+
+def promote_types(type1, type2) -> dtype:
+    """The smallest dtype both ``type1`` and ``type2`` convert to (``torch.promote_types``):
+    a floating dtype beats any integer one (int64 with float16 is float16, where NumPy says
+    float64), bool loses to everything, within a category the wider (uint8 with int8: int16)."""
+    return from_numpy_dtype(_promote(_np(type1), _np(type2)))
+
+
+_SCALAR_DTYPE = {0: np.dtype(np.bool_), 1: np.dtype(np.int64), 2: np.dtype(np.float32)}
+
+
+def _operand_dtype(x):
+    """(priority, NumPy dtype) of one operand of torch's ``result_type``: 2 for a tensor with
+    dimensions, 1 for a 0-d tensor, 0 for a Python (or NumPy) scalar, whose dtype is that of
+    its category's default (float: the default float32, int: int64, bool: bool)."""
+    arr = getattr(x, "_data", None)
+    if arr is not None:
+        return (2 if arr.ndim else 1), arr.dtype
+    if isinstance(x, np.ndarray):
+        return (2 if x.ndim else 1), x.dtype
+    if isinstance(x, (builtins.bool, np.bool_)):
+        return 0, _SCALAR_DTYPE[0]
+    if isinstance(x, (builtins.int, np.integer)):
+        return 0, _SCALAR_DTYPE[1]
+    if isinstance(x, (builtins.float, np.floating)):
+        return 0, _SCALAR_DTYPE[2]
+    if isinstance(x, (builtins.complex, np.complexfloating)):
+        raise TypeError(COMPLEX_REFUSED.format(what=f"the scalar {x!r}"))
+    raise TypeError(f"result_type: expected a Tensor or a number, got {type(x).__name__} ({x!r})")
+
+
+def _combine(higher, lower):
+    """torch's combine_categories: the higher-priority group's dtype stands unless the lower
+    group is of a higher category (a 0-d float64 or a Python float with an int32 tensor)."""
+    if higher is None:
+        return lower
+    if lower is None or higher.kind == "f":
+        return higher
+    if higher.kind == "b" or lower.kind == "f":
+        return _promote(higher, lower)
+    return higher
+
+
+def result_np(*operands) -> np.dtype:
+    """``result_type`` as a NumPy dtype (what the ops use)."""
+    groups = [None, None, None]   # scalars, 0-d tensors, dimensioned tensors
+    for x in operands:
+        prio, d = _operand_dtype(x)
+        g = groups[prio]
+        groups[prio] = d if g is None else _promote(g, d)
+    return _combine(groups[2], _combine(groups[1], groups[0]))
+
+
+def result_type(tensor, other) -> dtype:
+    """The dtype of ``tensor <op> other`` (``torch.result_type``), torch's rule:
+
+    operands are ranked dimensioned tensors > 0-d tensors > Python numbers, and the
+    highest-ranked ones decide (promoted among themselves with ``promote_types``); a
+    lower-ranked operand changes the result only when its *category* (bool < integer <
+    floating) is higher, and then it promotes with it — a Python float counting as the
+    default float32. So int32[n] + int64[] is int32, int32[n] + 2.5 is float32,
+    float16[n] + float64[] is float16, int32[n] + float64[] is float64."""
+    return from_numpy_dtype(result_np(tensor, other))
+
+
+def can_cast(from_, to) -> builtins.bool:
+    """Whether torch's type promotion allows casting ``from_`` to ``to`` (``torch.can_cast``):
+    never floating to integer or bool, never a non-bool to bool."""
+    a, b = _np(from_), _np(to)
+    return _category(a) <= _category(b)
+
+
+TENSOR_METHODS = {}
+FUNCTIONS = {"result_type": result_type, "promote_types": promote_types, "can_cast": can_cast}

@@ -13,6 +13,7 @@ give in-place ops torch's autograd rules.
 from __future__ import annotations
 
 import numbers
+import operator
 import weakref
 
 import numpy as np
@@ -33,26 +34,50 @@ def default_generator() -> np.random.Generator:
 
 
 def _to_array(data, dtype=None) -> np.ndarray:
-    """Convert user data to an array with torch.tensor's dtype rules."""
+    """A new array (never a view of ``data``: as ``torch.tensor``, ``Tensor(a)`` copies, so
+    editing ``a`` afterwards leaves the tensor alone; ``tinygrad_tx.from_numpy`` is the
+    zero-copy way) with torch.tensor's dtype rules: an array or Tensor keeps its dtype, Python
+    floats (and lists of them) become float32, ints int64, bools bool. Complex, object, string
+    and datetime data are a TypeError, ragged nested lists a ValueError."""
     if isinstance(data, Tensor):
         arr = data._data
-    elif isinstance(data, np.ndarray):
+    elif isinstance(data, (np.ndarray, np.generic)):
         arr = data
-    elif isinstance(data, np.generic):
-        arr = np.asarray(data)
     else:
-        arr = np.asarray(data)
-        if dtype is None:
-            if arr.dtype.kind == "f":
-                arr = arr.astype(DEFAULT_FLOAT)
-            elif arr.dtype.kind in "iu":
-                arr = arr.astype(np.int64)
-            elif arr.dtype.kind not in "b":
-                raise TypeError(f"cannot build a Tensor from {type(data).__name__} "
-                                f"(NumPy made dtype {arr.dtype} of it)")
-    if dtype is not None:
-        arr = arr.astype(np.dtype(dtype), copy=False)
-    return arr
+        try:
+            arr = np.asarray(data)
+        except ValueError:   # NumPy's "inhomogeneous shape": a ragged nested list
+            raise ValueError(f"Tensor(): ragged nested sequence {_short(data)}: every row must "
+                             "have the same length") from None
+        if arr.dtype.kind in "iu" and arr.dtype != np.int64 and dtype is None:
+            arr = arr.astype(np.int64)
+        elif arr.dtype.kind == "f" and dtype is None:
+            arr = arr.astype(DEFAULT_FLOAT)
+        if arr.dtype.kind == "O" and dtype is None:
+            raise TypeError(f"Tensor(): could not infer a dtype for {_short(data)} "
+                            f"(of type {type(data).__name__}); expected numbers, bools or nested "
+                            "lists of them")
+    _check_element_dtype(arr.dtype)
+    return np.array(arr, dtype=dtype, copy=True, order="C")
+
+
+def _short(obj) -> str:
+    text = repr(obj)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_element_dtype(dt: np.dtype) -> None:
+    if dt.kind == "c":
+        raise TypeError(dtypes.COMPLEX_REFUSED.format(what=f"dtype {dt}"))
+    if dt.kind not in "biuf":
+        raise TypeError(f"Tensor(): can't convert np.ndarray of type {dt}. The only supported types "
+                        "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+
+
+def _adopt(array: np.ndarray) -> "Tensor":
+    """A leaf over ``array`` itself, no copy: for the library's own freshly computed arrays
+    (``Tensor(a)`` copies, which a result nobody else holds does not need)."""
+    return Tensor._from_op(array, None)
 
 
 class _DtypeError(TypeError, RuntimeError):
@@ -546,51 +571,58 @@ from .ops import movement as _M  # noqa: E402
 from .ops import reduce as _R  # noqa: E402
 
 
+_SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
 def _as_operand(x, like: Tensor):
-    """Python scalars and arrays become operands with torch's promotion rules:
-    a scalar takes a float tensor's dtype (float32 stays float32); a float
-    scalar with an int tensor makes the result float32."""
-    if isinstance(x, Tensor):
+    """The other operand of a binary op: a Tensor stays, a Python (or NumPy) scalar stays a
+    scalar (``dtypes.result_np`` ranks it below tensors), an array or list becomes a Tensor.
+    ``like`` is unused (kept for the op modules that pass it)."""
+    if isinstance(x, Tensor) or isinstance(x, _SCALARS):
         return x
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.ndarray):
-        kind = like._data.dtype.kind
-        if kind in "fc":
-            return np.asarray(x, dtype=like._data.dtype)
-        if isinstance(x, float):
-            return np.asarray(x, dtype=DEFAULT_FLOAT)
-        if isinstance(x, bool) and kind == "b":
-            return np.asarray(x)
-        return np.asarray(x, dtype=np.int64 if kind == "b" else like._data.dtype)
-    if isinstance(x, (np.ndarray, np.generic, list, tuple)):
+    if isinstance(x, (np.ndarray, list, tuple)):
         return Tensor(x)
+    if isinstance(x, complex):
+        raise TypeError(dtypes.COMPLEX_REFUSED.format(what=f"the scalar {x!r}"))
     raise TypeError(f"unsupported operand type {type(x).__name__} for a Tensor operation")
 
 
-def _promote_pair(a, b):
-    """Cast the non-float side of a float/int pair to the float side's dtype (torch's rule:
-    int64 + float32 -> float32, where NumPy would pick float64)."""
-    da = a._data.dtype if isinstance(a, Tensor) else a.dtype
-    db = b._data.dtype if isinstance(b, Tensor) else b.dtype
-    if da == db:
-        return a, b
-    fa, fb = da.kind == "f", db.kind == "f"
-    if fa and fb and (np.ndim(a) == 0) != (np.ndim(b) == 0):
-        # torch: a 0-d float tensor takes the dtype of a dimensioned float one (f32[n] + f64[] -> f32)
-        if np.ndim(a) == 0:
-            return (a.to(db) if isinstance(a, Tensor) else a.astype(db)), b
-        return a, (b.to(da) if isinstance(b, Tensor) else b.astype(da))
-    if fa and not fb:
-        return a, (b._data if isinstance(b, Tensor) else b).astype(da)
-    if fb and not fa:
-        return (a._data if isinstance(a, Tensor) else a).astype(db), b
-    return a, b
+def _to_dtype(x, dt):
+    """Operand ``x`` (a Tensor or a scalar) in dtype ``dt``: a Tensor through the
+    differentiable Cast (when it differs), a scalar as a 0-d array; an int scalar wraps into a
+    narrower int dtype as torch's does (uint8 + 300 adds 44)."""
+    if isinstance(x, Tensor):
+        return x if x._data.dtype == dt else x._cast(dt)
+    if isinstance(x, np.ndarray):
+        return x if x.dtype == dt else x.astype(dt)
+    if dt.kind in "iu" and not isinstance(x, (bool, np.bool_)):
+        try:
+            return np.asarray(np.int64(x)).astype(dt)
+        except OverflowError:
+            raise RuntimeError(f"value {x} cannot be converted to type int64 without overflow") from None
+    with np.errstate(over="ignore"):
+        return np.asarray(x, dtype=dt)
 
 
-def _binary_op(fn, a, b):
-    a = _as_operand(a, b if isinstance(b, Tensor) else None) if not isinstance(a, Tensor) else a
-    b = _as_operand(b, a) if not isinstance(b, Tensor) else b
-    a, b = _promote_pair(a, b)
-    return fn.apply(a, b)
+def _promote_pair(a, b, float_result: bool = False):
+    """``a`` and ``b`` cast to their torch ``result_type`` (``dtypes.result_np``: the one
+    place the rule lives); ``float_result``: an integer or bool result type becomes the
+    default float32 (true division, atan2, ...)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype \
+            and (not float_result or a._data.dtype.kind == "f"):
+        return a, b   # the common case, without the ranking
+    dt = dtypes.result_np(a, b)
+    if float_result and dt.kind != "f":
+        dt = np.dtype(DEFAULT_FLOAT)
+    return _to_dtype(a, dt), _to_dtype(b, dt)
+
+
+def _binary_op(fn, a, b, float_result: bool = False):
+    if not isinstance(a, Tensor):
+        a = _as_operand(a, b)
+    if not isinstance(b, Tensor):
+        b = _as_operand(b, a)
+    return fn.apply(*_promote_pair(a, b, float_result))
 
 
 def _reflected(fn, self, other):
@@ -598,18 +630,51 @@ def _reflected(fn, self, other):
 
 
 def _float_operands(a, b):
-    """True division and pow of ints produce float32, as torch's do."""
-    def f(x):
-        d = x._data.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
-        if d.kind in "iub":
-            return (x._data if isinstance(x, Tensor) else np.asarray(x)).astype(DEFAULT_FLOAT)
-        return x
-    return f(a), f(b)
+    """``a`` and ``b`` in the dtype of an op that computes in floating point (true division,
+    atan2, ...): their result type, with ints and bools becoming float32 as in torch."""
+    return _promote_pair(_as_operand(a, b), _as_operand(b, a), float_result=True)
+
+
+def _matmul_operand(o) -> "Tensor":
+    if isinstance(o, Tensor):
+        return o
+    if isinstance(o, (np.ndarray, list, tuple)):
+        return Tensor(o)
+    raise TypeError(f"matmul: argument 'other' must be a Tensor, not {type(o).__name__} ({o!r})")
+
+
+def _tensor_arg(o, op: str) -> "Tensor":
+    """``o`` for an op whose ``other`` must be a tensor (torch's maximum/minimum)."""
+    if not isinstance(o, Tensor):
+        raise TypeError(f"{op}(): argument 'other' (position 1) must be Tensor, not {type(o).__name__}")
+    return o
+
+
+def _check_no_bool_sub(a, b):
+    """torch refuses ``-`` with a bool operand (tensor or Python bool)."""
+    ba = getattr(a, "dtype", None) == np.bool_ or isinstance(a, (bool, np.bool_))
+    bb = getattr(b, "dtype", None) == np.bool_ or isinstance(b, (bool, np.bool_))
+    if ba and bb:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if ba or bb:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
 
 
 def _floating(s: Tensor) -> Tensor:
     """exp/log/... of an int or bool tensor compute in float32, as torch's do (NumPy would pick float64)."""
     return s if s._data.dtype.kind == "f" else Tensor(s._data.astype(DEFAULT_FLOAT))
+
+
+def _shape_arg(shape, op: str) -> tuple:
+    """A shape argument checked as torch's: a tuple of ints (a float or a str is a TypeError)."""
+    for n in shape:
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer, Tensor)):
+            raise TypeError(f"{op}(): argument 'shape' must be tuple of ints, but found element of "
+                            f"type {type(n).__name__} ({n!r}) in {shape!r}")
+    return tuple(operator.index(n) for n in shape)
 
 
 def _dims_arg(dims):
@@ -625,18 +690,23 @@ def _tensor_methods():
     # ---- arithmetic
     T.__add__ = lambda s, o: _binary_op(_E.Add, s, o)
     T.__radd__ = lambda s, o: _reflected(_E.Add, s, o)
-    T.__sub__ = lambda s, o: _binary_op(_E.Sub, s, o)
-    T.__rsub__ = lambda s, o: _reflected(_E.Sub, s, o)
+    def sub(s, o):
+        _check_no_bool_sub(s, o)
+        return _binary_op(_E.Sub, s, o)
+
+    def rsub(s, o):
+        _check_no_bool_sub(o, s)
+        return _reflected(_E.Sub, s, o)
+    T.__sub__ = sub
+    T.__rsub__ = rsub
     T.__mul__ = lambda s, o: _binary_op(_E.Mul, s, o)
     T.__rmul__ = lambda s, o: _reflected(_E.Mul, s, o)
 
     def truediv(s, o):
-        a, b = _float_operands(s, _as_operand(o, s))
-        return _binary_op(_E.Div, a if isinstance(a, Tensor) else Tensor(a), b)
+        return _binary_op(_E.Div, s, o, float_result=True)
 
     def rtruediv(s, o):
-        a, b = _float_operands(_as_operand(o, s), s)
-        return _binary_op(_E.Div, a if isinstance(a, Tensor) else Tensor(a), b)
+        return _binary_op(_E.Div, _as_operand(o, s), s, float_result=True)
     T.__truediv__ = truediv
     T.__rtruediv__ = rtruediv
     T.__neg__ = lambda s: _E.Neg.apply(s)
@@ -649,22 +719,22 @@ def _tensor_methods():
             # a Python base stays a Python number: the backward's log(base) is then exact in
             # float64, as torch's is (log of a float32-rounded base near 1 loses digits)
             return _E.Pow.apply(float(o), s)
-        base = _as_operand(o, s)
-        return _binary_op(_E.Pow, base if isinstance(base, Tensor) else Tensor(base), s)
+        return _binary_op(_E.Pow, _as_operand(o, s), s)
     T.__pow__ = pow_
     T.pow = pow_
     T.__rpow__ = rpow
-    T.__matmul__ = lambda s, o: _MM.MatMul.apply(*_promote_pair(s, o if isinstance(o, Tensor) else Tensor(o)))
-    T.__rmatmul__ = lambda s, o: _MM.MatMul.apply(*_promote_pair(Tensor(o), s))
+    # torch's matmul does not promote: MatMul.forward refuses two dtypes
+    T.__matmul__ = lambda s, o: _MM.MatMul.apply(s, _matmul_operand(o))
+    T.__rmatmul__ = lambda s, o: _MM.MatMul.apply(_matmul_operand(o), s)
     T.matmul = T.__matmul__
     T.mul = T.__mul__
     T.neg = T.__neg__
 
     # ---- comparisons (no gradient; bool results)
     def cmp(npfn):
-        def f(s, o):
-            o = o._data if isinstance(o, Tensor) else o
-            return Tensor(npfn(s._data, o))
+        def f(s, o):   # compared in the operands' result type, as torch's are
+            a, b = _promote_pair(s, _as_operand(o, s))
+            return _adopt(_E._binary(npfn.__name__, npfn, a._data, b._data if isinstance(b, Tensor) else b))
         return f
     T.__eq__ = cmp(np.equal)
     T.__ne__ = cmp(np.not_equal)
@@ -674,16 +744,8 @@ def _tensor_methods():
     T.__ge__ = cmp(np.greater_equal)
     T.eq, T.ne, T.lt, T.le, T.gt, T.ge = T.__eq__, T.__ne__, T.__lt__, T.__le__, T.__gt__, T.__ge__
 
-    def logical(npfn):
-        def f(s, o):
-            o = o._data if isinstance(o, Tensor) else o
-            return Tensor(npfn(s._data, o))
-        return f
-    T.__and__ = logical(np.logical_and)
-    T.__or__ = logical(np.logical_or)
-    T.__xor__ = logical(np.logical_xor)
-    T.__invert__ = lambda s: Tensor(~s._data)
-    T.logical_not = lambda s: Tensor(np.logical_not(s._data))
+    # & | ^ ~: ops/binary.py binds them (bitwise, as torch's)
+    T.logical_not = lambda s: _adopt(np.logical_not(s._data))
 
     # ---- pointwise math and activations
     T.exp = lambda s: _E.Exp.apply(_floating(s))
@@ -691,7 +753,11 @@ def _tensor_methods():
     T.sqrt = lambda s: _E.Sqrt.apply(_floating(s))
     T.tanh = lambda s: _E.Tanh.apply(_floating(s))
     T.sigmoid = lambda s: _E.Sigmoid.apply(_floating(s))
-    T.relu = lambda s: _E.Relu.apply(s)
+    def relu(s):
+        if s._data.dtype == np.bool_:
+            raise RuntimeError("relu: Boolean inputs not supported for relu")
+        return _E.Relu.apply(s)
+    T.relu = relu
     T.gelu = lambda s, approximate="none": _E.Gelu.apply(s, approximate=approximate)
 
     def clamp(s, min=None, max=None):
@@ -700,8 +766,8 @@ def _tensor_methods():
         return _E.Clamp.apply(s, min=min, max=max)
     T.clamp = clamp
     T.clip = clamp
-    T.maximum = lambda s, o: _binary_op(_E.Maximum, s, o)
-    T.minimum = lambda s, o: _binary_op(_E.Minimum, s, o)
+    T.maximum = lambda s, o: _binary_op(_E.Maximum, s, _tensor_arg(o, "maximum"))
+    T.minimum = lambda s, o: _binary_op(_E.Minimum, s, _tensor_arg(o, "minimum"))
 
     def masked_fill(s, mask, value):
         mask = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
@@ -716,7 +782,7 @@ def _tensor_methods():
 
     # ---- shape
     def reshape(s, *shape):
-        shape = _dims_arg(shape)
+        shape = _shape_arg(_dims_arg(shape), "reshape")
         if shape == s._data.shape:
             return s
         return _M.Reshape.apply(s, shape)
@@ -744,8 +810,6 @@ def _tensor_methods():
     T.permute = permute
 
     def transpose(s, dim0, dim1):
-        if s.ndim < 2 and s.ndim == 0:
-            return s
         d0, d1 = _canonical_dim(dim0, s.ndim, "transpose"), _canonical_dim(dim1, s.ndim, "transpose")
         if d0 == d1:
             return s
@@ -876,14 +940,7 @@ def _check_same_rank(tensors, op):
 def _common_dtype(tensors):
     """torch's promotion: a float dtype beats int/bool (int64 with float32 -> float32, where
     NumPy would pick float64); within a kind the wider dtype wins."""
-    dtype = tensors[0]._data.dtype
-    for t in tensors[1:]:
-        d = t._data.dtype
-        if (dtype.kind == "f") != (d.kind == "f"):
-            dtype = dtype if dtype.kind == "f" else d
-        else:
-            dtype = np.promote_types(dtype, d)
-    return dtype
+    return dtypes.result_np(*tensors)
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
@@ -920,12 +977,11 @@ def stack(tensors, dim: int = 0) -> Tensor:
 def where(condition, input, other) -> Tensor:
     """``input`` where ``condition`` is true, else ``other`` (``torch.where``)."""
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
+    input, other = _as_operand(input, other), _as_operand(other, input)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        input = Tensor(input)
-    if not isinstance(input, Tensor):
-        input = _as_operand(input, other)
-    if not isinstance(other, Tensor):
-        other = _as_operand(other, input)
+        # two scalars: torch makes the default dtype of their category (float32, int64, bool)
+        dt = dtypes.result_np(input, other)
+        input, other = _adopt(_to_dtype(input, dt)), _adopt(_to_dtype(other, dt))
     input, other = _promote_pair(input, other)
     return _E.Where.apply(cond, input, other)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from ..tensor import Tensor, _as_operand, _floating, _promote_pair
+from ..tensor import Tensor, _adopt, _as_operand, _floating, _promote_pair
 from . import elementwise as _E
 from .transcendental import _quiet
 
@@ -110,7 +110,7 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise ValueError(f"isclose: shapes {a.shape} and {b.shape} are not broadcastable") from None
     close = a == b
     if a.dtype == np.bool_:
-        return Tensor(close)
+        return _adopt(close)
     if equal_nan:
         close = close | (np.isnan(a) & np.isnan(b))
     work = a.dtype if a.dtype.kind == "f" else np.float64
@@ -118,7 +118,7 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     with _quiet():
         actual = np.abs(a - b)
         close = close | (np.isfinite(actual) & (actual <= atol + np.abs(rtol * b)))
-    return Tensor(close)
+    return _adopt(close)
 
 
 def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
@@ -141,7 +141,7 @@ def _integer_bits(op, npfn):
         for x in (self._data, b):
             if x.dtype.kind not in "iub":
                 raise TypeError(f"{op}: only integer and bool tensors, got dtype {x.dtype}")
-        return Tensor(npfn(self._data, b))
+        return _adopt(npfn(self._data, b))
     method.__name__ = op
     return method
 
@@ -156,7 +156,7 @@ def logical(npfn):
 def bitwise_not(self):
     if self._data.dtype.kind not in "iub":
         raise TypeError(f"bitwise_not (~): only integer and bool tensors, got dtype {self._data.dtype}")
-    return Tensor(np.invert(self._data))
+    return _adopt(np.invert(self._data))
 
 
 bitwise_and = _integer_bits("bitwise_and", np.bitwise_and)

@@ -238,10 +238,11 @@ class Sigmoid(Function):
 
 
 class Relu(Function):
-    """y = max(x, 0).   dy/dx = 1 where x > 0 and 0 elsewhere (torch uses 0 at x == 0).
+    """y = max(x, 0).   dy/dx = 1 where x > 0 and 0 where x < 0 (torch uses 0 at x == 0).
 
-    The output carries the same information (y > 0 exactly where x > 0), so it
-    is what we save."""
+    At x = NaN, y = NaN and torch passes the gradient through (its rule is "0 where
+    y <= 0, else g", and NaN <= 0 is false), so the mask is ``~(y <= 0)``, not ``y > 0``.
+    The output carries the same information as x, so it is what we save."""
 
     @staticmethod
     def forward(ctx, x):
@@ -252,7 +253,7 @@ class Relu(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return g * (y > 0)
+        return g * ~(y <= 0)
 
 
 class Gelu(Function):
@@ -384,11 +385,20 @@ class Clamp(Function):
         return g * keep
 
 
+def _max_share(a, b, a_loses):
+    """The fraction of g that a receives in max/min (``a_loses``: where b wins outright): 0
+    where a loses, 1/2 at ties, 1 elsewhere -- elsewhere includes a NaN on either side, where
+    neither compares smaller, so both inputs receive g, as torch's masked_fill rule gives."""
+    return np.where(a_loses, 0.0, np.where(a == b, 0.5, 1.0))
+
+
 class Maximum(Function):
     """y = max(a, b) elementwise.
 
     dL/da = g where a > b, dL/db = g where b > a; at ties torch splits the
-    gradient evenly (g/2 to each), and so do we."""
+    gradient evenly (g/2 to each), and so do we. torch's rule is "g, halved where a == b,
+    zeroed where a < b" for a (and mirrored for b), so where a or b is NaN (no comparison
+    holds) each receives the whole g."""
 
     @staticmethod
     def forward(ctx, a, b):
@@ -398,13 +408,14 @@ class Maximum(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        share_a = np.where(a > b, 1.0, np.where(a == b, 0.5, 0.0)).astype(g.dtype)
         na, nb = ctx.needs_input_grad
-        return (g * share_a if na else None), (g * (1 - share_a) if nb else None)
+        return (g * _max_share(a, b, a < b).astype(g.dtype) if na else None), \
+            (g * _max_share(b, a, b < a).astype(g.dtype) if nb else None)
 
 
 class Minimum(Function):
-    """y = min(a, b) elementwise; the mirror image of Maximum (ties split evenly)."""
+    """y = min(a, b) elementwise; the mirror image of Maximum (ties split evenly, a NaN
+    on either side passes g to both)."""
 
     @staticmethod
     def forward(ctx, a, b):
@@ -414,9 +425,9 @@ class Minimum(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        share_a = np.where(a < b, 1.0, np.where(a == b, 0.5, 0.0)).astype(g.dtype)
         na, nb = ctx.needs_input_grad
-        return (g * share_a if na else None), (g * (1 - share_a) if nb else None)
+        return (g * _max_share(a, b, a > b).astype(g.dtype) if na else None), \
+            (g * _max_share(b, a, b > a).astype(g.dtype) if nb else None)
 
 
 # ============================================================================ casts and copies

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from ..tensor import Tensor
+from ..tensor import Tensor, _adopt
 from . import movement as _M
 from .movement import IndexOutOfRange, canonical_dim
 from .scatter import (Gather, Scatter, ScatterAdd, ScatterReduce, _INT32_OR_64, _INT64, _check_bounds,  # noqa: F401
@@ -236,8 +236,8 @@ def nonzero(input, *, as_tuple=False):
     (as_tuple) one 1-D index tensor per dimension (a 0-d input counts as 1-d). No gradient."""
     a = _tensor(input, "nonzero")._data
     if as_tuple:
-        return tuple(Tensor(i.astype(np.int64)) for i in np.nonzero(np.atleast_1d(a)))
-    return Tensor(np.argwhere(a).astype(np.int64))
+        return tuple(_adopt(i.astype(np.int64)) for i in np.nonzero(np.atleast_1d(a)))
+    return _adopt(np.argwhere(a).astype(np.int64))
 
 
 def argwhere(input):
@@ -289,14 +289,14 @@ def take_along_dim(input, indices, dim=None):
     input = _tensor(input, "take_along_dim")
     idx = _index(indices, "take_along_dim", _INT64)
     if dim is None:
-        return gather(input.reshape(-1), 0, Tensor(idx.reshape(-1)))
+        return gather(input.reshape(-1), 0, _adopt(idx.reshape(-1)))
     d = canonical_dim(dim, input.ndim, "take_along_dim")
     if idx.ndim != input.ndim:
         raise ValueError(f"torch.take_along_dim(): input and indices should have the same number of "
                          f"dimensions, but got {input.ndim} dimensions for input, and {idx.ndim} dimensions "
                          "for indices")
     if input.ndim == 0:
-        return gather(input, 0, Tensor(idx))
+        return gather(input, 0, _adopt(idx))
     others = lambda s: s[:d] + (1,) + s[d + 1:]   # noqa: E731
     try:
         common = np.broadcast_shapes(others(input.shape), others(idx.shape))
@@ -305,7 +305,7 @@ def take_along_dim(input, indices, dim=None):
                          f"broadcast apart from dimension {d}") from None
     x = input.expand(common[:d] + (input.shape[d],) + common[d + 1:])
     idx = np.broadcast_to(idx, common[:d] + (idx.shape[d],) + common[d + 1:])
-    return gather(x, d, Tensor(np.ascontiguousarray(idx)))
+    return gather(x, d, _adopt(np.ascontiguousarray(idx)))
 
 
 # ============================================================================ index_put (x[index] = values, out of place)

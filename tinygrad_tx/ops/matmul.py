@@ -29,6 +29,16 @@ def _check_matmul_shapes(a_shape, b_shape):
                              f"are not broadcastable ({a_shape[:-2]} vs {b_shape[:-2]})") from None
 
 
+def _check_matmul_dtypes(a, b):
+    """torch's matmul does not promote: both operands must have one dtype, and bool is refused."""
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"matmul: expected m1 and m2 to have the same dtype, but got: "
+                           f"{a.dtype} != {b.dtype}")
+    if a.dtype == np.bool_:
+        raise RuntimeError("matmul: not implemented for 'Bool' (cast the operands to an integer "
+                           "or floating dtype)")
+
+
 class MatMul(Function):
     """Y = A @ B.
 
@@ -45,6 +55,7 @@ class MatMul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        _check_matmul_dtypes(a, b)
         _check_matmul_shapes(a.shape, b.shape)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
                               b if ctx.needs_input_grad[0] else None)

@@ -85,6 +85,25 @@ class Expand(Function):
 
 # ============================================================================ indexing
 
+def _slice_bound(v, what, sl):
+    if v is None or isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return v
+    if hasattr(v, "_data") and v._data.size == 1 and v._data.dtype.kind in "iu":
+        return int(v._data.reshape(()))
+    raise TypeError(f"slice indices must be integers or None or have an __index__ method: "
+                    f"{what} {v!r} of {sl!r}")
+
+
+def _check_slice(sl: slice) -> slice:
+    """A slice with int (or None) start/stop/step; a step <= 0 is torch's ValueError."""
+    start, stop = _slice_bound(sl.start, "start", sl), _slice_bound(sl.stop, "stop", sl)
+    step = _slice_bound(sl.step, "step", sl)
+    if step is not None and step <= 0:
+        raise ValueError(f"step must be greater than zero, got {step} in {sl!r} (use flip() to "
+                         "reverse a tensor)")
+    return slice(start, stop, step)
+
+
 def _normalize_index(index):
     """Tensors become arrays, lists become integer/bool arrays; report if advanced."""
     from ..tensor import Tensor
@@ -94,8 +113,14 @@ def _normalize_index(index):
     for it in items:
         if isinstance(it, Tensor):
             it = it._data
-        if isinstance(it, list):
-            it = np.asarray(it)
+        if isinstance(it, slice):
+            it = _check_slice(it)
+        elif isinstance(it, list):
+            try:
+                it = np.asarray(it)
+            except ValueError:
+                raise IndexError(f"index: ragged nested list {it!r} cannot be an index (every row "
+                                 "must have the same length)") from None
             if it.dtype.kind == "f":
                 raise TypeError(f"tensors used as indices must be long or bool, got a list of floats {index!r}")
         if isinstance(it, np.ndarray):

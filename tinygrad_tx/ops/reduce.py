@@ -118,7 +118,7 @@ def cast_input(s, dtype, op: str):
 
 
 def require_tensor(x, op: str):
-    from ..tensor import Tensor
+    from ..tensor import Tensor, _adopt
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be a Tensor, got {type(x).__name__}")
     return x
@@ -188,11 +188,17 @@ class Mean(Function):
 
 
 def _deviation_and_ss(x, axes, keepdim):
-    """(x − μ, Σ (x − μ)²) over ``axes``, float32 accumulated in float64."""
+    """(x − μ, Σ (x − μ)²) over ``axes``. float32 and float16 compute the deviations and
+    their squares in float64 (rounded once at the end): a float32 (x − μ)² overflows from
+    |x − μ| ≈ 1.8e19, so ``[0, 0, 1e20]`` would give std inf where torch gives 5.77e19."""
     acc = accumulation_dtype(x.dtype)
-    with np.errstate(invalid="ignore"):
-        dev = x - np.mean(x, axis=axes, keepdims=True, dtype=acc).astype(x.dtype)
-    return dev, np.sum(dev * dev, axis=axes, keepdims=keepdim, dtype=acc)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if acc is None:
+            dev = x - np.mean(x, axis=axes, keepdims=True)
+            return dev, np.sum(dev * dev, axis=axes, keepdims=keepdim)
+        wide = x.astype(acc)
+        wide -= np.mean(wide, axis=axes, keepdims=True)
+        return wide.astype(x.dtype), np.sum(wide * wide, axis=axes, keepdims=keepdim)
 
 
 class Var(Function):
@@ -308,10 +314,10 @@ class LogSumExp(Function):
 
 def _float_input(s, op):
     """Integer/bool inputs to float math compute in float32, as torch's do."""
-    from ..tensor import Tensor
+    from ..tensor import Tensor, _adopt
     if s._data.dtype.kind in "fc":
         return s
-    return Tensor(s._data.astype(np.float32))
+    return _adopt(s._data.astype(np.float32))
 
 
 def sum_(s, dim=None, keepdim=False, *, dtype=None, axis=None, out=None):
@@ -323,9 +329,9 @@ def sum_(s, dim=None, keepdim=False, *, dtype=None, axis=None, out=None):
 
 def _as_dtype(y, dtype):
     """An integer ``dtype=`` is the result's dtype too (int sums are int64 otherwise)."""
-    from ..tensor import Tensor
+    from ..tensor import Tensor, _adopt
     dt = dtypes.resolve(dtype)
-    return y if y._data.dtype == dt else Tensor(y._data.astype(dt))
+    return y if y._data.dtype == dt else _adopt(y._data.astype(dt))
 
 
 def mean(s, dim=None, keepdim=False, *, dtype=None, axis=None, out=None):
@@ -356,7 +362,8 @@ def _var_args(s, dim, unbiased, op):
 
 def _float_check(s, op):
     if s._data.dtype.kind not in "fc":
-        raise TypeError(f"{op}(): expected a floating point input, got dtype {s._data.dtype}")
+        raise RuntimeError(f"{op}(): std and var only support floating point and complex dtypes, "
+                           f"got dtype {s._data.dtype}")
 
 
 def var(s, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
@@ -420,14 +427,14 @@ def nansum(s, dim=None, keepdim=False, *, dtype=None, axis=None):
 def nanmean(s, dim=None, keepdim=False, *, dtype=None, axis=None):
     """nansum / (number of non-NaN elements): torch's nanmean is this composite, and so is
     its gradient (g / count at the non-NaN positions)."""
-    from ..tensor import Tensor
+    from ..tensor import Tensor, _adopt
     dim = pick_dim(dim, axis, "nanmean")
     if dtype is not None:
         s = cast_input(s, dtype, "nanmean")
     _float_check(s, "nanmean")
     axes = reduce_axes(dim, s.ndim, "nanmean")
     count = np.sum(~np.isnan(s._data), axis=axes, keepdims=keepdim).astype(s._data.dtype)
-    return NanSum.apply(s, axes=axes, keepdim=keepdim) / Tensor(count)
+    return NanSum.apply(s, axes=axes, keepdim=keepdim) / _adopt(count)
 
 
 def _norm(s, p="fro", dim=None, keepdim=False, dtype=None):

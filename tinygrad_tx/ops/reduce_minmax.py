@@ -131,7 +131,7 @@ def arg_extreme(x, dim, keepdim, mode):
 
 def _extreme(mode, result_cls):
     def f(s, dim=None, keepdim=False, *, axis=None, out=None):
-        from ..tensor import Tensor
+        from ..tensor import Tensor, _adopt
         if isinstance(dim, Tensor):  # torch.max(a, b) is the elementwise maximum
             return s.maximum(dim) if mode == "max" else s.minimum(dim)
         dim = pick_dim(dim, axis, mode, out)
@@ -142,9 +142,9 @@ def _extreme(mode, result_cls):
                             f"amax/amin to reduce over several dims")
         ax, idx = arg_extreme(s._data, dim, keepdim, mode)
         if ax is None:  # 0-d input: the value itself, index 0
-            return result_cls(s.clone(), Tensor(np.zeros((), dtype=np.int64)))
+            return result_cls(s.clone(), _adopt(np.zeros((), dtype=np.int64)))
         values = SelectAlongDim.apply(s, idx, axis=ax, keepdim=keepdim)
-        return result_cls(values, Tensor(idx if keepdim else np.squeeze(idx, ax)))
+        return result_cls(values, _adopt(idx if keepdim else np.squeeze(idx, ax)))
     f.__name__ = mode
     return f
 
@@ -181,7 +181,7 @@ def _argfn(mode):
     fn = np.argmax if mode == "max" else np.argmin
 
     def f(s, dim=None, keepdim=False, *, axis=None, out=None):
-        from ..tensor import Tensor
+        from ..tensor import Tensor, _adopt
         dim = pick_dim(dim, axis, op, out)
         x = s._data
         if dim is None:
@@ -189,14 +189,14 @@ def _argfn(mode):
                 raise DimensionError(f"{op}(): Expected reduction dim to be specified for an empty "
                                      f"input (shape {x.shape})")
             i = np.asarray(fn(x), dtype=np.int64)
-            return Tensor(i.reshape((1,) * x.ndim) if keepdim else i)
+            return _adopt(i.reshape((1,) * x.ndim) if keepdim else i)
         ax = canonical_dim(dim, x.ndim, op)
         if x.ndim == 0:
-            return Tensor(np.zeros((), dtype=np.int64))
+            return _adopt(np.zeros((), dtype=np.int64))
         if x.shape[ax] == 0:
             raise DimensionError(f"{op}(): Expected reduction dim {ax} to have non-zero size "
                                  f"(input shape {x.shape})")
-        return Tensor(fn(x, axis=ax, keepdims=keepdim).astype(np.int64, copy=False))
+        return _adopt(fn(x, axis=ax, keepdims=keepdim).astype(np.int64, copy=False))
     f.__name__ = op
     return f
 
@@ -207,12 +207,12 @@ argmin = _argfn("min")
 
 def _logical(op, npfn):
     def f(s, dim=None, keepdim=False, *, axis=None, out=None):
-        from ..tensor import Tensor
+        from ..tensor import Tensor, _adopt
         dim = pick_dim(dim, axis, op, out)
         x = s._data
         axes = tuple(range(x.ndim)) if dim is None else normalize_dims(dim, x.ndim, op)
         out = npfn(x, axis=axes, keepdims=keepdim)
-        return Tensor(np.asarray(out).astype(np.uint8 if x.dtype == np.uint8 else np.bool_))
+        return _adopt(np.asarray(out).astype(np.uint8 if x.dtype == np.uint8 else np.bool_))
     f.__name__ = op
     f.__doc__ = f"torch's {op}: bool results (uint8 for a uint8 input), no gradient."
     return f
@@ -223,10 +223,10 @@ any_ = _logical("any", np.any)
 
 
 def count_nonzero(s, dim=None, *, axis=None):
-    from ..tensor import Tensor
+    from ..tensor import Tensor, _adopt
     dim = pick_dim(dim, axis, "count_nonzero")
     axes = reduce_axes(dim, s.ndim, "count_nonzero")
-    return Tensor(np.asarray(np.count_nonzero(s._data, axis=axes), dtype=np.int64))
+    return _adopt(np.asarray(np.count_nonzero(s._data, axis=axes), dtype=np.int64))
 
 
 TENSOR_METHODS = {

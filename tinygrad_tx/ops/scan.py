@@ -181,15 +181,15 @@ def _cum_extreme(mode):
     result = CummaxResult if mode == "max" else CumminResult
 
     def f(s, dim=None, *, axis=None):
-        from ..tensor import Tensor
+        from ..tensor import Tensor, _adopt
         ax = _axis(s, dim, axis, op)
         t = s.reshape(1) if s.ndim == 0 else s
         x = t._data
         idx = _running_index(x, ufunc.accumulate(x, axis=ax), ax) if x.size else np.zeros(x.shape, np.int64)
         values = CumExtreme.apply(t, idx, axis=ax)
         if s.ndim == 0:
-            return result(values.reshape(()), Tensor(idx.reshape(())))
-        return result(values, Tensor(idx))
+            return result(values.reshape(()), _adopt(idx.reshape(())))
+        return result(values, _adopt(idx))
     f.__name__ = op
     return f
 

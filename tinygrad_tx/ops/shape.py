@@ -14,7 +14,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..autograd import Function, accumulation_dtype
-from ..tensor import Tensor
+from ..tensor import Tensor, _adopt
 from .einsum import einsum
 from .movement import canonical_dim, canonical_dims, infer_shape
 
@@ -335,7 +335,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     input = _tensor(input, "repeat_interleave")
     if repeats is None:
         counts = _repeats_array(input, "repeat_interleave")
-        return Tensor(np.repeat(np.arange(counts.size), counts.reshape(-1)))
+        return _adopt(np.repeat(np.arange(counts.size), counts.reshape(-1)))
     repeats = _repeats_array(repeats, "repeat_interleave")
     if dim is None:
         input, d = input.reshape(-1), 0

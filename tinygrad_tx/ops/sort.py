@@ -57,12 +57,12 @@ def _as_1d(s, dim, op):
 
 def _select(s, idx, ax, squeeze_0d, result, keepdim=True):
     """(values gathered at idx along ax, indices) as the named tuple ``result``."""
-    from ..tensor import Tensor
+    from ..tensor import Tensor, _adopt
     values = SelectAlongDim.apply(s, idx, axis=ax, keepdim=keepdim)
     indices = idx if keepdim else np.squeeze(idx, ax)
     if squeeze_0d:
-        return result(values.reshape(()), Tensor(indices.reshape(())))
-    return result(values, Tensor(indices))
+        return result(values.reshape(()), _adopt(indices.reshape(())))
+    return result(values, _adopt(indices))
 
 
 def sort(s, dim=-1, descending=False, stable=False):
@@ -198,7 +198,7 @@ def mode(s, dim=-1, keepdim=False):
 def unique(s, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """Distinct values (always sorted, as torch's CPU kernel returns them; NaNs are not
     merged, as in torch), with the inverse map and the counts on request."""
-    from ..tensor import Tensor
+    from ..tensor import Tensor, _adopt
     x = s._data
     if dim is None:
         vals, inv, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True,
@@ -208,11 +208,11 @@ def unique(s, sorted=True, return_inverse=False, return_counts=False, dim=None):
         ax = canonical_dim(dim, x.ndim, "unique")
         vals, inv, counts = np.unique(x, return_inverse=True, return_counts=True, axis=ax)
         inv = inv.reshape(-1)
-    out = [Tensor(vals)]
+    out = [_adopt(vals)]
     if return_inverse:
-        out.append(Tensor(inv.astype(np.int64)))
+        out.append(_adopt(inv.astype(np.int64)))
     if return_counts:
-        out.append(Tensor(counts.astype(np.int64)))
+        out.append(_adopt(counts.astype(np.int64)))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -227,14 +227,14 @@ def _side(right, side, op):
 
 
 def _array(v):
-    from ..tensor import Tensor
+    from ..tensor import Tensor, _adopt
     return v._data if isinstance(v, Tensor) else np.asarray(v)
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
     """Insertion points of ``input`` into the last dim of ``sorted_sequence`` (a 1-D
     sequence for any input, or one sequence per row when the leading dims match)."""
-    from ..tensor import Tensor
+    from ..tensor import Tensor, _adopt
     seq, vals = _array(sorted_sequence), _array(input)
     side = _side(right, side, "searchsorted")
     if seq.ndim == 0:
@@ -253,7 +253,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                              f"every dim but the last with input (shape {vals.shape})")
         s2, v2 = seq.reshape(-1, seq.shape[-1]), vals.reshape(-1, vals.shape[-1])
         out = np.stack([np.searchsorted(a, b, side=side) for a, b in zip(s2, v2)]).reshape(vals.shape)
-    return Tensor(np.asarray(out, dtype=np.int32 if out_int32 else np.int64))
+    return _adopt(np.asarray(out, dtype=np.int32 if out_int32 else np.int64))
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):

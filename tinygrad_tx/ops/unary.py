@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from ..tensor import Tensor, _floating
+from ..tensor import Tensor, _adopt, _floating
 from . import elementwise as _E
 from . import transcendental as _T
 
@@ -169,7 +169,10 @@ def sign(self):
 
 
 def neg(self):
-    _reject_bool(self, "neg", "negation, the `-` operator,")
+    if self._data.dtype == np.bool_:
+        raise RuntimeError("neg: Negation, the `-` operator, on a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
     return _E.Neg.apply(self)
 
 
@@ -180,13 +183,13 @@ def positive(self):
 
 
 def square(self):
-    return _T.Square.apply(Tensor(self._data.astype(np.int64)) if self._data.dtype == np.bool_ else self)
+    return _T.Square.apply(_adopt(self._data.astype(np.int64)) if self._data.dtype == np.bool_ else self)
 
 
 def _rounding(cls, name):
     def method(self):
         if self._data.dtype.kind in "iu":
-            return Tensor(self._data.copy())
+            return _adopt(self._data.copy())
         _reject_bool(self, name, name)
         return cls.apply(self)
     method.__name__ = name
@@ -202,7 +205,7 @@ def round_(self, decimals=0):
     if self._data.dtype.kind in "iub":
         if decimals != 0 or self._data.dtype == np.bool_:
             raise TypeError(f"round: decimals={decimals} is not supported for dtype {self._data.dtype}")
-        return Tensor(self._data.copy())
+        return _adopt(self._data.copy())
     return Round.apply(self, decimals=int(decimals))
 
 
@@ -230,8 +233,8 @@ def _predicate(npfn, name):
     def method(self):
         x = self._data
         if x.dtype == np.bool_:
-            return Tensor(npfn(x.astype(np.int8)))
-        return Tensor(npfn(x))
+            return _adopt(npfn(x.astype(np.int8)))
+        return _adopt(npfn(x))
     method.__name__ = name
     return method
 

@@ -1,0 +1,133 @@
+"""torch's type promotion, from one place (``dtypes.result_np``): ``tinygrad_tx.result_type``,
+``promote_types`` and ``can_cast`` against torch's over every pair of dtypes, and the dtype
+(and values) of the binary operators over every pair × (tensor, 0-d tensor, Python scalar)."""
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tinygrad_tx as tt
+
+NAMES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
+PAIRS = list(itertools.product(NAMES, NAMES))
+# (left kind, right kind): t a tensor with dimensions, 0 a 0-d tensor, s a Python scalar
+KINDS = [("t", "t"), ("t", "0"), ("0", "t"), ("t", "s"), ("s", "t"), ("0", "0"), ("0", "s"), ("s", "0")]
+
+
+def _operands(name, kind, side):
+    """(ours, torch's) operand of dtype ``name`` (for a scalar: a Python number of its category)."""
+    values = np.array([1, 2], dtype=name) if side == 0 else np.array([2, 1], dtype=name)
+    if kind == "s":
+        v = {"b": True, "u": 3, "i": 3, "f": 2.5}[np.dtype(name).kind]
+        return v, v
+    arr = values if kind == "t" else np.array(values[0])
+    return tt.from_numpy(arr.copy()), torch.from_numpy(arr.copy())
+
+
+def _torch_name(d) -> str:
+    return str(d).removeprefix("torch.")
+
+
+def _our_name(d) -> str:
+    return repr(d).removeprefix("tinygrad_tx.")
+
+
+@pytest.mark.parametrize("a,b", PAIRS)
+def test_promote_types_and_can_cast_match_torch(a, b):
+    assert _our_name(tt.promote_types(getattr(tt, a), getattr(tt, b))) == \
+        _torch_name(torch.promote_types(getattr(torch, a), getattr(torch, b)))
+    assert tt.can_cast(getattr(tt, a), getattr(tt, b)) == torch.can_cast(getattr(torch, a), getattr(torch, b))
+
+
+def _scalar_kind(name):
+    return {"b": "bool", "u": "int", "i": "int", "f": "float"}[np.dtype(name).kind]
+
+
+def _cases():
+    seen = set()
+    for (a, b), (ka, kb) in itertools.product(PAIRS, KINDS):
+        key = (a if ka != "s" else _scalar_kind(a), ka, b if kb != "s" else _scalar_kind(b), kb)
+        if key not in seen:   # a scalar only has its category: one case per category
+            seen.add(key)
+            yield pytest.param(a, ka, b, kb, id=f"{key[0]}{ka}-{key[2]}{kb}")
+
+
+CASES = list(_cases())
+
+
+@pytest.mark.parametrize("a,ka,b,kb", CASES)
+def test_result_type_and_operators_match_torch(a, ka, b, kb):
+    """result_type, then + * / == and maximum: same dtype, same values (or both refuse)."""
+    oa, ta = _operands(a, ka, 0)
+    ob, tb = _operands(b, kb, 1)
+    assert _our_name(tt.result_type(oa, ob)) == _torch_name(torch.result_type(ta, tb))
+    ops = [lambda x, y: x + y, lambda x, y: x * y, lambda x, y: x / y, lambda x, y: x == y,
+           lambda x, y: x < y]
+    if ka != "s" and kb != "s":
+        ops.append(lambda x, y: x.maximum(y) if hasattr(x, "maximum") else None)
+    for op in ops:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = op(ta, tb)
+            got = op(oa, ob)
+        assert _our_name(got.dtype) == _torch_name(want.dtype), (a, ka, b, kb)
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("a,ka,b,kb", [c for c in CASES if "bool" in c.id])
+def test_subtraction_with_a_bool_operand_refused_as_torch(a, ka, b, kb):
+    oa, ta = _operands(a, ka, 0)
+    ob, tb = _operands(b, kb, 1)
+    try:
+        want = ta - tb
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator"):
+            oa - ob
+        assert "Subtraction" in str(e)
+    else:
+        got = oa - ob
+        assert _our_name(got.dtype) == _torch_name(want.dtype)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_the_three_reported_promotions():
+    u8 = np.array([200, 100], dtype=np.uint8)
+    assert tt.from_numpy(u8).sum().dtype == tt.int64 == np.int64
+    assert tt.from_numpy(u8).sum().item() == torch.from_numpy(u8).sum().item() == 300
+    h = np.array([2.0, 4.0], dtype=np.float16)
+    assert (tt.from_numpy(u8) / tt.from_numpy(h)).dtype == tt.float16
+    i32 = tt.from_numpy(np.array([1, 2], dtype=np.int32))
+    assert (i32 + tt.from_numpy(np.array(5, dtype=np.int64))).dtype == tt.int32
+    assert (i32 + tt.from_numpy(np.array(5.5))).dtype == tt.float64   # a higher category promotes
+    assert (i32 + 5.5).dtype == tt.float32                            # to the default dtype
+    assert tt.result_type(i32, 5) == tt.int32
+
+
+def test_int_scalar_wraps_into_uint8_as_torch():
+    u8 = np.array([250, 1], dtype=np.uint8)
+    np.testing.assert_array_equal((tt.from_numpy(u8) + 300).numpy(), (torch.from_numpy(u8) + 300).numpy())
+
+
+def test_cat_and_where_promote_as_torch():
+    i64 = np.array([1, 2])
+    h = np.array([0.5, 1.5], dtype=np.float16)
+    got = tt.cat([tt.from_numpy(i64), tt.from_numpy(h)])
+    want = torch.cat([torch.from_numpy(i64), torch.from_numpy(h)])
+    assert _our_name(got.dtype) == _torch_name(want.dtype) == "float16"   # NumPy would say float64
+    c = np.array([True, False])
+    got = tt.where(tt.from_numpy(c), tt.from_numpy(i64.astype(np.int32)), 2.5)
+    want = torch.where(torch.from_numpy(c), torch.from_numpy(i64.astype(np.int32)), 2.5)
+    assert _our_name(got.dtype) == _torch_name(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_result_type_refuses_what_is_not_a_number():
+    with pytest.raises(TypeError, match="result_type"):
+        tt.result_type(tt.ones(2), "a")
+    with pytest.raises(TypeError, match="complex"):
+        tt.result_type(tt.ones(2), 1j)
