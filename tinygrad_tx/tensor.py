@@ -58,7 +58,13 @@ def _to_array(data, dtype=None) -> np.ndarray:
                             f"(of type {type(data).__name__}); expected numbers, bools or nested "
                             "lists of them")
     _check_element_dtype(arr.dtype)
-    return np.array(arr, dtype=dtype, copy=True, order="C")
+    return np.array(arr, dtype=dtype, copy=True)   # order K: the layout torch.tensor keeps
+
+
+def _wrapped(data) -> np.ndarray:
+    arr = data._data if isinstance(data, Tensor) else data
+    _check_element_dtype(arr.dtype)
+    return arr
 
 
 def _short(obj) -> str:
@@ -118,6 +124,12 @@ class Tensor:
 
     The array is ``_data`` (``.numpy()`` returns it); ``.data`` is a Tensor sharing it whose
     in-place changes autograd does not see (as torch's ``.data``); ``.grad`` is a Tensor or None.
+
+    ``Tensor(a)`` copies ``a`` (as ``torch.tensor`` does: editing ``a`` afterwards leaves the
+    tensor alone); ``tinygrad_tx.from_numpy(a)`` shares its memory, ``as_tensor`` shares when
+    the dtype allows. A subclass (``nn.Parameter``) wraps a Tensor's or array's memory without
+    copying, as ``torch.nn.Parameter`` does. Complex data is refused (TypeError): every
+    backward here is written for real inputs.
     """
 
     __slots__ = ("_data", "_grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
@@ -127,7 +139,12 @@ class Tensor:
     def __init__(self, data, requires_grad: bool = False, dtype=None, device=None):
         if device is not None:
             _device.check(device)
-        self._data = _to_array(data, dtypes.resolve(dtype))
+        dtype = dtypes.resolve(dtype)
+        if type(self) is not Tensor and isinstance(data, (Tensor, np.ndarray)) and dtype is None:
+            # a subclass (nn.Parameter) wraps the array it is given, as torch.nn.Parameter does
+            self._data = _wrapped(data)
+        else:
+            self._data = _to_array(data, dtype)
         self._grad = None
         self._ctx = None
         self._retains_grad = False

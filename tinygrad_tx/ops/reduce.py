@@ -214,7 +214,7 @@ class Var(Function):
         axes = reduce_axes(dim, x.ndim, "var")
         denom = max(_count(x.shape, axes) - correction, 0)
         dev, ss = _deviation_and_ss(x, axes, keepdim)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             y = (ss / denom).astype(x.dtype)
         ctx.save_for_backward(dev)
         ctx.axes, ctx.keepdim, ctx.denom = axes, keepdim, denom
@@ -238,7 +238,7 @@ class Std(Function):
     def forward(ctx, x, axes=(), correction=1, keepdim=False):
         denom = max(_count(x.shape, axes) - correction, 0)
         dev, ss = _deviation_and_ss(x, axes, keepdim)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             y = np.sqrt(ss / denom).astype(x.dtype)
         ctx.save_for_backward(dev, y)
         ctx.axes, ctx.keepdim, ctx.denom = axes, keepdim, denom
