@@ -94,7 +94,11 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=None, help="number of seeds, worst error kept "
                     "(default 3; 1 for training steps and with --quick)")
     ap.add_argument("--cfg", default="", help="JSON {component: cfg} overriding the defaults")
+    ap.add_argument("--file", default=None, help="a bench --file: its entries become components")
     args = ap.parse_args(argv)
+    if args.file:
+        from .userfile import register
+        register(args.file, "both")
     names = [n for n in args.only.split(",") if n] or [c.name for c in main_components(args.quick)]
     overrides = json.loads(args.cfg) if args.cfg else {}
     backends = {"ours32": make_backend("ours", "float32"), "torch32": make_backend("torch", "float32"),

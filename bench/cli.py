@@ -33,6 +33,7 @@ from . import report
 from .components import REGISTRY, main_components
 from .protocol import REPO_ROOT, WorkerClient, WorkerError, child_env
 from .stats import ratio, summarize, tutorial_attention_macs
+from .userfile import register_described
 
 MODES = ("fwd", "fwdbwd")
 
@@ -250,9 +251,9 @@ def run_json(cmd, threads, timeout):
     return finish_json(start_json(cmd, threads), timeout)
 
 
-def start_accuracy(names, quick, attn_impl):
+def start_accuracy(names, quick, attn_impl, file=None):
     """The accuracy process, started with one thread: it runs while the RSS probes do (nothing
-    in either is timed), after all timing is over."""
+    in either is timed), after all timing is over. ``file``: a bench --file whose entries it loads."""
     cfgs = {}
     for n in names:
         cfg = REGISTRY[n].config(quick)
@@ -260,6 +261,7 @@ def start_accuracy(names, quick, attn_impl):
             cfg["attn_impl"] = attn_impl
         cfgs[n] = cfg
     cmd = ["bench.accuracy", "--only", ",".join(names), "--cfg", json.dumps(cfgs)] + (["--quick"] if quick else [])
+    cmd += [] if file is None else ["--file", str(file)]
     return start_json(cmd, 1)
 
 
@@ -321,6 +323,10 @@ def parse_args(argv):
     ap.add_argument("--threads", type=int, default=None,
                     help="threads for NumPy's BLAS and torch (default: 1 with --quick, whose short timings are "
                          "meaningless when threads wait for busy cores; else the CPUs this process may use)")
+    ap.add_argument("--file", default=None, metavar="BENCH_FILE.py",
+                    help="benchmark your own ops or modules instead of the built-in components: the file "
+                         "defines BENCH = [dict(name=, ours=, torch=, inputs=, sizes=), ...] (bench/README.md); "
+                         "the sweeps and the RSS probe are skipped")
     ap.add_argument("--replot", default=None, metavar="RESULTS.json",
                     help="time nothing: redraw the report and plots of an earlier run's results.json into --out")
     ap.add_argument("--only", default="", help="comma-separated components (default: all); "
@@ -346,6 +352,28 @@ def thread_count(args) -> int:
     return args.threads or (1 if args.quick else default_threads())
 
 
+def check_names(names):
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise SystemExit(f"unknown component(s): {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+
+
+def file_component_names(meta, args):
+    """``--file``: the components both workers registered from the file (the parent imports
+    neither framework, so it learns them from the workers' ``hello``), as ``--quick`` or the
+    full run selects them, narrowed by ``--only``."""
+    ours, theirs = meta["ours"].get("file_components"), meta["torch"].get("file_components")
+    if ours is None or [d["name"] for d in ours] != [d["name"] for d in theirs or []]:
+        raise WorkerError(f"bench --file: the workers registered different components: {ours} vs {theirs}")
+    register_described(ours)
+    names = [d["name"] for d in ours if d["quick" if args.quick else "full"]]
+    only = [n for n in args.only.split(",") if n]
+    if only:
+        check_names(only)
+        names = [n for n in names if n in only] or only
+    return names
+
+
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.replot:
@@ -354,10 +382,15 @@ def main(argv=None) -> int:
     threads = thread_count(args)
     skip = {s for s in args.skip.split(",") if s}
     settings = Settings(args.quick, args.rounds)
-    names = [n for n in args.only.split(",") if n] or [c.name for c in main_components(args.quick)]
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        raise SystemExit(f"unknown component(s): {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+    bench_file = None
+    if args.file:
+        bench_file = Path(args.file).resolve()
+        if not bench_file.is_file():
+            raise SystemExit(f"bench --file: no such file {args.file!r}")
+        skip |= {"section11", "flash", "rss"}   # they measure the built-in models
+    else:
+        names = [n for n in args.only.split(",") if n] or [c.name for c in main_components(args.quick)]
+        check_names(names)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -372,18 +405,26 @@ def main(argv=None) -> int:
                         "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
                         "attn_impl": args.attn_impl or "naive", "loadavg_start": load,
                         "busy_machine": busy_machine(load, threads)}}
-    ours = WorkerClient("ours", threads=threads)
-    torch_w = WorkerClient("torch", threads=threads)
+    if bench_file is not None:
+        results["meta"]["file"] = str(bench_file)
+    ours = WorkerClient("ours", threads=threads, file=bench_file)
+    try:
+        torch_w = WorkerClient("torch", threads=threads, file=bench_file)
+    except WorkerError:
+        ours.close()
+        raise
     workers = [ours, torch_w]
     try:
         results["meta"]["ours"] = ours.call("hello")
         results["meta"]["torch"] = torch_w.call("hello")
+        if bench_file is not None:
+            names = file_component_names(results["meta"], args)
         if results["meta"]["torch"].get("torch_imported") is False:
             raise WorkerError("torch worker did not import torch")
         if results["meta"]["ours"]["torch_imported"]:
             raise WorkerError("the ours worker imported torch")
         if results["meta"]["torch"].get("cuda_available") and not args.no_cuda:
-            cuda = WorkerClient("torch", device="cuda", threads=threads)
+            cuda = WorkerClient("torch", device="cuda", threads=threads, file=bench_file)
             workers.append(cuda)
             results["meta"]["torch_cuda"] = cuda.call("hello")
         peak_n = 1024
@@ -414,7 +455,7 @@ def main(argv=None) -> int:
     acc_proc = None
     if "accuracy" not in skip:
         log("accuracy (float32 vs float64 oracle) in the background ...")
-        acc_proc = start_accuracy(names, args.quick, args.attn_impl)
+        acc_proc = start_accuracy(names, args.quick, args.attn_impl, bench_file)
     if "rss" not in skip:
         steps = args.rss_steps or (1 if args.quick else 3)
         rss_names = [args.rss_component] + ([] if args.quick or args.rss_component != "gpt_large"

@@ -28,10 +28,12 @@ def child_env(threads: int | None) -> dict:
 class WorkerClient:
     """A long-lived ``python -m bench.worker`` child speaking JSON lines."""
 
-    def __init__(self, framework: str, device: str = "cpu", threads: int | None = None, label: str | None = None):
+    def __init__(self, framework: str, device: str = "cpu", threads: int | None = None, label: str | None = None,
+                 file: str | None = None):
         self.framework, self.device = framework, device
         self.label = label or (framework if device == "cpu" else f"{framework}_{device}")
-        self.proc = subprocess.Popen([sys.executable, "-m", "bench.worker", framework, "--device", device],
+        extra = [] if file is None else ["--file", str(file)]   # bench --file: the user's entries
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.worker", framework, "--device", device, *extra],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(REPO_ROOT),
                                      env=child_env(threads), text=True, bufsize=1)
         ready = self._read()

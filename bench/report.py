@@ -38,6 +38,8 @@ def _cfg(cfg):
 def markdown(res) -> str:
     meta = res["meta"]
     out = ["# tinygrad_tx benchmark" + (" (quick)" if meta.get("quick") else ""), ""]
+    if meta.get("file"):
+        out.append(f"Components from `{meta['file']}` (`tinygrad-tx bench --file`).")
     o, t = meta.get("ours", {}), meta.get("torch", {})
     peaks = meta.get("matmul_peak", {})
     pools = o.get("threadpoolctl") or []

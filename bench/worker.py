@@ -5,6 +5,9 @@ on stdout (``{"ok": true, ...}`` or ``{"ok": false, "error": ..., "traceback": .
 Anything else the process prints goes to stderr, so it cannot corrupt the protocol.
 The ``ours`` worker never imports torch (``hello`` reports whether it did).
 
+With ``--file BENCH_FILE.py`` it also registers the file's entries as components
+(:mod:`bench.userfile`) and lists them in its ``hello`` reply.
+
 Requests (``cmd``):
   hello                       -> framework, device, thread counts, versions
   setup key component cfg seed -> builds a case under ``key``, runs one forward+backward
@@ -40,7 +43,7 @@ def blas_info():
 
 
 class Worker:
-    def __init__(self, framework: str, device: str = "cpu"):
+    def __init__(self, framework: str, device: str = "cpu", file: str | None = None):
         self.framework = framework
         self.device = device
         threads = int(os.environ.get("BENCH_THREADS", "0") or 0)
@@ -54,6 +57,10 @@ class Worker:
         from .backends import make_backend
         self.B = make_backend(framework, "float32", device)
         self.cases = {}
+        self.file_components = None       # ``--file``: the user's entries, registered as components
+        if file is not None:
+            from .userfile import register
+            self.file_components = register(file, framework)
 
     # ------------------------------------------------------------------ commands
     def hello(self, req):
@@ -62,6 +69,8 @@ class Worker:
                 "env_threads": {k: os.environ.get(k) for k in
                                 ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
         info.update(self.B.info())
+        if self.file_components is not None:
+            info["file_components"] = self.file_components
         info.update(blas_info())
         if self.framework == "torch":
             info["cuda_available"] = bool(self.B.torch.cuda.is_available())
@@ -152,7 +161,7 @@ class Worker:
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in ("ours", "torch"):
-        print("usage: python -m bench.worker ours|torch [--device cpu|cuda]", file=sys.stderr)
+        print("usage: python -m bench.worker ours|torch [--device cpu|cuda] [--file BENCH_FILE.py]", file=sys.stderr)
         return 2
     framework = argv[0]
     device = argv[argv.index("--device") + 1] if "--device" in argv else "cpu"
@@ -161,7 +170,7 @@ def main(argv=None):
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        worker = Worker(framework, device)
+        worker = Worker(framework, device, argv[argv.index("--file") + 1] if "--file" in argv else None)
     except Exception as e:  # report the failure to the parent instead of dying silently
         proto.write(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}",
                                 "traceback": traceback.format_exc()}) + "\n")
