@@ -33,6 +33,7 @@ import numpy as np
 
 from ..autograd import Function, reduce_grad_to_input
 from ..gradcheck import GradcheckError, gradcheck
+from ..factories import from_numpy
 from ..tensor import Tensor
 from .ladder import LADDER, Case, Exercise, lay_out
 
@@ -91,6 +92,11 @@ def cotangent(case: Case, shape) -> np.ndarray:
     return lay_out(g, case.noncontig)
 
 
+def _leaf(a: np.ndarray) -> Tensor:
+    """A leaf that requires grad over ``a`` itself (its layout kept, in-place changes visible)."""
+    return from_numpy(a).requires_grad_()
+
+
 def run_truth(ex: Exercise, case: Case, g=None):
     """(output, {name: true gradient}) from the library; g=None: only the output."""
     ts = {n: Tensor(a.copy(), requires_grad=True) for n, a in case.arrays.items()}
@@ -117,7 +123,7 @@ def run_learner(ex: Exercise, fn: type, case: Case, g) -> Attempt:
     arrays = case.copies()
     before = {n: a.copy() for n, a in arrays.items()}
     extra_before = {n: v.copy() for n, v in case.extra.items() if isinstance(v, np.ndarray)}
-    ts = {n: Tensor(a, requires_grad=True) for n, a in arrays.items()}
+    ts = {n: _leaf(a) for n, a in arrays.items()}
     try:
         out = ex.call(fn, ts, case)
     except Exception as e:   # the learner's forward: any error is reported, not raised
@@ -232,23 +238,39 @@ def _factor(mine, true):
     return None
 
 
-def _describe_factor(c, ex, case, out_shape):
+def _factor_sentence(c, value, what):
+    sign = "the sign is flipped and " if c < 0 else ""
+    size = "large: a forgotten" if abs(c) > 1 else "small: an extra"
+    return f"a constant factor: {sign}yours is {c:.6g} × the true gradient, {value:g} times too {size} 1/{value:g}? ({what})"
+
+
+def _matches(c, value) -> bool:
+    m = abs(c)
+    return abs(m - value) <= 1e-6 * value or abs(m * value - 1) <= 1e-6
+
+
+def _describe_factor(cs, ex, outcomes):
+    """(tag, sentence) for gradients that are c × the true ones (one c per outcome in ``cs``). A
+    size N explains them when it matches in every outcome (a shrunk case has many sizes of 2)."""
+    c, oc = cs[0], outcomes[0]
     if abs(c) < 1e-12:
         return "zero", "your gradient is all zeros (did the backward return np.zeros_like, or multiply by 0?)"
-    if abs(c + 1) < 1e-6:
+    if all(abs(k + 1) < 1e-6 for k in cs):
         return "sign_flip", "a sign flip: your gradient is exactly -1 × the true one"
-    sign = "the sign is flipped and " if c < 0 else ""
-    m = abs(c)
-    candidates = list((ex.factors(case) if ex.factors else {}).items())
-    candidates += [(2.0, "2 (a stray factor of 2, or a missing one: d(x²)/dx = 2x?)")]
-    candidates += [(s, f"N = {s:g}, {w}") for s, w in _sizes(ex, case, out_shape)]
-    for value, what in candidates:
-        if abs(m - value) <= 1e-6 * value:
-            return "constant_factor", (f"a constant factor: {sign}yours is {c:.6g} × the true gradient, "
-                                       f"{value:g} times too large: a forgotten 1/{value:g}? ({what})")
-        if abs(m * value - 1) <= 1e-6:
-            return "constant_factor", (f"a constant factor: {sign}yours is {c:.6g} × the true gradient, "
-                                       f"{value:g} times too small: an extra 1/{value:g}? ({what})")
+    named = [ex.factors(o.case) if ex.factors else {} for o in outcomes]
+    for value, what in named[0].items():
+        if all(any(_matches(k, v) and w == what for v, w in n.items()) for k, n in zip(cs, named)):
+            return "constant_factor", _factor_sentence(c, value, what)
+    sizes = [_sizes(ex, o.case, o.truth_out.shape) for o in outcomes]
+    same = all(abs(k - c) <= 1e-6 * abs(c) for k in cs)
+    candidates = [(v, w) for v, w in sizes[0]
+                  if all(any(_matches(k, v2) and w2 == w for v2, w2 in s) for k, s in zip(cs[1:], sizes[1:]))]
+    if len(outcomes) > 1 and candidates and not same:
+        return "constant_factor", _factor_sentence(c, candidates[0][0], f"N = {candidates[0][0]:g}, {candidates[0][1]}")
+    if same and _matches(c, 2.0):
+        return "constant_factor", _factor_sentence(c, 2.0, "a stray or missing factor of 2: d(x²)/dx = 2x?")
+    if candidates:
+        return "constant_factor", _factor_sentence(c, candidates[0][0], f"N = {candidates[0][0]:g}, {candidates[0][1]}")
     return "constant_factor", f"a constant factor: yours is {c:.6g} × the true gradient everywhere"
 
 
@@ -315,7 +337,7 @@ def classify(ex: Exercise, fn: type, outcomes: list, name: str) -> tuple[str, st
             return ("missing_term" if label.startswith("missing") else "known_mistake"), label
     factors = [_factor(o.attempt.grads[name], o.truth[name]) for o in every]
     if all(c is not None for c in factors):
-        return _describe_factor(factors[0], ex, case, oc.truth_out.shape)
+        return _describe_factor(factors, ex, every)
     square = [o for o in every if o.attempt.grads[name].ndim >= 2
               and o.attempt.grads[name].shape[-1] == o.attempt.grads[name].shape[-2]]
     if square and all(_transposed(o, name) for o in square):
@@ -389,9 +411,15 @@ def diagnose(ex: Exercise, fn: type, oc: Outcome, others=()) -> Report:
                 lines.append(f"  dL/d{n} {tuple(oc.truth[n].shape)}: correct")
             continue
         e = errors(at.grads[n], oc.truth[n])
+        rel = (f"largest relative error {e['max_rel']:.3g}" if np.isfinite(e["max_rel"])
+               else "the true gradient is 0 here")
         lines.append(f"  dL/d{n} {tuple(oc.truth[n].shape)}: WRONG. largest error {e['max_abs']:.3g} at "
-                     f"{_fmt_index(e['index'])} (yours {e['mine']:.6g}, true {e['true']:.6g}); largest relative "
-                     f"error {e['max_rel']:.3g}")
+                     f"{_fmt_index(e['index'])} (yours {e['mine']:.6g}, true {e['true']:.6g}); {rel}")
+        for o in others:
+            if n in o.wrong:
+                e2 = errors(o.attempt.grads[n], o.truth[n])
+                lines.append(f"    also wrong on a larger case ({o.case.describe()}): largest error "
+                             f"{e2['max_abs']:.3g} at {_fmt_index(e2['index'])}")
         tag, sentence = classify(ex, fn, [oc, *others], n)
         lines.append(f"    diagnosis: {sentence}")
         tags[n] = tag

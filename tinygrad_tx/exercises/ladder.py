@@ -11,7 +11,9 @@ An :class:`Exercise` names
 * ``hints``: what the derivation gives, without the answer;
 * ``mistakes(case, g, saved)``: the known wrong gradients of this rung (a missing term, a
   wrong correction), each ``(input name, label, array)``, recognised by the checker;
-* ``rungs``: where the library's own versions live, shown by ``exercise solution``.
+* ``rungs``: where the library's own versions live, shown by ``exercise solution``
+  (``composite``, ``closed_form`` class names looked up in ``tinygrad_tx.functional.closed_form``
+  when that module exists, ``fused``; ``module`` for the GPT block).
 
 Values come from ``numpy.random.default_rng(case.seed)`` so that hypothesis shrinks the shapes
 and the seed, not thousands of floats.
@@ -130,7 +132,6 @@ class Exercise:
     factors: Callable | None = None          # extra named constants for the factor diagnosis
     finite_differences: bool = True          # False where the function has kinks at the drawn points
     rungs: dict = dataclasses.field(default_factory=dict)
-    helpers: tuple = ()                      # module-level forward helpers the template needs
 
 
 def _binary_draw(a_kind, b_kind):
@@ -527,7 +528,8 @@ _LADDER = [
              ("Each output row is a copy of one table row.",
               "ids can have any shape and repeat: flatten ids and g's leading dims, then accumulate.",
               "Return None for ids."),
-             _embedding_mistakes, rungs={"composite": f"{FN}.linear:embedding_composite", "fused": f"{FN}.linear:Embedding"}),
+             _embedding_mistakes, rungs={"composite": f"{FN}.linear:embedding_composite", "fused": f"{FN}.linear:Embedding",
+                    "closed_form": ("EmbeddingClosedForm",)}),
     Exercise("softmax", "y = softmax(x, dim)", S.Softmax, _dim_draw(), _apply_x_dim,
              lambda t, c: F.softmax(t["x"], dim=c.extra["dim"]),
              ("∂y_i/∂x_j = y_i (δ_ij - y_j): y_i depends on every x_j of its slice.",
@@ -535,22 +537,22 @@ _LADDER = [
               "an inner product along dim.", "Only the output y is needed (it is saved)."),
              _softmax_mistakes,
              rungs={"composite": f"{FN}.softmax:softmax_composite", "fused": f"{FN}.softmax:Softmax",
-                    "closed_form": ("Softmax", "SoftmaxClosedForm", "softmax")}),
+                    "closed_form": ("SoftmaxClosedForm",)}),
     Exercise("log_softmax", "y = log_softmax(x, dim)", S.LogSoftmax, _dim_draw(), _apply_x_dim,
              lambda t, c: F.log_softmax(t["x"], dim=c.extra["dim"]),
              ("y_i = x_i - logsumexp(x): the derivative of logsumexp is softmax.",
               "softmax = e^y, from the saved output."),
              _log_softmax_mistakes,
              rungs={"composite": f"{FN}.softmax:log_softmax_composite", "fused": f"{FN}.softmax:LogSoftmax",
-                    "closed_form": ("LogSoftmax", "LogSoftmaxClosedForm", "log_softmax")}),
+                    "closed_form": ("LogSoftmaxClosedForm",)}),
     Exercise("cross_entropy", "L = cross_entropy(z, target), mean over N", S.CrossEntropy, _draw_cross_entropy,
              lambda Fn, t, c: Fn.apply(t["z"], c.extra["target"]),
              lambda t, c: F.cross_entropy(t["z"], _tensor(c.extra["target"])),
              ("One position's loss is -log softmax(z)_t: combine log_softmax's derivative with the pick of t.",
               "The mean over N positions and the scalar g scale the result.", "Return None for the targets."),
-             _cross_entropy_mistakes, factors=lambda c: {},
+             _cross_entropy_mistakes,
              rungs={"composite": f"{FN}.loss:cross_entropy_composite", "fused": f"{FN}.loss:CrossEntropy",
-                    "closed_form": ("CrossEntropy", "CrossEntropyClosedForm", "cross_entropy")}),
+                    "closed_form": ("CrossEntropyClosedForm",)}),
     Exercise("layer_norm", "y = layer_norm(x) ∘ weight + bias over the last dim", S.LayerNorm, _draw_layer_norm,
              lambda Fn, t, c: Fn.apply(t["x"], t["weight"], t["bias"], eps=c.extra["eps"]),
              lambda t, c: F.layer_norm(t["x"], (t["x"].shape[-1],), t["weight"], t["bias"], eps=c.extra["eps"]),
@@ -560,37 +562,36 @@ _LADDER = [
               "weight and bias are shared by all rows: their gradients are sums over the rows."),
              _layer_norm_mistakes,
              rungs={"composite": f"{FN}.normalization:layer_norm_composite", "fused": f"{FN}.normalization:LayerNorm",
-                    "closed_form": ("LayerNorm", "LayerNormClosedForm", "layer_norm")}),
+                    "closed_form": ("LayerNormClosedForm",)}),
     Exercise("batch_norm", "batch_norm(x) in training mode, per channel", S.BatchNorm, _draw_batch_norm,
              lambda Fn, t, c: Fn.apply(t["x"], t["weight"], t["bias"], eps=c.extra["eps"]), _batch_norm_truth,
              ("As LayerNorm, but the statistics of channel c run over its m = N (or N·L) values.",
               "The forward's variance is the biased one (divide by m): differentiate that one.",
               "weight and bias get the sums over the batch (and length) axes."),
-             _batch_norm_mistakes, rungs={"fused": "tinygrad_tx.nn.batch_norm:BatchNorm"}),
+             _batch_norm_mistakes, rungs={"fused": "tinygrad_tx.nn.batch_norm:BatchNorm", "closed_form": ("BatchNormClosedForm",)}),
     Exercise("gelu", "y = gelu(x, approximate='tanh')", S.Gelu, _unary_draw("normal"), _apply_x,
              lambda t, c: F.gelu(t["x"], approximate="tanh"),
              ("Product rule on 0.5 x · (1 + tanh u), then the chain rule through u(x).",
               "tanh' = 1 - tanh², and the saved t = tanh u."),
-             _gelu_mistakes, helpers=("gelu_forward",),
+             _gelu_mistakes,
              rungs={"composite": f"{FN}.activation:gelu_composite", "fused": "tinygrad_tx.ops.elementwise:Gelu",
-                    "closed_form": ("Gelu", "GeluTanh", "gelu")}),
+                    "closed_form": ("GeluClosedForm",)}),
     Exercise("attention", "scaled_dot_product_attention(q, k, v, is_causal=True)", S.Attention, _draw_attention,
              lambda Fn, t, c: Fn.apply(t["q"], t["k"], t["v"]),
              lambda t, c: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=True),
              ("Go backwards through O = P V, P = softmax(S), S = Q Kᵀ / √E.",
               "The matmul rung gives the products' gradients; the softmax rung gives dS from dP, row by row.",
               "The mask's entries have P = 0: what does that make dS there?"),
-             _attention_mistakes, factors=_attention_factors, helpers=("attention_forward",),
+             _attention_mistakes, factors=_attention_factors,
              rungs={"composite": f"{FN}.attention:scaled_dot_product_attention_composite",
                     "fused": f"{FN}.attention:ScaledDotProductAttention",
-                    "closed_form": ("ScaledDotProductAttention", "Attention", "scaled_dot_product_attention")}),
+                    "closed_form": ("ScaledDotProductAttentionClosedForm",)}),
     Exercise("gpt_block", "a whole pre-norm GPT block (LN, causal attention, MLP, residuals)", S.GPTBlock,
              _draw_gpt_block, _gpt_block_call, _gpt_block_truth,
              ("Run the forward's lines in reverse; every line is an earlier rung.",
               "A residual y = h + f(h) sends g straight to h and also through f: add both.",
               "The weights are shared by all B·T positions: their gradients sum over them.",
-              "Reuse your LayerNorm, GELU and attention backwards as functions. n_head gets None."),
-             helpers=("layer_norm_forward", "gelu_forward", "attention_forward", "_heads", "_merge"),
+              "Reuse your LayerNorm, GELU and attention backwards as functions."),
              rungs={"module": "tinygrad_tx.models.gpt:TransformerBlock"}),
 ]
 
