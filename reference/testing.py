@@ -102,6 +102,10 @@ def _run_torch(torch_fn, inputs, dtype, diff_mask, g):
 
 
 def _name_of(fn):
+    """A label for the error report: ``Softplus`` for ``Softplus.apply``, else the function's name."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, type):
+        return owner.__name__
     return getattr(fn, "__name__", None) or type(fn).__name__
 
 
@@ -141,13 +145,16 @@ def check_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None, seed=0
             raise TypeError(f"check_parity: {label} must be callable, got {type(fn).__name__}")
     name = name or _name_of(ours)
     dtype = _float_dtype(np.float64 if dtype is None else dtype)
-    inputs = [a.astype(dtype) if _is_float(a) else a for a in inputs]
+    inputs = [a.astype(dtype) if _is_float(a) else (a.copy() if isinstance(a, np.ndarray) else a)
+              for a in inputs]
     diff_mask = [(_is_float(a) if grad is None else (i in grad)) for i, a in enumerate(inputs)]
     if not any(diff_mask):
         raise ValueError(f"{name}: check_parity needs at least one float array input to differentiate")
     originals = [a.copy() if isinstance(a, np.ndarray) else None for a in inputs]
 
-    ours_in = [tg.Tensor(a, requires_grad=d) if isinstance(a, np.ndarray) else a
+    # from_numpy shares the arrays (already private copies: astype above), so an op that writes
+    # into its input is caught below, whether or not Tensor() copies
+    ours_in = [tg.from_numpy(a).requires_grad_(d) if isinstance(a, np.ndarray) else a
                for a, d in zip(inputs, diff_mask)]
     out = ours(*ours_in)
     assert isinstance(out, tg.Tensor), f"{name}: ours returned {type(out).__name__}, not a Tensor"
@@ -162,12 +169,12 @@ def check_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None, seed=0
 
     ref_out, ref_grads = _run_torch(theirs, inputs, dtype, diff_mask, g)
     assert out.shape == ref_out.shape, f"{name}: output shape {out.shape} vs torch {ref_out.shape}"
-    assert out.dtype == ref_out.dtype, f"{name}: output dtype {out.dtype} vs torch {ref_out.dtype}"
+    assert out.dtype == ref_out.dtype, f"{name}: output dtype {np.dtype(out.dtype)} vs torch {ref_out.dtype}"
     diff_positions = [i for i, d in enumerate(diff_mask) if d]
     for i, og, rg in zip(diff_positions, our_grads, ref_grads):
         assert og is not None, f"{name}: no gradient reached input {i}"
         assert og.shape == rg.shape, f"{name}: grad {i} shape {og.shape} vs torch {rg.shape}"
-        assert og.dtype == inputs[i].dtype, f"{name}: grad {i} dtype {og.dtype} vs input {inputs[i].dtype}"
+        assert og.dtype == inputs[i].dtype, f"{name}: grad {i} dtype {np.dtype(og.dtype)} vs input {inputs[i].dtype}"
         if i not in allow_zero_grad:
             assert_nontrivial(rg, f"{name}: grad of input {i}")
 
@@ -268,7 +275,7 @@ def parity_property(ours, theirs, *, shapes, dtypes=(np.float64, np.float32), do
     st = _strategies._require()
     from hypothesis import given
 
-    if isinstance(shapes, (list, tuple)):
+    if isinstance(shapes, (list, tuple)) and all(isinstance(s, st.SearchStrategy) for s in shapes):
         shape_strategy = st.tuples(*shapes)
     elif isinstance(shapes, st.SearchStrategy):
         shape_strategy = shapes

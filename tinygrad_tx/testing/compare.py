@@ -26,6 +26,14 @@ def _array(x) -> np.ndarray:
     return np.asarray(x if data is None else data, dtype=np.float64)
 
 
+def _dtype_name(dt) -> str:
+    """'float32' for a NumPy, tinygrad_tx or torch float32 dtype."""
+    try:
+        return np.dtype(dt).name
+    except TypeError:
+        return str(dt).rsplit(".", 1)[-1]
+
+
 def rel_err(ours, ref) -> float:
     """max |ours − ref| / max |ref| over the finite entries of ``ref`` (0 when both are zero).
 
@@ -54,9 +62,8 @@ def assert_close(actual, expected, *, rtol: float = F64_RTOL, name: str = "value
     if rtol < 0:
         raise ValueError(f"assert_close: rtol must be >= 0, got {rtol!r}")
     a_dt, e_dt = getattr(actual, "dtype", None), getattr(expected, "dtype", None)
-    if check_dtype and a_dt is not None and e_dt is not None and str(a_dt).replace("torch.", "") != \
-            str(e_dt).replace("torch.", ""):
-        raise AssertionError(f"{name}: dtype {a_dt} vs expected {e_dt}")
+    if check_dtype and a_dt is not None and e_dt is not None and _dtype_name(a_dt) != _dtype_name(e_dt):
+        raise AssertionError(f"{name}: dtype {_dtype_name(a_dt)} vs expected {_dtype_name(e_dt)}")
     try:
         e = rel_err(actual, expected)
     except AssertionError as exc:
