@@ -54,6 +54,9 @@ class Worker:
         elif threads:                       # our pool for large elementwise work: same count as torch
             import tinygrad_tx
             tinygrad_tx.set_num_threads(threads)
+        if framework == "ours":   # as the tinygrad-tx command does: freed arrays kept for reuse (allocator.py)
+            from tinygrad_tx import allocator
+            allocator.apply_default_policy()
         from .backends import make_backend
         self.B = make_backend(framework, "float32", device)
         self.cases = {}

@@ -25,8 +25,6 @@ from . import backends, cuda, functional, linalg, nn, optim, utils  # noqa: E402
 
 __version__ = "0.1.0"
 
-allocator.apply_default_policy()   # freed arrays stay in the process for reuse (see allocator.py)
-
 
 
 def is_tensor(obj) -> bool:

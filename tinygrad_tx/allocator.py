@@ -12,9 +12,16 @@ the peak RSS of the ``gpt_large`` step is unchanged, because freed memory is reu
 than added to. PyTorch's CPU tuning guide makes the same point by recommending jemalloc or
 tcmalloc.
 
-``import tinygrad_tx`` calls :func:`keep_freed_memory` once, unless the environment variable
-``TINYGRAD_TX_MALLOC`` is ``default``. It changes the process-wide policy of glibc's
-``malloc`` (``mallopt``); elsewhere (macOS, musl) it does nothing and returns False.
+``import tinygrad_tx`` changes nothing: the policy is process-wide (glibc's ``mallopt``), so
+it is the program's choice. The ``tinygrad-tx`` command (``cli.main``) and the benchmark's
+worker processes call :func:`apply_default_policy` (:func:`keep_freed_memory` unless the
+environment variable ``TINYGRAD_TX_MALLOC`` is ``default``). A script of your own opts in
+with one call, before its training loop::
+
+    import tinygrad_tx
+    tinygrad_tx.allocator.keep_freed_memory()
+
+Elsewhere than glibc (macOS, musl) both do nothing and return False.
 """
 from __future__ import annotations
 
@@ -49,7 +56,8 @@ def keep_freed_memory(mmap_threshold: int = 32 * MIB, trim_threshold: int = 256 
 
 
 def apply_default_policy() -> bool:
-    """What ``import tinygrad_tx`` runs: :func:`keep_freed_memory` unless ``TINYGRAD_TX_MALLOC=default``."""
+    """What the ``tinygrad-tx`` command and the benchmark workers run at start: :func:`keep_freed_memory`
+    unless ``TINYGRAD_TX_MALLOC=default``. True when the policy was set."""
     if os.environ.get("TINYGRAD_TX_MALLOC", "").strip().lower() == "default":
         return False
     return keep_freed_memory()

@@ -17,7 +17,17 @@ Python as ``tinygrad_tx.training.train_gpt(steps=...)``.
 
 Errors (a bad flag, a missing file, an empty corpus, a value out of range) print one line
 to stderr -- ``tinygrad-tx: error: ...`` -- and exit with status 2 (bad command line) or 1
-(anything else); ``--debug`` shows the traceback instead. tinygrad_tx never imports torch:
+(anything else); ``--debug`` shows the traceback instead.
+
+SIGINT (Ctrl-C) or SIGTERM during ``train``: the current step finishes, the checkpoint is
+written (atomically) and one line says where it is and the exact ``--resume`` command;
+exit status 130 (SIGINT) or 143 (SIGTERM). Before the first step or after the last one a
+signal ends the command at once, with one line and the same status. The handlers exist only
+while ``train`` runs (:class:`tinygrad_tx.training.signals.StopSignals`).
+
+``main`` applies tinygrad_tx's malloc policy (:func:`tinygrad_tx.allocator.apply_default_policy`:
+freed arrays are kept for reuse; ``TINYGRAD_TX_MALLOC=default`` opts out); ``import
+tinygrad_tx`` alone does not. tinygrad_tx never imports torch:
 ``--compare-torch`` loads its PyTorch side, ``reference.train``, through importlib.
 """
 from __future__ import annotations
@@ -26,6 +36,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import shlex
 import sys
 import warnings
 from pathlib import Path
@@ -147,7 +158,8 @@ def compare_torch(kind, cfg) -> int:
     out = Path(cfg.plot or f"runs/{kind}/compare_{cfg.dtype}.png")
     plot_compare(result["step"], result["ours"], result["torch"], out,
                  f"{kind}: tinygrad_tx vs PyTorch twin ({cfg.dtype}, same init and batches)")
-    out.with_suffix(".json").write_text(json.dumps({"config": cfg.to_dict(), **result}))
+    from .training.saving import write_text_atomic
+    write_text_atomic(out.with_suffix(".json"), json.dumps({"config": cfg.to_dict(), **result}))
     print(f"plot: {out} (curves: {out.with_suffix('.json')})")
     return 0
 
@@ -155,12 +167,39 @@ def compare_torch(kind, cfg) -> int:
 TRAIN_ALIASES = {"names": "gpt"}   # makemore's spelling: tinygrad-tx train names --type mlp
 
 
+def resume_command(argv, path) -> str:
+    """The command line that resumes an interrupted run: ``argv`` with ``--resume PATH`` (any
+    earlier ``--resume`` replaced), quoted for a POSIX shell."""
+    words, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--resume":
+            skip = True
+        elif not word.startswith("--resume="):
+            words.append(word)
+    return shlex.join([PROG, *words, "--resume", str(path)])
+
+
 def cmd_train(args) -> int:
-    kind = args.model = TRAIN_ALIASES.get(args.model, args.model)
-    cfg = config_from_args(_configs()[kind], args)
-    if getattr(cfg, "compare_torch", False):
-        return compare_torch(kind, cfg)
-    _trainer(kind)(cfg)
+    from .training.signals import StopSignals, TrainingInterrupted, exit_status
+    with StopSignals():             # SIGINT/SIGTERM: see the module docstring; restored on exit
+        kind = args.model = TRAIN_ALIASES.get(args.model, args.model)
+        cfg = config_from_args(_configs()[kind], args)
+        if getattr(cfg, "compare_torch", False):
+            if getattr(cfg, "resume", ""):
+                raise CommandLineError(f"{PROG} train {kind}: error: --resume does not combine with --compare-torch "
+                                       "(the comparison always starts both models from the same fresh weights)")
+            return compare_torch(kind, cfg)
+        try:
+            _trainer(kind)(cfg)
+        except TrainingInterrupted as e:
+            if e.path is None:
+                print(f"{PROG}: {e}; nothing saved", file=sys.stderr)
+            else:
+                print(f"{PROG}: {e}; resume with: {resume_command(getattr(args, 'argv', []), e.path)}",
+                      file=sys.stderr)
+            return exit_status(e.signum)
     return 0
 
 
@@ -342,6 +381,8 @@ def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 error, 2 bad command line)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv
+    from . import allocator
+    allocator.apply_default_policy()        # the command's process: freed arrays kept for reuse
     try:
         if argv[:1] == ["bench"]:  # its flags (--help included) belong to the benchmark's parser
             args = argparse.Namespace(func=cmd_bench, args=argv[1:])
@@ -349,6 +390,7 @@ def main(argv=None) -> int:
             args = argparse.Namespace(func=cmd_run, file=argv[1], args=argv[2:])   # the rest is the script's
         else:
             args = build_parser().parse_args(argv)
+            args.argv = argv                # train's interruption line repeats the command with --resume
     except CommandLineError as e:
         print(_one_line(e), file=sys.stderr)
         return 2
@@ -361,9 +403,11 @@ def main(argv=None) -> int:
     except CommandLineError as e:
         print(_one_line(e), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        import signal
+        signum = getattr(e, "signum", signal.SIGINT)
+        print(f"{PROG}: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        return 128 + int(signum)
     except (ValueError, TypeError, OSError, ImportError, FloatingPointError) as e:
         if debug:
             raise

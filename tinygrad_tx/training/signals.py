@@ -12,8 +12,9 @@ changes no process-wide state). Inside the block:
   signal while a step finishes, the signal raises :class:`Interrupted` (a ``KeyboardInterrupt``)
   at once: one line, the same exit status, no traceback.
 
-The previous handlers are restored when the block ends. Off the main thread (where Python
-cannot install handlers) the block does nothing.
+The previous handlers are restored when the block ends. A signal the process ignores
+(``nohup``; SIGINT of a non-interactive shell's background job) stays ignored, as Python
+leaves it. Off the main thread (where Python cannot install handlers) the block does nothing.
 """
 from __future__ import annotations
 
@@ -69,6 +70,8 @@ class StopSignals:
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             for s in STOP_SIGNALS:
+                if signal.getsignal(s) is signal.SIG_IGN:
+                    continue                # ignored on purpose (nohup, a shell's background job): keep it so
                 self._previous[s] = signal.signal(s, self._handle)
         _current.append(self)
         return self
