@@ -13,7 +13,8 @@ not used.
 
 Every line goes through the same explicit cleaning:
 
-1. decode as UTF-8 (a leading byte-order mark is ignored; the census files are ASCII),
+1. decode as UTF-8 (a leading byte-order mark is ignored; the census files are ASCII); a
+   file that is not UTF-8 (binary, latin-1) is a ``ValueError`` naming the file, line and byte,
 2. strip surrounding whitespace and lower-case (``str.lower``),
 3. skip empty lines,
 4. check every character against the vocabulary (by default ``CharVocab.tutorial()``,
@@ -103,9 +104,22 @@ def load_names(path: str | os.PathLike | None = None, *, vocab: CharVocab | None
     if path is None:
         seen = dict.fromkeys(name for name, _ in load_census_first_names())
         return clean_names(seen, vocab=vocab, on_invalid=on_invalid, source="the US Census first names")
-    with open(path, encoding="utf-8-sig") as f:      # utf-8, tolerating a byte-order mark
-        lines = f.read().splitlines()
+    with open(path, "rb") as f:
+        lines = decode_utf8(f.read(), os.fspath(path)).splitlines()
     return clean_names(lines, vocab=vocab, on_invalid=on_invalid, source=os.fspath(path))
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """``data`` as UTF-8 text (a leading byte-order mark dropped). Bytes that are not UTF-8 (a
+    binary file, a latin-1 export) are a ``ValueError`` naming ``source``, the line and the byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ValueError(f"{source}: line {line}, column {column}: byte 0x{data[e.start]:02x} is not UTF-8 "
+                         f"(a binary file, or latin-1 text? names files must be UTF-8, e.g. "
+                         f"iconv -f latin1 -t utf-8)") from None
 
 
 def _read_census_file(key: str) -> list[str]:

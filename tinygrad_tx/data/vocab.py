@@ -118,7 +118,10 @@ class CharVocab:
 
     # ------------------------------------------------------------ encode/decode
     def encode(self, text: str) -> list[int]:
-        """``[stoi[c] for c in text]``; unknown characters raise ``ValueError`` listing all of them."""
+        """``[stoi[c] for c in text]``; unknown characters raise ``ValueError`` listing all of them,
+        anything but a ``str`` (``None``, a list, bytes) a ``TypeError``."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode expects a str, got {type(text).__name__} ({text!r})")
         try:
             return [self.stoi[c] for c in text]
         except KeyError:
