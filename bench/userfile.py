@@ -94,8 +94,8 @@ def entries(module, path) -> list[dict]:
         if name in seen:
             raise BenchFileError(f"{where}: name {name!r} is used twice")
         seen.add(name)
-        has_fns, has_module = "ours" in e or "torch" in e, "module" in e
-        if has_fns == has_module:
+        has_module = "module" in e
+        if (has_module and ("ours" in e or "torch" in e)) or (not has_module and not ("ours" in e and "torch" in e)):
             raise BenchFileError(f"{where} ({name}): give either ours= and torch= or module=")
         for key in (("module",) if has_module else ("ours", "torch")) + ("inputs",):
             if not callable(e.get(key)):

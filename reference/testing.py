@@ -145,15 +145,15 @@ def check_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None, seed=0
             raise TypeError(f"check_parity: {label} must be callable, got {type(fn).__name__}")
     name = name or _name_of(ours)
     dtype = _float_dtype(np.float64 if dtype is None else dtype)
-    inputs = [a.astype(dtype) if _is_float(a) else (a.copy() if isinstance(a, np.ndarray) else a)
+    inputs = [a.astype(dtype) if _is_float(a) else (a.copy(order="K") if isinstance(a, np.ndarray) else a)
               for a in inputs]
     diff_mask = [(_is_float(a) if grad is None else (i in grad)) for i, a in enumerate(inputs)]
     if not any(diff_mask):
         raise ValueError(f"{name}: check_parity needs at least one float array input to differentiate")
     originals = [a.copy() if isinstance(a, np.ndarray) else None for a in inputs]
 
-    # from_numpy shares the arrays (already private copies: astype above), so an op that writes
-    # into its input is caught below, whether or not Tensor() copies
+    # from_numpy shares the arrays (private copies made above, in the caller's memory layout, so a
+    # transposed view stays one): an op that writes into its input is caught below
     ours_in = [tg.from_numpy(a).requires_grad_(d) if isinstance(a, np.ndarray) else a
                for a, d in zip(inputs, diff_mask)]
     out = ours(*ours_in)
