@@ -30,8 +30,9 @@ class Softmax(Function):
     float; terms lost to subnormals are then negligible), e^{x_i} / Σ_k e^{x_k}
     is as accurate as the shifted form — slightly more, as x_i - m is itself
     rounded — and saves two passes over the data (the row maxima and the
-    subtraction). So the forward exponentiates x as it is and redoes, shifted,
-    only the rows whose sum came out inf, nan or below √tiny.
+    subtraction). So the forward exponentiates x as it is (``_softmax_unshifted``)
+    and redoes, shifted, only the rows whose sum came out inf, nan or below √tiny
+    (``_shift_rows_that_need_it``). The plain form is ``SoftmaxClosedForm``.
 
     Backward.  ∂y_i/∂x_j = y_i (δ_ij - y_j), so
         dL/dx_j = Σ_i g_i y_i (δ_ij - y_j) = y_j (g_j - Σ_i g_i y_i),
@@ -41,25 +42,18 @@ class Softmax(Function):
     Layout. Both directions work on the slices along ``dim`` as the rows of a
     2-D array (``to_rows``: a view in the usual case of the last dim), in
     blocks of rows that stay in cache across the passes each makes
-    (``row_blocks``). Row sums are matrix-vector products with a vector of
-    ones (``row_sums``): BLAS sums a short row several times faster than
-    ``np.sum``.
+    (``row_blocks``; fwd+bwd of (8192, 256) float32: 7.1 ms whole, 7.4 ms blocked on
+    this 2-core VM, one thread, 2026-12-02 — no gain here, kept for larger caches' sake
+    and the other row ops). Row sums are matrix-vector products with a vector of
+    ones (``row_sums``): BLAS sums a short row 5.5x faster than ``np.sum``
+    ((4096, 64) float32: 0.115 -> 0.021 ms, one thread, 2026-12-02).
     """
 
     @staticmethod
     def forward(ctx, x, *, dim):
         x2 = to_rows(x, dim)
         y2 = np.empty_like(x2)
-        totals = np.empty(x2.shape[0], x2.dtype)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # bad rows are redone
-            for rows in row_blocks(*x2.shape):
-                yb = np.exp(x2[rows], out=y2[rows])
-                yb /= row_sums(yb, out=totals[rows])[:, None]
-            bad = ~((totals >= np.sqrt(np.finfo(x2.dtype).tiny)) & (totals < np.inf))
-            if bad.any():  # overflow, underflow or nan: shift these rows by their maxima
-                shifted = x2[bad] - row_max(x2[bad])   # an all -inf row gives nan, as in torch
-                e = np.exp(shifted, out=shifted)
-                y2[bad] = e / np.sum(e, axis=1, keepdims=True)
+        _shift_rows_that_need_it(x2, y2, _softmax_unshifted(x2, y2))
         ctx.save_for_backward(y2)
         ctx.shape, ctx.dim = x.shape, dim
         return from_rows(y2, x.shape, dim)
@@ -75,6 +69,34 @@ class Softmax(Function):
             np.subtract(gb, row_sums(db)[:, None], out=db)  # g - ⟨g, y⟩
             db *= yb
         return from_rows(dx2, ctx.shape, ctx.dim)
+
+
+def _softmax_unshifted(x2: np.ndarray, y2: np.ndarray) -> np.ndarray:
+    """y2 = e^x / Σ e^x row by row, without the max shift; returns the row sums Σ e^x.
+
+    Why: the shift is only needed where e^x overflows or the sum underflows, and skipping it
+    saves two passes (the row maxima and the subtraction): 0.72 -> 0.45 ms (1.6x) on
+    (4096, 64) float32, one thread, medians, 2026-12-02. Rows that did need it are redone
+    by :func:`_shift_rows_that_need_it`.
+    """
+    totals = np.empty(x2.shape[0], x2.dtype)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # bad rows are redone
+        for rows in row_blocks(*x2.shape):
+            yb = np.exp(x2[rows], out=y2[rows])
+            yb /= row_sums(yb, out=totals[rows])[:, None]
+    return totals
+
+
+def _shift_rows_that_need_it(x2: np.ndarray, y2: np.ndarray, totals: np.ndarray) -> None:
+    """Redo, shifted by their maxima, the rows whose unshifted sum of exponentials came out
+    inf, nan or below √tiny (overflow, nan, or terms lost to subnormals): the correctness half
+    of :func:`_softmax_unshifted`'s trick; it costs nothing when every row was fine."""
+    bad = ~((totals >= np.sqrt(np.finfo(x2.dtype).tiny)) & (totals < np.inf))
+    if bad.any():
+        with np.errstate(invalid="ignore"):
+            shifted = x2[bad] - row_max(x2[bad])   # an all -inf row gives nan, as in torch
+            e = np.exp(shifted, out=shifted)
+            y2[bad] = e / np.sum(e, axis=1, keepdims=True)
 
 
 class LogSoftmax(Function):
