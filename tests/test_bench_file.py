@@ -109,3 +109,27 @@ def test_bench_file_format_errors(tmp_path):
 def test_bench_file_without_a_file_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="no such file"):
         cli.main(["--file", str(tmp_path / "nope.py"), "--out", str(tmp_path)])
+
+
+@needs_torch
+def test_shipped_example_is_correct():
+    """bench/examples/my_ops.py (the README's example): each entry loaded as each worker loads it,
+    ours against torch by the testing kit, and the example's Softplus by finite differences."""
+    import numpy as np
+
+    from reference.testing import check_module_parity, check_parity
+    from tinygrad_tx.testing import gradcheck
+
+    path = userfile.Path(cli.REPO_ROOT) / "bench" / "examples" / "my_ops.py"
+    ours_mod = userfile._load(path, "ours")
+    ours, theirs = (userfile.entries(m, path) for m in (ours_mod, userfile._load(path, "torch")))
+    assert [e["name"] for e in ours] == ["softplus", "mlp"]
+    gradcheck(ours_mod.Softplus.apply, [np.random.default_rng(1).standard_normal((3, 5))])
+    for o, t in zip(ours, theirs):
+        size = userfile._tuplify(o["quick_sizes"][0])
+        xs = o["inputs"](np.random.default_rng(0), size)
+        for dtype in (np.float64, np.float32):
+            if "module" in o:
+                check_module_parity((o["module"](size), t["module"](size)), *xs, dtype=dtype, name="my_ops mlp")
+            else:
+                check_parity(o["ours"], t["torch"], *xs, dtype=dtype, name="my_ops softplus")
