@@ -240,7 +240,7 @@ def check_regular_file(path, what: str = "checkpoint") -> str:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise FileNotFoundError(2, f"{what} not found", path) from None
+        raise FileNotFoundError(f"{what} not found: {path}") from None
     if stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{path}: is a directory, not a {what} file")
     if not stat.S_ISREG(st.st_mode):
