@@ -263,14 +263,15 @@ def _describe_factor(cs, ex, outcomes):
             return "constant_factor", _factor_sentence(c, value, what)
     sizes = [_sizes(ex, o.case, o.truth_out.shape) for o in outcomes]
     same = all(abs(k - c) <= 1e-6 * abs(c) for k in cs)
+    two = same and _matches(c, 2.0)
     candidates = [(v, w) for v, w in sizes[0]
-                  if all(any(_matches(k, v2) and w2 == w for v2, w2 in s) for k, s in zip(cs[1:], sizes[1:]))]
-    if len(outcomes) > 1 and candidates and not same:
-        return "constant_factor", _factor_sentence(c, candidates[0][0], f"N = {candidates[0][0]:g}, {candidates[0][1]}")
-    if same and _matches(c, 2.0):
-        return "constant_factor", _factor_sentence(c, 2.0, "a stray or missing factor of 2: d(x²)/dx = 2x?")
+                  if all(any(_matches(k, v2) and w2 == w for v2, w2 in s) for k, s in zip(cs, sizes))]
     if candidates:
-        return "constant_factor", _factor_sentence(c, candidates[0][0], f"N = {candidates[0][0]:g}, {candidates[0][1]}")
+        value, what = candidates[0]
+        return "constant_factor", _factor_sentence(c, value, f"N = {value:g}, {what}" +
+                                                   ("; or a stray factor of 2" if two else ""))
+    if two:
+        return "constant_factor", _factor_sentence(c, 2.0, "a stray or missing factor of 2: d(x²)/dx = 2x?")
     return "constant_factor", f"a constant factor: yours is {c:.6g} × the true gradient everywhere"
 
 

@@ -288,8 +288,8 @@ def _normalisation_mistakes(c, g, axes, channel_axis, what):
              ("x", "missing the mean(ĝ) term: returned ρ(ĝ - x̂ ∘ mean(ĝ ∘ x̂))", r * (gh - xh * mean(gh * xh))),
              ("x", "missing both mean terms: returned ρ ĝ, as if μ and σ² were constants", r * gh)]
     if m > 1:
-        found.append(("x", f"variance with the wrong correction: differentiated σ² = Σ(x - μ)²/(N - 1) "
-                           f"(N = {m}) where the forward uses the biased Σ(x - μ)²/N",
+        found.append(("x", "variance with the wrong correction: differentiated σ² = Σ(x - μ)²/(N - 1) "
+                           "where the forward uses the biased Σ(x - μ)²/N (N values per statistic)",
                       r * (gh - mean(gh) - xh * mean(gh * xh) * m / (m - 1))))
     others = tuple(i for i in range(x.ndim) if i != channel_axis % x.ndim)
     found.append(("weight", "dL/dweight without x̂: returned Σ g", g.sum(axis=others)))
@@ -322,8 +322,8 @@ def _attention_mistakes(c, g, s):
     dp = np.matmul(g, np.swapaxes(v, -1, -2))
     ds_bad = p * dp                    # softmax without ⟨dP, P⟩
     ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
-    return [("q", "softmax's backward without the -rowsum(dP ∘ P) term (dS = P ∘ dP)", scale * np.matmul(ds_bad, k)),
-            ("k", "softmax's backward without the -rowsum(dP ∘ P) term (dS = P ∘ dP)",
+    return [("q", "missing softmax's -rowsum(dP ∘ P) term (dS = P ∘ dP)", scale * np.matmul(ds_bad, k)),
+            ("k", "missing softmax's -rowsum(dP ∘ P) term (dS = P ∘ dP)",
              scale * np.matmul(np.swapaxes(ds_bad, -1, -2), q)),
             ("k", "dK = s dS Q: dS not transposed (it must be s dSᵀ Q)", scale * np.matmul(ds, q)),
             ("v", "dV = P G: P not transposed (it must be Pᵀ G)", np.matmul(p, g))]
@@ -331,7 +331,7 @@ def _attention_mistakes(c, g, s):
 
 def _attention_factors(c):
     e = c.arrays["q"].shape[-1]
-    return {float(np.sqrt(e)): f"√E = √{e} (the scale 1/√E was forgotten or applied twice)"} if e > 1 else {}
+    return {float(np.sqrt(e)): "√E, E the size of a query (the scale 1/√E was forgotten or applied twice)"} if e > 1 else {}
 
 
 # ----- draws

@@ -1,0 +1,427 @@
+"""The exercise ladder (``tinygrad-tx exercise``): every rung's reference solution passes the
+checker, its template is that solution without the backward, and every recognised mistake,
+planted in a small wrong Function, is named by the diagnosis."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tinygrad_tx.autograd import Function
+from tinygrad_tx.exercises import LADDER, check, load_function, main, register_exercise_commands
+from tinygrad_tx.exercises import solutions as S
+from tinygrad_tx.exercises.checker import close, errors
+from tinygrad_tx.exercises.templates import solution_text, template
+from tinygrad_tx.gradcheck import gradcheck
+from tinygrad_tx.tensor import Tensor
+
+N = 20   # hypothesis cases per check: each check stays well under a second
+
+
+def planted(base, backward):
+    """A Function with ``base``'s forward and a (wrong) ``backward``; named as the exercise's class."""
+    return type(base.__name__, (base,), {"backward": staticmethod(backward)})
+
+
+def failed(name, fn):
+    report = check(name, fn, max_examples=N)
+    assert not report.passed, report.text
+    return report
+
+
+# --------------------------------------------------------------------------- every rung
+
+@pytest.mark.parametrize("name", list(LADDER))
+def test_reference_solution_passes(name):
+    report = check(name, LADDER[name].solution, max_examples=N)
+    assert report.passed, report.text
+    assert report.examples == N
+    if LADDER[name].finite_differences:
+        assert "finite differences (tinygrad_tx.gradcheck) agree" in report.text
+
+
+@pytest.mark.parametrize("name", list(LADDER))
+def test_template_is_the_solution_without_its_backward(name, tmp_path):
+    ex = LADDER[name]
+    path = tmp_path / f"exercise_{name}.py"
+    path.write_text(template(ex, str(path)))
+    text = path.read_text()
+    assert "raise NotImplementedError" in text and all(h in text for h in ex.hints)
+    assert S.__name__ not in text                                    # self-contained
+    assert ex.solution.backward.__doc__.splitlines()[0].strip() not in text   # the answer is not there
+    fn = load_function(path, ex)
+    report = check(ex, fn, max_examples=3)
+    assert not report.passed and report.tags == {"*": "not_implemented"}
+    assert "backward is not written yet" in report.text
+    fn.backward = ex.solution.backward          # the forward of the template is the solution's
+    assert check(ex, fn, max_examples=5).passed
+
+
+@pytest.mark.parametrize("name", [n for n, ex in LADDER.items() if ex.finite_differences])
+def test_solutions_against_finite_differences(name):
+    """Every reference Function (the class names: Mul Div Pow Exp Log Tanh Sum Mean MatMul GetItem
+    Embedding Softmax LogSoftmax CrossEntropy LayerNorm BatchNorm Gelu Attention GPTBlock) against
+    central differences, independent of the library's gradient."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    ex = LADDER[name]
+
+    @settings(max_examples=4, database=None, deadline=None, derandomize=True)
+    @given(st.composite(lambda draw: ex.draw(draw, st))())
+    def prop(case):
+        names = list(case.arrays)
+        gradcheck(lambda *ts: ex.call(ex.solution, dict(zip(names, ts)), case),
+                  [np.ascontiguousarray(case.arrays[n]) for n in names])
+
+    prop()
+
+
+def test_amax_ties_share_the_gradient():
+    """max has kinks at its ties (no finite differences): the rule itself, by hand."""
+    x = Tensor(np.array([[1.0, 3.0, 3.0], [2.0, 0.0, 3.0]]), requires_grad=True)
+    S.Amax.apply(x, dim=1).backward(np.array([2.0, 5.0]))
+    assert np.array_equal(x.grad.numpy(), [[0, 1, 1], [0, 0, 5]])
+
+
+# --------------------------------------------------------------------------- recognised mistakes
+
+def test_missing_term_softmax():
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return y * g
+    r = failed("softmax", planted(S.Softmax, backward))
+    assert r.tags == {"x": "missing_term"} and "missing the -⟨g, y⟩ term" in r.text
+    assert "smallest failing case" in r.text and "largest error" in r.text
+
+
+def test_missing_term_layer_norm():
+    def backward(ctx, g):
+        xhat, rstd, w = ctx.saved_tensors
+        gh = g * w
+        d = xhat.shape[-1]
+        return (rstd * (gh - gh.mean(-1, keepdims=True)), (g * xhat).reshape(-1, d).sum(0),
+                g.reshape(-1, d).sum(0))
+    r = failed("layer_norm", planted(S.LayerNorm, backward))
+    assert r.tags == {"x": "missing_term"}, r.text
+    assert "missing the x̂ ∘ mean(ĝ ∘ x̂) term" in r.text
+    assert "dL/dweight (" in r.text and "correct" in r.text
+
+
+def test_variance_with_the_wrong_correction_batch_norm():
+    def backward(ctx, g):
+        xhat, r, w = ctx.saved_tensors
+        axes, cs = ctx.axes, ctx.cs
+        m = xhat.size // xhat.shape[1]
+        d = g * w.reshape(cs)
+        dx = (r / m) * (m * d - d.sum(axes, keepdims=True) - xhat * (d * xhat).sum(axes, keepdims=True) * m / (m - 1))
+        return dx, (g * xhat).sum(axes), g.sum(axes)
+    r = failed("batch_norm", planted(S.BatchNorm, backward))
+    assert r.tags == {"x": "known_mistake"} and "wrong correction" in r.text
+
+
+def test_missing_term_attention_names_the_input():
+    def backward(ctx, g):
+        q, k, v, p = ctx.saved_tensors
+        s = 1 / np.sqrt(q.shape[-1])
+        dp = g @ np.swapaxes(v, -1, -2)
+        ds = p * dp                                   # without -rowsum(dP ∘ P)
+        return s * ds @ k, s * np.swapaxes(ds, -1, -2) @ q, np.swapaxes(p, -1, -2) @ g
+    r = failed("attention", planted(S.Attention, backward))
+    assert r.tags.get("q") == "missing_term" and "dL/dv" in r.text and "dL/dq" in r.text
+
+
+def test_forgot_one_over_n():
+    def backward(ctx, g):
+        return np.broadcast_to(np.expand_dims(g, ctx.dim), ctx.shape)   # mean without / N
+    r = failed("mean", planted(S.Mean, backward))
+    assert r.tags == {"x": "constant_factor"}, r.text
+    assert "times too large: a forgotten 1/" in r.text and "the size of dim" in r.text
+
+
+def test_forgot_one_over_n_cross_entropy():
+    def backward(ctx, g):
+        p, target = ctx.saved_tensors
+        dz = p.copy()
+        dz[np.arange(len(p)), target] -= 1
+        return dz * g, None
+    r = failed("cross_entropy", planted(S.CrossEntropy, backward))
+    assert r.tags == {"z": "constant_factor"} and "the size of dim 0 of z" in r.text, r.text
+
+
+def test_off_by_two():
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return 2 * g * (1 - y * y)
+    r = failed("tanh", planted(S.Tanh, backward))
+    assert r.tags == {"x": "constant_factor"} and "2 times too large" in r.text, r.text
+
+
+def test_forgot_the_attention_scale():
+    def backward(ctx, g):
+        q, k, v, p = ctx.saved_tensors
+        dq, dk, dv = S.attention_backward(g, q, k, v, p)
+        return dq * np.sqrt(q.shape[-1]), dk * np.sqrt(q.shape[-1]), dv
+    r = failed("attention", planted(S.Attention, backward))
+    assert r.tags["q"] == "constant_factor" and "√E" in r.text, r.text
+
+
+def test_sign_flip():
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g / b, g * a / (b * b)
+    r = failed("div", planted(S.Div, backward))
+    assert r.tags == {"b": "sign_flip"} and "a sign flip" in r.text and "dL/da" in r.text
+
+
+def test_transpose_square():
+    def backward(ctx, g):
+        ga, gb = S.MatMul.backward(ctx, g)
+        return ga, np.swapaxes(gb, -1, -2) if gb.ndim >= 2 else gb
+    r = failed("matmul", planted(S.MatMul, backward))
+    assert r.tags.get("b") == "transpose", r.text
+    assert "a transpose" in r.text
+
+
+def test_transpose_returned_in_the_transposed_shape():
+    class MM(Function):     # 2-D only, so that every drawn case is (n, k) @ (k, m)
+        forward = S.MatMul.forward
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return b @ g.T, a.T @ g           # (G Bᵀ)ᵀ = B Gᵀ: dL/dA transposed
+    ex = LADDER["matmul"]
+    from tinygrad_tx.exercises.checker import diagnose, evaluate
+    from tinygrad_tx.exercises.ladder import Case
+    rng = np.random.default_rng(0)
+    case = Case({"a": rng.standard_normal((2, 3)), "b": rng.standard_normal((3, 4))}, {}, 0)
+    r = diagnose(ex, MM, evaluate(ex, MM, case))
+    assert r.tags == {"a": "transpose"} and "you returned shape (3, 2)" in r.text
+
+
+def test_missing_factor_and_known_mistakes_of_pow():
+    def backward(ctx, g):
+        a, b, y = ctx.saved_tensors
+        return g * b * a ** (b - 1), g * a ** b      # forgot log a
+    r = failed("pow", planted(S.Pow, backward))
+    assert r.tags == {"b": "known_mistake"} and "forgot log a" in r.text
+
+
+def test_repeated_indices_assigned_instead_of_accumulated():
+    def backward(ctx, g):
+        (idx,) = ctx.saved_tensors
+        dx = np.zeros(ctx.shape)
+        dx[idx] = g
+        return dx, None
+    r = failed("getitem", planted(S.GetItem, backward))
+    assert r.tags == {"x": "known_mistake"} and "np.add.at" in r.text
+
+
+def test_max_ties_all_get_full_gradient():
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return (x == np.expand_dims(y, ctx.dim)) * np.expand_dims(g, ctx.dim)
+    r = failed("max", planted(S.Amax, backward))
+    assert r.tags == {"x": "known_mistake"} and "tied" in r.text and "finite differences are meaningless" in r.text
+
+
+def test_right_only_for_unbroadcast_shapes():
+    def backward(ctx, g):                 # "undoes broadcasting" itself, with a mean instead of a sum
+        a, b = ctx.saved_tensors
+
+        def reduce(grad, shape):
+            lead = grad.ndim - len(shape)
+            axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] > 1)
+            return grad.mean(axis=axes).reshape(shape) if axes else grad
+        return reduce(g * b, a.shape), reduce(g * a, b.shape)
+    r = failed("mul", planted(S.Mul, backward))
+    assert set(r.tags.values()) == {"broadcast"} and "right only for unbroadcast shapes" in r.text, r.text
+
+
+def test_right_only_for_contiguous_inputs():
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        flat = y.ravel(order="K")         # memory order: a transposed reading of a column-major y
+        return g * flat.reshape(y.shape)
+    r = failed("exp", planted(S.Exp, backward))
+    assert r.tags == {"x": "noncontiguous"} and "right only for contiguous inputs" in r.text
+    assert "non-contiguous inputs" in r.text
+
+
+def test_wrong_dtype():
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return (g * (1 - y * y)).astype(np.float32)
+    r = failed("tanh", planted(S.Tanh, backward))
+    assert r.tags == {"x": "dtype"} and "dtype float32 for a float64 input" in r.text
+
+
+def test_input_mutated_in_place():
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        x **= -1                              # writes into the caller's x
+        return g * x
+    r = failed("log", planted(S.Log, backward))
+    assert r.tags == {"x": "mutated"} and "x was changed in place" in r.text
+
+
+def test_cotangent_mutated_in_place():
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        g *= y
+        return g
+    r = failed("exp", planted(S.Exp, backward))
+    assert r.tags == {"g (the incoming gradient)": "mutated"}
+
+
+def test_right_only_through_sum():
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return 1 - y * y                      # ignores g
+    r = failed("tanh", planted(S.Tanh, backward))
+    assert r.tags == {"x": "ignores_g"} and "right only through .sum()" in r.text
+
+
+def test_backward_raises_wrong_count_none_and_shape():
+    def raises(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g @ y.T @ y                    # a matmul with nonsense shapes
+    r = failed("exp", planted(S.Exp, raises))
+    assert r.tags == {"*": "raised"} and "backward raised" in r.text
+
+    def count(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b
+    r = failed("mul", planted(S.Mul, count))
+    assert r.tags == {"*": "count"} and "returned 1 gradient for the 2 positional arguments" in r.text
+
+    def none(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, None
+    r = failed("mul", planted(S.Mul, none))
+    assert r.tags == {"*": "none"} and "None for dL/db" in r.text
+
+    def keepdim(ctx, g):
+        return np.expand_dims(g, ctx.dim)     # not broadcast back to x's shape
+    r = failed("sum", planted(S.Sum, keepdim))
+    assert set(r.tags.values()) == {"shape"} and "wrong shape" in r.text
+
+
+def test_unrecognised_mistake_still_located():
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g / x + 0.1 * x
+    r = failed("log", planted(S.Log, backward))
+    assert r.tags == {"x": "unrecognised"} and "not a mistake I recognise" in r.text
+    assert "finite differences (tinygrad_tx.gradcheck) disagree too" in r.text
+
+
+def test_checker_helpers():
+    assert close(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-12]))
+    assert not close(np.array([1.0, 2.0]), np.array([1.0, 2.001]))
+    assert not close(np.zeros(2), np.zeros(3))
+    e = errors(np.array([[0.0, 1.0], [5.0, 3.0]]), np.array([[0.0, 1.0], [2.0, 3.0]]))
+    assert e["index"] == (1, 0) and e["max_abs"] == 3.0 and e["mine"] == 5.0 and e["true"] == 2.0
+    with pytest.raises(TypeError, match="subclass of tinygrad_tx.autograd.Function"):
+        check("exp", object)
+
+
+# --------------------------------------------------------------------------- the command line
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_start_check_list_solution(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    state = tmp_path / "progress.json"
+    code, out, _ = run(capsys, "list", "--state", str(state))
+    assert code == 0 and "0 of 20 passed" in out and "next: tinygrad-tx exercise start mul" in out
+    code, out, _ = run(capsys, "start", "softmax", "--state", str(state))
+    assert code == 0 and (tmp_path / "exercise_softmax.py").is_file()
+    code, out, err = run(capsys, "start", "softmax", "--state", str(state))
+    assert code == 1 and "exists" in err                              # never overwrites work
+    code, out, _ = run(capsys, "check", "softmax", "--state", str(state), "--max-examples", "5")
+    assert code == 1 and "not written yet" in out
+    f = tmp_path / "exercise_softmax.py"
+    f.write_text(f.read_text().replace('raise NotImplementedError("write the backward of softmax")',
+                                       "(y,) = ctx.saved_tensors\n        return y * g"))
+    code, out, _ = run(capsys, "check", "softmax", "--state", str(state), "--max-examples", "10")
+    assert code == 1 and "missing the -⟨g, y⟩ term" in out
+    f.write_text(f.read_text().replace("return y * g", "return y * (g - (g * y).sum(axis=ctx.dim, keepdims=True))"))
+    code, out, _ = run(capsys, "check", "softmax", str(f), "--state", str(state), "--max-examples", "10")
+    assert code == 0 and "PASSED" in out and "exercise solution softmax" in out
+    saved = json.loads(state.read_text())["exercises"]["softmax"]
+    assert saved["passed"] and saved["checks"] == 3 and saved["last"] == "passed"
+    code, out, _ = run(capsys, "list", "--state", str(state))
+    assert "1 of 20 passed" in out and "[x] 13. softmax" in out
+    code, out, _ = run(capsys, "solution", "softmax", "--state", str(state))
+    assert code == 0 and "def softmax_composite" in out and "class Softmax(Function)" in out
+    assert "you have not passed" not in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exercise_softmax.py", "progress.json"]  # no temp files
+
+
+def test_cli_default_state_in_the_current_directory(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "exercise", "solution", "layer_norm")
+    assert code == 0 and "you have not passed layer_norm yet" in out and "def layer_norm_backward" in out
+    state = json.loads((tmp_path / ".tinygrad-tx-exercises.json").read_text())
+    assert state["exercises"]["layer_norm"] == {"solution_seen": True}
+    code, out, _ = run(capsys, "list")
+    assert "solution seen" in out
+
+
+def test_cli_errors(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "check", "nosuch")
+    assert code == 2 and "invalid choice: 'nosuch'" in err
+    code, _, err = run(capsys, "check", "exp", "missing.py")
+    assert code == 1 and "missing.py" in err
+    (tmp_path / "bad.py").write_text("def (:\n")
+    code, _, err = run(capsys, "check", "exp", "bad.py")
+    assert code == 1 and "syntax error at line 1" in err
+    (tmp_path / "other.py").write_text("x = 1\n")
+    code, _, err = run(capsys, "check", "exp", "other.py")
+    assert code == 1 and "expected a Function subclass named Exp" in err
+    (tmp_path / "broken.json").write_text("{not json")
+    code, _, err = run(capsys, "list", "--state", "broken.json")
+    assert code == 1 and "not valid JSON" in err
+    code, _, err = run(capsys, "check", "exp", "--max-examples", "0")
+    assert code == 2 and "positive integer" in err
+
+
+def test_register_exercise_commands_into_a_parser():
+    import argparse
+    parser = argparse.ArgumentParser(prog="tinygrad-tx")
+    sub = parser.add_subparsers(dest="command")
+    register_exercise_commands(sub)
+    args = parser.parse_args(["exercise", "check", "gelu", "mine.py", "--seed", "3"])
+    assert (args.action, args.name, args.file, args.seed, args.max_examples) == ("check", "gelu", "mine.py", 3, 30)
+    assert callable(args.func)
+
+
+def test_solution_shows_every_existing_rung():
+    text = solution_text(LADDER["layer_norm"])
+    assert "def layer_norm_composite" in text and "class LayerNorm(Function)" in text
+    assert "(3) the library's default (fused) Function: tinygrad_tx.functional.normalization:LayerNorm" in text
+    try:
+        import tinygrad_tx.functional.closed_form  # noqa: F401
+        assert "(2) the plain closed-form Function" in text
+    except ModuleNotFoundError:
+        assert "(2)" not in text
+    assert "class TransformerBlock" in solution_text(LADDER["gpt_block"])
+
+
+def test_import_changes_nothing_process_wide():
+    """Importing the package sets no NumPy error state and does not import hypothesis (only check does)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    code = ("import sys, numpy as np; before = np.geterr(); import tinygrad_tx.exercises; "
+            "assert np.geterr() == before; assert 'hypothesis' not in sys.modules, 'hypothesis imported'")
+    root = str(Path(__file__).resolve().parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": root})
