@@ -468,7 +468,7 @@ def test_module_dict_matches_torch():
 
 def test_parameter_list_and_dict_match_torch():
     a, b = np.ones((2, 3), dtype=np.float32), np.zeros(3, dtype=np.float64)
-    ours = nn.ParameterList([tg.Tensor(a), nn.Parameter(b)])
+    ours = nn.ParameterList([tg.from_numpy(a), nn.Parameter(b)])
     theirs = tnn.ParameterList([torch.tensor(a), tnn.Parameter(torch.tensor(b))])
     assert list(ours.state_dict()) == list(theirs.state_dict()) == ["0", "1"]
     assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in ours)

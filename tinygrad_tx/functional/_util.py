@@ -7,10 +7,12 @@ from deep inside a forward.
 """
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
 
+from .._factory_args import InvalidArgumentError
 from ..tensor import Tensor, default_generator
 
 
@@ -60,9 +62,18 @@ def describe_values(values, limit: int = 8) -> str:
 
 
 def check_probability(op: str, name: str, p) -> float:
+    """A dropout probability ``p`` as a float: a real number (bools too, as torch) or a
+    one-element Tensor; anything else is a TypeError (torch: "'<' not supported between
+    'str' and 'float'"); outside [0, 1], NaN included, an :class:`InvalidArgumentError`
+    (torch: ValueError, and RuntimeError for NaN) in torch's words."""
+    if isinstance(p, Tensor) and p._data.size == 1:
+        p = p._data.item()
+    if not isinstance(p, numbers.Real):
+        raise TypeError(f"{op}(): argument '{name}' must be a float, not {type(p).__name__} ({p!r})")
     p = float(p)
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{op}: {name} must be a probability in [0, 1], got {p}")
+        raise InvalidArgumentError(f"{op}: {name} must be a probability in [0, 1], got {p} "
+                                   "(torch: dropout probability has to be between 0 and 1)")
     return p
 
 

@@ -90,7 +90,9 @@ class Dropout(Function):
         return dx
 
 
-def _check_dropout(input, p, op):
+def _check_dropout(input, p, op, training=True):
+    if not isinstance(training, (bool, np.bool_)):   # torch: argument 'train' must be bool
+        raise TypeError(f"{op}(): argument 'training' must be bool, not {type(training).__name__} ({training!r})")
     x = _float_input(input, op)
     return x, check_probability(op, "p", p)
 
@@ -103,7 +105,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False,
     computed out of place: use the returned tensor."""
     if not isinstance(inplace, bool):
         raise TypeError(f"dropout: inplace must be a bool, got {inplace!r}")
-    x, p = _check_dropout(input, p, "dropout")
+    x, p = _check_dropout(input, p, "dropout", training)
     if not training or p == 0.0:
         return x
     return Dropout.apply(x, keep=keep_mask(x.shape, p, generator), scale=keep_scale(p))
@@ -113,7 +115,7 @@ def dropout_composite(input, p: float = 0.5, training: bool = True, inplace: boo
                       generator=None) -> Tensor:
     """Dropout from primitives: multiply by the constant m / (1 - p) (the same mask as
     ``dropout`` draws from the same generator state)."""
-    x, p = _check_dropout(input, p, "dropout_composite")
+    x, p = _check_dropout(input, p, "dropout_composite", training)
     if not training or p == 0.0:
         return x
     multiplier = keep_mask(x.shape, p, generator) * keep_scale(p)

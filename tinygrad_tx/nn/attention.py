@@ -33,6 +33,8 @@ import numbers
 import numpy as np
 
 from ..device import check as _check_device
+from .._factory_args import InvalidArgumentAssertion
+from ..functional._util import check_probability
 from ..tensor import Tensor, cat
 from . import init
 from .layers import Linear, _param_dtype
@@ -81,11 +83,10 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} "
                              f"and num_heads={num_heads} instead")
-        if embed_dim % num_heads:
-            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by "
+        if embed_dim % num_heads:   # torch: assert (AssertionError)
+            raise InvalidArgumentAssertion(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by "
                              f"num_heads ({num_heads})")
-        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0 <= dropout <= 1:
-            raise ValueError(f"MultiheadAttention: dropout probability has to be between 0 and 1, got {dropout!r}")
+        check_probability("MultiheadAttention", "dropout", dropout)   # torch checks it only in forward
         self.embed_dim = embed_dim
         self.kdim = embed_dim if kdim is None else _positive(kdim, "kdim")
         self.vdim = embed_dim if vdim is None else _positive(vdim, "vdim")

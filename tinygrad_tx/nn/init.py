@@ -26,11 +26,41 @@ The layer defaults (what ``reset_parameters`` of each layer uses, as torch):
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
+from .._factory_args import InvalidArgumentError
 from ..generator import get_generator
 from ..tensor import Tensor
+
+
+class NotATensorError(TypeError, AttributeError):
+    """An init function given something other than a Tensor: torch fails with AttributeError
+    (``'int' object has no attribute 'zero_'``); this is that, and the TypeError it really is."""
+
+
+class UnsupportedDtypeError(TypeError, NotImplementedError):
+    """A random fill of an integer or bool tensor: torch raises NotImplementedError
+    (``"normal_kernel_cpu" not implemented for 'Long'``); a TypeError too."""
+
+
+def _tensor_arg(tensor, op: str, random: bool = False) -> Tensor:
+    """``tensor`` if it is a Tensor (floating point, for the random fills), else our error."""
+    if not isinstance(tensor, Tensor):
+        raise NotATensorError(f"{op}: argument 'tensor' must be a Tensor or Parameter, got "
+                              f"{type(tensor).__name__}")
+    if random and tensor._data.dtype.kind != "f":
+        raise UnsupportedDtypeError(f"{op}: random fills need a floating point tensor, got dtype "
+                                    f"{tensor._data.dtype}")
+    return tensor
+
+
+def _real(value, op: str, arg: str) -> float:
+    """A real-number argument (a bool counts, as in torch); anything else is a TypeError naming it."""
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}(): argument '{arg}' must be a float, not {type(value).__name__} ({value!r})")
+    return float(value)
 
 
 def _gen(generator):
@@ -38,8 +68,7 @@ def _gen(generator):
 
 
 def _fill(tensor, values):
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"init: expected a Tensor or Parameter, got {type(tensor).__name__}")
+    _tensor_arg(tensor, "init")
     tensor._data[...] = values
     tensor._bump()   # an in-place change: graphs that saved the old values refuse to backward
     return tensor
@@ -71,7 +100,7 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
 def _calculate_fan_in_and_fan_out(tensor):
     """fan_in = size(1) * receptive field, fan_out = size(0) * receptive field (torch's rule:
     the receptive field is the product of the dims after the first two)."""
-    shape = tensor.shape
+    shape = _tensor_arg(tensor, "_calculate_fan_in_and_fan_out").shape
     if len(shape) < 2:
         raise ValueError(f"init: fan in and fan out cannot be computed for a tensor with fewer "
                          f"than 2 dimensions (shape {shape})")
@@ -88,19 +117,28 @@ def _fan(tensor, mode):
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     """Fill with draws from U(a, b)."""
-    if not a <= b:
-        raise ValueError(f"uniform_: expects a <= b, got a={a}, b={b}")
+    _tensor_arg(tensor, "uniform_", random=True)
+    a, b = _real(a, "uniform_", "a"), _real(b, "uniform_", "b")
+    if not a <= b:   # torch: RuntimeError "uniform_ expects to return a [from, to) range"
+        raise InvalidArgumentError(f"uniform_: expects a <= b, got a={a}, b={b}")
     return _fill(tensor, _gen(generator).uniform(a, b, size=tensor.shape))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     """Fill with draws from N(mean, std^2)."""
-    if std < 0:
-        raise ValueError(f"normal_: std must be non-negative, got {std}")
+    _tensor_arg(tensor, "normal_", random=True)
+    mean, std = _real(mean, "normal_", "mean"), _real(std, "normal_", "std")
+    if std < 0:   # torch: RuntimeError "normal expects std >= 0.0"
+        raise InvalidArgumentError(f"normal_: std must be non-negative, got {std}")
     return _fill(tensor, _gen(generator).normal(mean, std, size=tensor.shape))
 
 
 def constant_(tensor, val: float):
+    _tensor_arg(tensor, "constant_")
+    if isinstance(val, Tensor) and val._data.size == 1:
+        val = val._data.item()
+    if not isinstance(val, (numbers.Number, np.bool_)):
+        raise TypeError(f"constant_(): argument 'val' must be a number, not {type(val).__name__} ({val!r})")
     return _fill(tensor, val)
 
 
@@ -115,7 +153,7 @@ def zeros_(tensor):
 def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                      generator=None):
     """U(-bound, bound) with bound = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity, a)."""
-    if 0 in tensor.shape:
+    if 0 in _tensor_arg(tensor, "kaiming_uniform_", random=True).shape:
         return tensor
     fan = _fan(tensor, mode)
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
@@ -125,7 +163,7 @@ def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity:
 def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                     generator=None):
     """N(0, std^2) with std = gain / sqrt(fan)."""
-    if 0 in tensor.shape:
+    if 0 in _tensor_arg(tensor, "kaiming_normal_", random=True).shape:
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator=generator)
@@ -133,6 +171,8 @@ def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: 
 
 def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    _tensor_arg(tensor, "xavier_uniform_", random=True)
+    gain = _real(gain, "xavier_uniform_", "gain")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -bound, bound, generator=generator)
@@ -140,6 +180,8 @@ def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
 
 def xavier_normal_(tensor, gain: float = 1.0, generator=None):
     """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    _tensor_arg(tensor, "xavier_normal_", random=True)
+    gain = _real(gain, "xavier_normal_", "gain")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator=generator)
 
@@ -158,10 +200,12 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
     rounding just outside the interval.
     """
     from scipy.special import ndtr, ndtri
-    if std < 0:
-        raise ValueError(f"trunc_normal_: std must be non-negative, got {std}")
-    if not a <= b:
-        raise ValueError(f"trunc_normal_: expects a <= b, got a={a}, b={b}")
+    _tensor_arg(tensor, "trunc_normal_", random=True)
+    mean, std, a, b = (_real(v, "trunc_normal_", k) for k, v in (("mean", mean), ("std", std), ("a", a), ("b", b)))
+    if std < 0:   # torch accepts it; a negative spread is a mistake, refused
+        raise InvalidArgumentError(f"trunc_normal_: std must be non-negative, got {std}")
+    if not a <= b:   # torch: RuntimeError from uniform_
+        raise InvalidArgumentError(f"trunc_normal_: expects a <= b, got a={a}, b={b}")
     if std == 0:
         return _fill(tensor, np.clip(mean, a, b))
     lo, hi = ndtr((a - mean) / std), ndtr((b - mean) / std)
@@ -174,7 +218,7 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
     normal (rows × cols) matrix (transposed first when rows < cols), its columns' signs fixed
     by diag(R) so the distribution is uniform (Haar), scaled by ``gain``; the trailing dims
     are flattened into cols."""
-    if tensor.ndim < 2:
+    if _tensor_arg(tensor, "orthogonal_", random=True).ndim < 2:
         raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, got shape "
                          f"{tensor.shape}")
     if tensor._data.size == 0:
@@ -193,7 +237,7 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
 
 def eye_(tensor):
     """The identity matrix (ones on the main diagonal of a 2-D tensor, zeros elsewhere)."""
-    if tensor.ndim != 2:
+    if _tensor_arg(tensor, "eye_").ndim != 2:
         raise ValueError(f"eye_: only tensors with 2 dimensions are supported, got shape {tensor.shape}")
     return _fill(tensor, np.eye(*tensor.shape))
 
@@ -201,7 +245,7 @@ def eye_(tensor):
 def dirac_(tensor, groups: int = 1):
     """The Dirac delta for a 3-, 4- or 5-D convolution weight: each output channel of each group
     passes its matching input channel through unchanged (a one at the kernel's centre)."""
-    if tensor.ndim not in (3, 4, 5):
+    if _tensor_arg(tensor, "dirac_").ndim not in (3, 4, 5):
         raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape "
                          f"{tensor.shape}")
     out_per_group = tensor.shape[0] // groups

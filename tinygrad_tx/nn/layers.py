@@ -17,6 +17,9 @@ import numbers
 import numpy as np
 
 from .. import functional as F
+from .._factory_args import InvalidArgumentAssertion, InvalidArgumentError
+from ..functional._util import check_probability
+from ..ops.movement import IndexOutOfRange
 from ..tensor import DEFAULT_FLOAT, Tensor
 from . import init
 from .batch_norm import batch_norm
@@ -33,9 +36,19 @@ def _param_dtype(dtype, layer: str) -> np.dtype:
 def _size(value, name: str, layer: str, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{layer}: {name} must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{layer}: {name} must be >= {minimum}, got {value}")
+    if value < minimum:   # torch: RuntimeError "Trying to create tensor with negative dimension"
+        raise InvalidArgumentError(f"{layer}: {name} must be >= {minimum}, got {value}")
     return int(value)
+
+
+def normalized_shape_arg(normalized_shape, layer: str) -> tuple:
+    """``LayerNorm``/``RMSNorm``'s ``normalized_shape``: an int or a sequence of positive ints."""
+    if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
+        normalized_shape = (normalized_shape,)
+    if isinstance(normalized_shape, (str, bytes)) or not hasattr(normalized_shape, "__iter__"):
+        raise TypeError(f"{layer}: normalized_shape must be an int or a sequence of ints, got "
+                        f"{type(normalized_shape).__name__} ({normalized_shape!r})")
+    return tuple(_size(n, "normalized_shape", layer, 1) for n in normalized_shape)
 
 
 def _pair(value, name: str, layer: str):
@@ -108,10 +121,12 @@ class Embedding(Module):
         self.embedding_dim = _size(embedding_dim, "embedding_dim", "Embedding")
         if padding_idx is not None:
             n = self.num_embeddings
-            if isinstance(padding_idx, bool) or not isinstance(padding_idx, numbers.Integral) \
-                    or not -n <= padding_idx < n:
-                raise ValueError(f"Embedding: padding_idx must be an int in [-{n}, {n}) "
-                                 f"(num_embeddings={n}), got {padding_idx!r}")
+            if isinstance(padding_idx, bool) or not isinstance(padding_idx, numbers.Integral):
+                raise IndexOutOfRange(f"Embedding: padding_idx must be an int in [-{n}, {n}) "   # torch: IndexError
+                                      f"(num_embeddings={n}), got {padding_idx!r}")
+            if not -n <= padding_idx < n:   # torch: assert (AssertionError)
+                raise InvalidArgumentAssertion(f"Embedding: padding_idx must be within num_embeddings: an int in "
+                                               f"[-{n}, {n}) (num_embeddings={n}), got {padding_idx!r}")
             padding_idx = int(padding_idx) % n
         self.padding_idx = padding_idx
         if _weight is None:
@@ -121,7 +136,7 @@ class Embedding(Module):
         else:
             weight = _weight if isinstance(_weight, Parameter) else Parameter(_weight)
             if weight.shape != (self.num_embeddings, self.embedding_dim):
-                raise ValueError(f"Embedding: _weight has shape {weight.shape}, expected "
+                raise InvalidArgumentAssertion(f"Embedding: _weight has shape {weight.shape}, expected "
                                  f"{(self.num_embeddings, self.embedding_dim)}")
             self.weight = weight
 
@@ -227,9 +242,7 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(_size(n, "normalized_shape", "LayerNorm", 1) for n in normalized_shape)
+        self.normalized_shape = normalized_shape_arg(normalized_shape, "LayerNorm")
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         dt = _param_dtype(dtype, "LayerNorm")
@@ -348,8 +361,7 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
-            raise ValueError(f"Dropout: probability p has to be between 0 and 1, but got {p!r}")
+        check_probability("Dropout", "p", p)   # a bool is a probability too, as in torch
         if inplace:
             raise NotImplementedError("Dropout: inplace=True is not supported (tensors are not modified in place)")
         self.p = p

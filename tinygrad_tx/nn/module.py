@@ -43,11 +43,17 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._factory_args import check_bool
 from ..device import check as _check_device
 from ..device import device as _DeviceType
 from ..dtypes import resolve as _resolve_dtype
 from ..tensor import Tensor
 from .parameter import Parameter
+
+
+class TrainingModeError(ValueError, TypeError):
+    """``train(mode)`` with a non-bool mode: torch raises ValueError ("training mode is
+    expected to be boolean"); a TypeError too, since it is the argument's type that is wrong."""
 
 
 class StateDictError(ValueError, RuntimeError):
@@ -420,7 +426,7 @@ class Module:
     def train(self, mode: bool = True):
         """Set training mode here and in every descendant (Dropout, BatchNorm depend on it)."""
         if not isinstance(mode, bool):
-            raise TypeError(f"train: training mode is expected to be a bool, got {mode!r}")
+            raise TrainingModeError(f"train: training mode is expected to be boolean, got mode={mode!r}")
         object.__setattr__(self, "training", mode)
         for child in self.children():  # each child's own train(), which a subclass may override
             child.train(mode)
@@ -430,6 +436,7 @@ class Module:
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True):
+        check_bool(requires_grad, "requires_grad_", "requires_grad")
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self

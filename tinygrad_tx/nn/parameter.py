@@ -18,7 +18,10 @@ class Parameter(Tensor):
     ``Parameter(data)`` accepts a NumPy array, a Tensor, or anything ``Tensor``
     accepts (Python floats become float32). Like ``torch.nn.Parameter`` it
     shares memory with an array or Tensor it is built from (no copy) and is
-    always a leaf: building one from a non-leaf Tensor detaches it.
+    always a leaf: building one from a non-leaf Tensor detaches it. The one
+    exception: memory NumPy marks read-only (``np.broadcast_to``, a read-only
+    buffer, ``from_numpy`` of either) is copied, since a parameter is updated in
+    place (torch has no read-only tensors; its optimizers would write into it).
 
     >>> w = Parameter(np.zeros((2, 3)))
     >>> w.requires_grad, w.dtype
@@ -31,6 +34,8 @@ class Parameter(Tensor):
         if data is None:
             data = np.empty((0,), dtype=np.float32)
         super().__init__(data)
+        if not self._data.flags.writeable:
+            self._data = np.array(self._data)   # a private, writable, C-contiguous copy
         if self._data.dtype.kind != "f":
             raise TypeError(f"Parameter: only floating point data can be a Parameter, got dtype "
                             f"{self._data.dtype} (shape {self._data.shape}); cast it with .astype(np.float32) "

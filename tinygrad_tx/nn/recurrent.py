@@ -427,6 +427,12 @@ class LSTM(_RNNBase):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
                  dtype=None):
+        if isinstance(proj_size, bool) or not isinstance(proj_size, numbers.Integral) or proj_size < 0:
+            raise ValueError(f"LSTM: proj_size should be a positive integer or zero to disable projections, "
+                             f"got {proj_size!r}")
+        if proj_size >= _size(hidden_size, "hidden_size", "LSTM"):
+            raise ValueError(f"LSTM: proj_size has to be smaller than hidden_size, got proj_size={proj_size} "
+                             f"and hidden_size={hidden_size}")
         if proj_size:
             raise NotImplementedError(f"LSTM: proj_size={proj_size!r} (projected LSTM) is not implemented; "
                                       "use proj_size=0")

@@ -15,7 +15,7 @@ from ..autograd import Function
 from ..functional._util import as_tensor, check_float
 from ..tensor import Tensor
 from . import init
-from .layers import _input, _param_dtype, _size
+from .layers import _input, _param_dtype, normalized_shape_arg
 from .module import Module
 from .parameter import Parameter
 
@@ -106,9 +106,7 @@ class RMSNorm(Module):
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(_size(n, "normalized_shape", "RMSNorm", 1) for n in normalized_shape)
+        self.normalized_shape = normalized_shape_arg(normalized_shape, "RMSNorm")
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:

@@ -214,9 +214,10 @@ class Optimizer:
         read-only" from the middle of an update (see :class:`ReadOnlyParameterError`)."""
         if not p._data.flags.writeable:
             index = next(i for i, q in enumerate(q for g in self.param_groups for q in g["params"]) if q is p)
-            kind = "a broadcast (zero-stride) view" if 0 in p._data.strides and p._data.size > 1 else "read-only"
+            kind = ("a read-only broadcast (zero-stride) view" if 0 in p._data.strides and p._data.size > 1
+                    else "read-only memory")
             raise ReadOnlyParameterError(
-                f"{type(self).__name__}.step(): parameter {index} (shape {p.shape}) is {kind} memory that "
+                f"{type(self).__name__}.step(): parameter {index} (shape {p.shape}) is {kind} that "
                 "cannot be updated in place (was it made by from_numpy of a read-only or np.broadcast_to "
                 "array?); give the optimizer a tensor that owns its data, e.g. Parameter(t.clone())")
 
