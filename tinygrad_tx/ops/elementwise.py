@@ -256,6 +256,28 @@ class Relu(Function):
         return g * ~(y <= 0)
 
 
+def _gelu_with_derivative(x: np.ndarray, approximate: str, need_d: bool):
+    """``(y, dy/dx or None)`` of GELU, the derivative computed in the forward from the same
+    Φ (or tanh u) as y. Why: Φ (erf) is the expensive part of both; sharing it rather than
+    recomputing it in the backward: exact, (2048, 256) float64, forward + derivative
+    18.1 -> 10.7 ms (1.7x), one thread, medians, 2026-12-02. float32 exact GELU goes to
+    ``ops.normal.gelu_float32`` (a fitted Φ, block by block, ~10x faster than SciPy's erf)."""
+    if approximate == "tanh":
+        t = np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
+        y = 0.5 * x * (1 + t)
+        d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)) \
+            if need_d else None
+        return y, d
+    if x.dtype == np.float32:
+        return gelu_float32(x, need_d)
+    # x² → inf gives φ = 0 (right); ±inf inputs give nan, as in torch
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        cdf = 0.5 * (1 + _erf(x * _INV_SQRT_2))
+        y = x * cdf
+        d = cdf + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)) if need_d else None
+    return y, d
+
+
 class Gelu(Function):
     """GELU, exact or with torch's tanh approximation.
 
@@ -269,8 +291,9 @@ class Gelu(Function):
 
     dy/dx shares its expensive parts with y (Φ and φ, or tanh u), so when a
     gradient will be needed the forward computes it alongside y and saves it
-    (one array of x's size, as saving x would be); the backward is then
-    dL/dx = g · dy/dx, one multiply.
+    (one array of x's size, as saving x would be; ``_gelu_with_derivative``); the
+    backward is then dL/dx = g · dy/dx, one multiply. The plain form, which saves
+    x and recomputes Φ in the backward, is ``functional.closed_form.GeluClosedForm``.
 
     float32 exact GELU is computed in float32 by ``ops.normal.gelu_float32``
     (a fitted approximation of Φ accurate to 1e-8, block by block, ~10x faster
@@ -283,19 +306,7 @@ class Gelu(Function):
         if approximate not in ("none", "tanh"):
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         need_d = bool(ctx.needs_input_grad[0])
-        if approximate == "tanh":
-            t = np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
-            y = 0.5 * x * (1 + t)
-            d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)) \
-                if need_d else None
-        elif x.dtype == np.float32:
-            y, d = gelu_float32(x, need_d)
-        else:
-            # x² → inf gives φ = 0 (right); ±inf inputs give nan, as in torch
-            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-                cdf = 0.5 * (1 + _erf(x * _INV_SQRT_2))
-                y = x * cdf
-                d = cdf + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)) if need_d else None
+        y, d = _gelu_with_derivative(x, approximate, need_d)
         if need_d:
             ctx.save_for_backward(d.astype(x.dtype, copy=False))
         return y.astype(x.dtype, copy=False)
