@@ -11,6 +11,7 @@ the part): no normalizer; models ``BPE`` (byte-level) and ``WordPiece``; pre-tok
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def _type(obj, what):
 
 def load_tokenizer(path):
     """A ``BPETokenizer`` or ``WordPieceTokenizer`` from a ``tokenizer.json``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"from_file: path must be a str or os.PathLike, got {type(path).__name__} ({path!r})")
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -8,6 +8,8 @@ added space is aligned with the piece's first character, as in Hugging Face ``to
 from __future__ import annotations
 
 import functools
+import numbers
+import operator
 import re
 import string
 import sys
@@ -47,6 +49,47 @@ def check_text(text, what: str = "text") -> str:
         raise ValueError(f"{what} contains a lone surrogate U+{ord(bad.group()):04X} at index {bad.start()}; "
                          "it has no UTF-8 encoding (decode the bytes with errors='replace' first)")
     return text
+
+
+def check_int(n, what: str, minimum: int | None = None) -> int:
+    """An integer argument (``vocab_size``, ``min_frequency``, ``max_length``...): a non-int
+    (bools included) is a TypeError, as Hugging Face ``tokenizers`` refuses it ("'str' object
+    cannot be interpreted as an integer"); below ``minimum`` a ValueError."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"{what} must be an int, got {type(n).__name__} ({n!r})")
+    if minimum is not None and n < minimum:
+        raise ValueError(f"{what} must be an integer >= {minimum}, got {n!r}")
+    return int(n)
+
+
+def check_ids(ids, what: str = "ids") -> list[int]:
+    """Token ids to decode as a list of ints: a list/tuple of ints (NumPy ints too) or an
+    integer Tensor/array; a str, a single int or a float id is a TypeError naming it."""
+    if hasattr(ids, "tolist") and not isinstance(ids, (list, tuple)):
+        ids = ids.tolist()
+        ids = ids if isinstance(ids, list) else [ids]
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+        raise TypeError(f"{what} must be a list of int token ids, got {type(ids).__name__} ({ids!r})")
+    out = []
+    for k, i in enumerate(ids):
+        if isinstance(i, bool):
+            raise TypeError(f"{what}[{k}] must be an int token id, got bool ({i!r})")
+        try:
+            out.append(operator.index(i))
+        except TypeError:
+            raise TypeError(f"{what}[{k}] must be an int token id, got {type(i).__name__} ({i!r})") from None
+    return out
+
+
+def check_token_list(tokens, what: str = "special_tokens") -> list:
+    """A list of tokens; a single str is a TypeError (it would be read as one token per character)."""
+    if isinstance(tokens, (str, bytes)):
+        raise TypeError(f"{what} must be a list of str, got the {type(tokens).__name__} {tokens!r}; "
+                        f"wrap it in a list: [{tokens!r}]")
+    try:
+        return list(tokens)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of str, got {type(tokens).__name__} ({tokens!r})") from None
 
 
 def check_texts(texts, what: str = "texts") -> list[str]:

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._text import check_text
+from ._text import check_int, check_text
 
 
 @dataclass
@@ -134,7 +134,7 @@ class SubwordTokenizer:
         return len(self)
 
     def token_to_id(self, token: str) -> int | None:
-        return self.special_tokens.get(token, self._token_to_id(token))
+        return self.special_tokens.get(check_text(token, "token"), self._token_to_id(token))
 
     def set_template(self, single: str | None, pair: str | None = None) -> None:
         """Special tokens to add around every text: Hugging Face's ``TemplateProcessing`` syntax.
@@ -221,6 +221,9 @@ class SubwordTokenizer:
         """
         if isinstance(texts, str):
             raise TypeError("encode_batch takes a list of texts, got a single str; use encode_plus")
+        if not hasattr(texts, "__iter__"):
+            raise TypeError(f"encode_batch: texts must be a list of str or (str, str) pairs, got "
+                            f"{type(texts).__name__} ({texts!r})")
         out = []
         for t in texts:
             a, b = (t if isinstance(t, (tuple, list)) else (t, None))
@@ -393,6 +396,5 @@ class SubwordTokenizer:
 
 
 def _check_length(n, name, minimum=0):
-    if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {n!r}")
+    check_int(n, name, minimum)
     return n

@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from ._merger import _PairMerger
-from ._text import (BPE_SPLIT_PATTERN, CHAR_TO_BYTE, GPT2_SPLIT_PATTERN, check_text, check_texts,
-                    compile_split_pattern, split_isolated, to_byte_level)
+from ._text import (BPE_SPLIT_PATTERN, CHAR_TO_BYTE, GPT2_SPLIT_PATTERN, check_ids, check_int, check_text, check_texts,
+                    check_token_list, compile_split_pattern, split_isolated, to_byte_level)
 from .base import SubwordTokenizer
 
 _CACHE_SIZE = 100_000
@@ -63,8 +63,13 @@ class BPETokenizer(SubwordTokenizer):
         self._byte_ids = {b[0]: i for b, i in self._ids.items() if len(b) == 1}
         self.merges: dict[tuple[int, int], int] = {}
         self._ranks: dict[tuple[int, int], int] = {}
-        for a, b in merges:
-            self._add_merge(int(a), int(b))
+        if isinstance(merges, (str, bytes)) or not hasattr(merges, "__iter__"):
+            raise TypeError(f"merges must be a list of (id, id) pairs, got {type(merges).__name__} ({merges!r})")
+        for k, pair in enumerate(merges):
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise TypeError(f"merges[{k}] must be a pair of token ids, got {pair!r}")
+            a, b = check_ids(pair, f"merges[{k}]")
+            self._add_merge(a, b)
         self.unk_token, self.fuse_unk, self.ignore_merges = unk_token, bool(fuse_unk), bool(ignore_merges)
         self.unk_id = None if unk_token is None else self._ids.get(unk_token.encode("utf-8"))
         if unk_token is not None and self.unk_id is None:
@@ -105,6 +110,7 @@ class BPETokenizer(SubwordTokenizer):
 
     def id_to_token(self, i: int) -> str | None:
         """The token string of id ``i`` (byte-level characters, as in ``tokenizer.json``)."""
+        i = check_int(i, "id")
         if i in self._special_ids:
             return self._special_ids[i]
         s = self._token_strs.get(i)
@@ -129,11 +135,11 @@ class BPETokenizer(SubwordTokenizer):
         out of the texts (they are never merged) and get the last ids.
         """
         texts = check_texts(texts)
-        special_tokens = list(special_tokens)
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 256 + len(special_tokens):
+        special_tokens = check_token_list(special_tokens, "special_tokens")
+        if check_int(vocab_size, "vocab_size") < 256 + len(special_tokens):
             raise ValueError(f"vocab_size must be an integer >= 256 (the byte alphabet) + {len(special_tokens)} "
                              f"special tokens, got {vocab_size!r}")
-        if min_frequency < 1:
+        if check_int(min_frequency, "min_frequency") < 1:
             raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
         cut = cls(split_pattern=None, special_tokens=special_tokens)._special_split
         tok = cls(split_pattern=split_pattern)
@@ -283,7 +289,7 @@ class BPETokenizer(SubwordTokenizer):
         return self.decode_bytes(ids, skip_special_tokens).decode("utf-8", errors="replace")
 
     def decode_bytes(self, ids: Iterable[int], skip_special_tokens: bool = False) -> bytes:
-        ids = [int(i) for i in ids]
+        ids = check_ids(ids)
         unknown = sorted({i for i in ids if i not in self.vocab and i not in self._special_ids})
         if unknown:
             raise ValueError(f"unknown token ids {unknown!r} (vocabulary has {len(self)} tokens)")

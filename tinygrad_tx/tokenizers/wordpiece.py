@@ -5,7 +5,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from ._merger import _PairMerger
-from ._text import check_texts, split_whitespace
+from ._text import check_ids, check_int, check_texts, check_token_list, split_whitespace
 from .base import SubwordTokenizer
 
 BERT_SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]")
@@ -42,6 +42,9 @@ class WordPieceTokenizer(SubwordTokenizer):
     def __init__(self, vocab: Sequence[str] | Mapping[str, int], unk_token: str = "[UNK]",
                  max_input_chars_per_word: int = 100, continuing_subword_prefix: str = "##",
                  split_on_punctuation: bool = False, special_tokens: Iterable[str] = (), cleanup: bool = False):
+        if isinstance(vocab, (str, bytes)) or not isinstance(vocab, (Mapping, Iterable)):
+            raise TypeError(f"vocab must be a list of token strings or a dict token -> id, got "
+                            f"{type(vocab).__name__} ({vocab!r})")
         if isinstance(vocab, Mapping):
             self.vocab = {str(t): int(i) for t, i in vocab.items()}
         else:
@@ -75,6 +78,7 @@ class WordPieceTokenizer(SubwordTokenizer):
         return max(self.vocab.values(), default=-1)
 
     def id_to_token(self, i: int) -> str | None:
+        i = check_int(i, "id")
         return self._special_ids.get(i, self.ids_to_tokens.get(i))
 
     def _model_size(self) -> int:
@@ -129,7 +133,7 @@ class WordPieceTokenizer(SubwordTokenizer):
         As Hugging Face's WordPiece decoder: a continuation piece in first position keeps
         its prefix; with ``cleanup``, its punctuation replacements on each token.
         """
-        ids = [int(i) for i in ids]
+        ids = check_ids(ids)
         unknown = sorted({i for i in ids if self.id_to_token(i) is None})
         if unknown:
             raise ValueError(f"unknown token ids {unknown!r}")
@@ -172,7 +176,7 @@ class WordPieceTokenizer(SubwordTokenizer):
         keyword arguments go to the constructor.
         """
         texts = check_texts(texts)
-        special_tokens = list(special_tokens)
+        special_tokens = check_token_list(special_tokens, "special_tokens")
         if not special_tokens:
             raise ValueError("special_tokens must contain at least the unk token")
         unk_token = unk_token or ("[UNK]" if "[UNK]" in special_tokens else special_tokens[0])
@@ -187,10 +191,10 @@ class WordPieceTokenizer(SubwordTokenizer):
         words = [[w[0]] + [prefix + c for c in w[1:]] for w in word_freqs]
         alphabet = sorted({s for w in words for s in w} - set(special_tokens))
         vocab = special_tokens + alphabet
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < len(vocab):
+        if check_int(vocab_size, "vocab_size") < len(vocab):
             raise ValueError(f"vocab_size {vocab_size!r} is smaller than the special tokens plus the "
                              f"{len(alphabet)} initial symbols ({len(vocab)})")
-        if min_frequency < 1:
+        if check_int(min_frequency, "min_frequency") < 1:
             raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
         symbol_of = {t: k for k, t in enumerate(vocab)}        # the merger's symbols are integers
         state = _PairMerger([[symbol_of[s] for s in w] for w in words], word_freqs.values(), count_symbols=True)
