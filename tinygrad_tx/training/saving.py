@@ -92,15 +92,15 @@ def save_run(path, model, optimizer, scheduler, info: dict, history: dict | None
 def prepare_out(path, flag: str = "--out") -> Path:
     """Check, before any training, that ``path`` can be written: its directory is created (a
     parent that is a file is named), ``path`` is not a directory, and a probe file can be
-    created and removed there. ``ValueError``/``OSError`` naming ``flag`` and the path."""
+    created and removed there. ``ValueError`` (a directory, a parent that is a file) or the
+    ``OSError`` of the probe, naming ``flag`` and the path."""
     path = Path(path)
     if path.is_dir():
-        raise IsADirectoryError(21, f"{flag} {path} is a directory; give a file path such as "
-                                    f"{path / 'model.safetensors'}", str(path))
+        raise ValueError(f"{flag} {path} is a directory; give a file path such as {path / 'model.safetensors'}")
     parent = path.parent
     for p in [parent, *parent.parents]:
         if p.exists() and not p.is_dir():
-            raise NotADirectoryError(20, f"{flag} {path}: {p} is a file, not a directory", str(p))
+            raise ValueError(f"{flag} {path}: {p} is a file, not a directory")
     try:
         parent.mkdir(parents=True, exist_ok=True)
         probe = parent / f".{path.name}.probe-{os.getpid()}"
@@ -108,8 +108,7 @@ def prepare_out(path, flag: str = "--out") -> Path:
             f.write("")
         os.unlink(probe)
     except OSError as e:
-        raise type(e)(e.errno, f"{flag} {path}: cannot write to {parent} ({e.strerror})",
-                      str(parent)) from None
+        raise type(e)(f"{flag} {path}: cannot write to {parent} ({e.strerror or e})") from None
     return path
 
 
