@@ -556,7 +556,12 @@ class Tensor:
         return self._data.dtype.kind == "c"
 
     def contiguous(self, memory_format=None) -> "Tensor":
-        return self
+        """self when its array is C-contiguous, else a contiguous copy (torch's contiguous,
+        which is what makes a later .view() of a transposed tensor possible)."""
+        if self._data.flags.c_contiguous:
+            return self
+        from .ops.elementwise import Clone
+        return Clone.apply(self)
 
     def clone(self, memory_format=None) -> "Tensor":
         from .ops.elementwise import Clone
@@ -646,12 +651,6 @@ def _reflected(fn, self, other):
     return _binary_op(fn, _as_operand(other, self), self)
 
 
-def _float_operands(a, b):
-    """``a`` and ``b`` in the dtype of an op that computes in floating point (true division,
-    atan2, ...): their result type, with ints and bools becoming float32 as in torch."""
-    return _promote_pair(_as_operand(a, b), _as_operand(b, a), float_result=True)
-
-
 def _matmul_operand(o) -> "Tensor":
     if isinstance(o, Tensor):
         return o
@@ -660,10 +659,10 @@ def _matmul_operand(o) -> "Tensor":
     raise TypeError(f"matmul: argument 'other' must be a Tensor, not {type(o).__name__} ({o!r})")
 
 
-def _tensor_arg(o, op: str) -> "Tensor":
+def _tensor_arg(o, op: str, arg: str = "other") -> "Tensor":
     """``o`` for an op whose ``other`` must be a tensor (torch's maximum/minimum)."""
     if not isinstance(o, Tensor):
-        raise TypeError(f"{op}(): argument 'other' (position 1) must be Tensor, not {type(o).__name__}")
+        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(o).__name__} ({o!r})")
     return o
 
 
@@ -729,9 +728,18 @@ def _tensor_methods():
     T.__neg__ = lambda s: _E.Neg.apply(s)
 
     def pow_(s, o):  # int ** int stays int64, as torch's does; a float on either side makes a float
+        if isinstance(o, (int, np.integer)) and not isinstance(o, (bool, np.bool_)) and o < 0 \
+                and s._data.dtype.kind in "biu":
+            raise RuntimeError(f"pow: Integers to negative integer powers are not allowed "
+                               f"(dtype {s._data.dtype}, exponent {o}).")
+        if isinstance(o, Tensor) and s._data.dtype == o._data.dtype == np.bool_:
+            raise RuntimeError(f"pow: not implemented for 'Bool' tensors (shapes {s.shape} and {o.shape})")
         return _binary_op(_E.Pow, s, o)
 
     def rpow(s, o):
+        if s._data.dtype == np.bool_ and isinstance(o, (bool, np.bool_)):
+            raise RuntimeError(f"pow: not implemented for 'Bool' (base {o!r}, exponent a bool tensor "
+                               f"of shape {s.shape})")
         if isinstance(o, (int, float)) and not isinstance(o, bool) and s._data.dtype.kind == "f":
             # a Python base stays a Python number: the backward's log(base) is then exact in
             # float64, as torch's is (log of a float32-rounded base near 1 loses digits)
@@ -772,7 +780,7 @@ def _tensor_methods():
     T.sigmoid = lambda s: _E.Sigmoid.apply(_floating(s))
     def relu(s):
         if s._data.dtype == np.bool_:
-            raise RuntimeError("relu: Boolean inputs not supported for relu")
+            raise RuntimeError(f"relu: Boolean inputs not supported for relu (got dtype bool, shape {s.shape})")
         return _E.Relu.apply(s)
     T.relu = relu
     T.gelu = lambda s, approximate="none": _E.Gelu.apply(s, approximate=approximate)
@@ -804,10 +812,28 @@ def _tensor_methods():
             return s
         return _M.Reshape.apply(s, shape)
     T.reshape = reshape
-    T.view = reshape
+
+    def view(s, *shape):
+        """reshape without a copy, as torch's view: a shape the strides cannot express (a
+        transposed tensor flattened) is torch's RuntimeError; call .contiguous() or reshape."""
+        shape = _shape_arg(_dims_arg(shape), "view")
+        if shape == s._data.shape:
+            return s
+        new = _M.infer_shape(shape, s._data.size, "view")
+        if not s._data.flags.c_contiguous:
+            try:
+                np.reshape(s._data, new, copy=False)
+            except ValueError:
+                raise RuntimeError(f"view size is not compatible with input tensor's size and stride "
+                                   f"(shape {s.shape}, strides {s.stride()}, requested {shape}): at least "
+                                   "one dimension spans across two contiguous subspaces. Use "
+                                   ".reshape(...) instead.") from None
+        return _M.Reshape.apply(s, new)
+    T.view = view
 
     def flatten(s, start_dim=0, end_dim=-1):
         if s.ndim == 0:
+            _canonical_dim(start_dim, 0, "flatten"), _canonical_dim(end_dim, 0, "flatten")
             return reshape(s, 1)
         a, b = _canonical_dim(start_dim, s.ndim), _canonical_dim(end_dim, s.ndim)
         if a > b:
@@ -816,6 +842,9 @@ def _tensor_methods():
     T.flatten = flatten
 
     def permute(s, *dims):
+        if not dims:
+            raise TypeError(f"permute() missing 1 required positional argument: 'dims' (a tensor of "
+                            f"shape {s.shape} takes {s.ndim} dims)")
         dims = _dims_arg(dims)
         if len(dims) != s.ndim:
             raise ValueError(f"permute: number of dims {len(dims)} does not match the tensor's {s.ndim} "
@@ -963,6 +992,13 @@ def _common_dtype(tensors):
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dimension (``torch.cat``)."""
     tensors = _check_same_rank(list(tensors), "cat")
+    if len(tensors) > 1:   # torch skips legacy empty (0,) tensors, whatever the others' rank
+        kept = [t for t in tensors if t.shape != (0,)]
+        if not kept:
+            return _M.Cat.apply(*[t.to(_common_dtype(tensors)) for t in tensors], dim=0)
+        if len(kept) < len(tensors):
+            dtype = _common_dtype(tensors)
+            return cat([t.to(dtype) for t in kept], dim)
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise ValueError(f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -1008,11 +1044,11 @@ def matmul(a, b) -> Tensor:
 
 
 def maximum(a, b) -> Tensor:
-    return a.maximum(b)
+    return _tensor_arg(a, "maximum", "input").maximum(b)
 
 
 def minimum(a, b) -> Tensor:
-    return a.minimum(b)
+    return _tensor_arg(a, "minimum", "input").minimum(b)
 
 
 # The factories (zeros, ones, arange, randn, ...) live in factories.py and random_factories.py.

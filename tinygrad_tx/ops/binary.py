@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from ..tensor import Tensor, _as_operand, _binary_op, _float_operands
+from ..tensor import Tensor, _as_operand, _binary_op, _check_no_bool_sub
 from . import elementwise as _E
 from .compare import (allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clamp, clamp_max,
                       clamp_min, equal, isclose, logical)
@@ -260,24 +260,42 @@ class Xlogy(Function):
 
 # ============================================================================ methods
 
-def _float_binary(cls):
-    """A method for an op that computes in floating point (int operands become float32)."""
+def _float_binary(cls, tensor_other: bool = False):
+    """A method for an op that computes in floating point (the operands' result type; ints
+    and bools become float32). ``tensor_other``: torch takes no Python number as ``other``."""
+    name = cls.__name__.lower()
+
     def method(self, other):
-        a, b = _float_operands(self, _as_operand(other, self))
-        return _binary_op(cls, a if isinstance(a, Tensor) else Tensor(a), b)
-    method.__name__ = cls.__name__.lower()
+        if tensor_other and not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__} ({other!r})")
+        return _binary_op(cls, self, other, float_result=True)
+    method.__name__ = name
     return method
 
 
-atan2 = _float_binary(Atan2)
+atan2 = _float_binary(Atan2, tensor_other=True)
 copysign = _float_binary(Copysign)
 xlogy = _float_binary(Xlogy)
 
 
+def _xlogy_function(input, other):
+    """xlogy(input, other): input may be a Python number (torch allows it)."""
+    if not isinstance(input, Tensor) and isinstance(other, Tensor):
+        return _binary_op(Xlogy, _as_operand(input, other), other, float_result=True)
+    return _function("xlogy", xlogy)(input, other)
+
+
 def hypot(self, other):
-    for x in (self, other):
-        if isinstance(x, Tensor) and x._data.dtype.kind not in "f":
-            raise TypeError(f"hypot: floating point tensors only, got dtype {x._data.dtype}")
+    """torch's hypot: the operands' result type must be floating (int tensors are refused)."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"hypot(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(other).__name__} ({other!r})")
+    from .. import dtypes
+    dt = dtypes.result_np(self, other)
+    if dt.kind != "f":
+        raise TypeError(f"hypot: floating point tensors only, got dtypes {self._data.dtype} and "
+                        f"{other._data.dtype}")
     return _binary_op(Hypot, self, other)
 
 
@@ -310,7 +328,7 @@ def div(self, other, *, rounding_mode=None):
     """a / b (true division; ints give float32), or rounded with rounding_mode 'trunc'/'floor'
     (ints stay ints, as torch's)."""
     if rounding_mode is None:
-        return self.__truediv__(other)
+        return _binary_op(_E.Div, self, other, float_result=True)
     op = _DIV_ROUNDED.get(rounding_mode) if isinstance(rounding_mode, str) else None
     if op is None:
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
@@ -378,20 +396,32 @@ def _alpha_check(op, a, b, alpha):
                         f"point number, got alpha={alpha}")
 
 
+def _scaled_other(op, self, other, alpha):
+    """(self, alpha * other, the result type of self and other): torch computes the product in
+    that type, so bool + True * 2 stays bool."""
+    from .. import dtypes
+    _alpha_check(op, self, other, alpha)
+    dt = dtypes.result_np(self, _as_operand(other, self))
+    return other * alpha, dt
+
+
 def add(self, other, *, alpha=1):
     """self + alpha * other."""
-    if alpha != 1:
-        _alpha_check("add", self, other, alpha)
-        other = other * alpha
-    return self + other
+    if alpha == 1:
+        return self + other
+    other, dt = _scaled_other("add", self, other, alpha)
+    out = self + other
+    return out if out._data.dtype == dt else out.to(dt)
 
 
 def sub(self, other, *, alpha=1):
     """self - alpha * other."""
-    if alpha != 1:
-        _alpha_check("sub", self, other, alpha)
-        other = other * alpha
-    return self - other
+    if alpha == 1:
+        return self - other
+    _check_no_bool_sub(self, other)
+    other, dt = _scaled_other("sub", self, other, alpha)
+    out = self - other
+    return out if out._data.dtype == dt else out.to(dt)
 
 
 def _swap(method):
@@ -442,9 +472,24 @@ def _remainder_function(input, other):
     return _function("remainder", remainder)(input, other)
 
 
+def _number_first(name, method):
+    """tinygrad_tx.NAME(input, other): as torch's add/sub/div, ``input`` may be a Python number
+    when ``other`` is a Tensor."""
+    checked = _function(name, method)
+
+    def fn(input, other, **kwargs):
+        if isinstance(other, Tensor) and isinstance(input, (bool, int, float, np.number)):
+            return method(input, other, **kwargs)
+        return checked(input, other, **kwargs)
+    fn.__name__ = name
+    return fn
+
+
 FUNCTIONS = {name: _function(name, m) for name, m in TENSOR_METHODS.items() if not name.startswith("__")}
+FUNCTIONS.update({name: _number_first(name, TENSOR_METHODS[name])
+                  for name in ("add", "sub", "subtract", "div", "divide")})
 FUNCTIONS.update({
-    "remainder": _remainder_function, "float_power": float_power, "pow": pow,
+    "remainder": _remainder_function, "float_power": float_power, "pow": pow, "xlogy": _xlogy_function,
     "mul": FUNCTIONS["multiply"], "eq": _function("eq", lambda self, other: self == other),
     "ne": FUNCTIONS["not_equal"], "lt": FUNCTIONS["less"], "le": FUNCTIONS["less_equal"],
     "gt": FUNCTIONS["greater"], "ge": FUNCTIONS["greater_equal"],

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from ..tensor import Tensor, _adopt, _as_operand, _floating, _promote_pair
+from .. import dtypes
+from ..tensor import Tensor, _adopt, _as_operand, _promote_pair, _to_dtype
 from . import elementwise as _E
 from .transcendental import _quiet
 
@@ -59,8 +60,12 @@ def clamp(self, min=None, max=None):
     if not isinstance(min, Tensor) and not isinstance(max, Tensor):
         if min is None and max is None:
             raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
-        x = _floating(self) if isinstance(min, float) or isinstance(max, float) else self
-        return _E.Clamp.apply(x, min=min, max=max)
+        # the result type of (x, min, max) as torch's: bool.clamp(0, 1) is int64, int.clamp(0.5)
+        # float32; a bound then wraps into a narrower int dtype as torch's does (uint8: -1 is 255)
+        dt = dtypes.result_np(self, *(b for b in (min, max) if b is not None))
+        x = self if self._data.dtype == dt else self.to(dt)
+        lo, hi = (None if b is None else _to_dtype(b, dt)[()] for b in (min, max))
+        return _E.Clamp.apply(x, min=lo, max=hi)
     x = self
     bounds = []
     for b in (min, max):
@@ -149,7 +154,10 @@ def _integer_bits(op, npfn):
 def logical(npfn):
     """A logical op (bool result: nonzero is True), no gradient."""
     def method(self, other):
-        return Tensor(npfn(self._data, other._data if isinstance(other, Tensor) else other))
+        if not isinstance(other, Tensor):   # torch's logical_and(t, True) is a TypeError
+            raise TypeError(f"{npfn.__name__}(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__} ({other!r})")
+        return _adopt(_E._binary(npfn.__name__, npfn, self._data, other._data))
     return method
 
 

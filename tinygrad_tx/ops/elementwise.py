@@ -119,6 +119,23 @@ class Neg(Function):
         return -g
 
 
+def _power(a, b):
+    """a ** b; integer and bool operands (one dtype after promotion) follow torch's integer
+    pow: a negative exponent gives 1 for base 1, ±1 for base -1 and 0 otherwise (NumPy
+    refuses it), and bool ** bool stays bool (NumPy makes int8)."""
+    a_arr, b_arr = np.asarray(a), np.asarray(b)
+    if a_arr.dtype.kind not in "biu" or b_arr.dtype.kind not in "biu":
+        return np.power(a, b)
+    neg = b_arr < 0
+    if neg.any():
+        y = np.power(a_arr, np.where(neg, 0, b_arr).astype(b_arr.dtype))
+        odd = (b_arr % 2) != 0
+        y = np.where(neg, np.where(a_arr == 1, 1, np.where(a_arr == -1, np.where(odd, -1, 1), 0)), y)
+    else:
+        y = np.power(a_arr, b_arr)
+    return y.astype(np.result_type(a_arr.dtype, b_arr.dtype), copy=False)
+
+
 class Pow(Function):
     """y = a ** b for tensor a and tensor-or-scalar b.
 
@@ -130,7 +147,7 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        y = _binary("pow", np.power, a, b)
+        y = _binary("pow", _power, a, b)
         ctx.save_for_backward(a, b, y)
         return y
 

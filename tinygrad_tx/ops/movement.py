@@ -121,6 +121,8 @@ def _normalize_index(index):
             except ValueError:
                 raise IndexError(f"index: ragged nested list {it!r} cannot be an index (every row "
                                  "must have the same length)") from None
+            if it.size == 0:
+                it = it.astype(np.int64)   # x[[]]: torch reads an empty list as an int64 index
             if it.dtype.kind == "f":
                 raise TypeError(f"tensors used as indices must be long or bool, got a list of floats {index!r}")
         if isinstance(it, np.ndarray):

@@ -400,15 +400,19 @@ def prod(s, dim=None, keepdim=False, *, dtype=None, axis=None, out=None):
     if dim is None:
         axes = tuple(range(s.ndim))
     else:
-        axes = (canonical_dim(dim, s.ndim, "prod"),) if s.ndim else ()
+        axes = (canonical_dim(dim, s.ndim, "prod"),)   # an int (a tuple is torch's TypeError)
+        axes = axes if s.ndim else ()
     return Prod.apply(s, axes=axes, keepdim=keepdim)
 
 
 def logsumexp(s, dim=None, keepdim=False, *, axis=None):
     dim = pick_dim(dim, axis, "logsumexp")
     if isinstance(dim, (tuple, list)) and len(dim) == 0:
-        raise ValueError("logsumexp(): dim=() is not a reduction torch accepts; pass the dims "
-                         "to reduce (e.g. tuple(range(x.ndim)))")
+        if keepdim or s.ndim == 0 or s.numel() == 0:   # torch reduces over all dims here...
+            dim = tuple(range(s.ndim))
+        else:   # ...and fails otherwise (its output shape check), so we refuse too
+            raise ValueError("logsumexp(): dim=() is not a reduction torch accepts; pass the dims "
+                             "to reduce (e.g. tuple(range(x.ndim)))")
     if dim is None:
         raise TypeError("logsumexp(): missing the required argument 'dim'")
     s = _float_input(s, "logsumexp")

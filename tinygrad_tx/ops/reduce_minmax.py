@@ -184,6 +184,8 @@ def _argfn(mode):
         from ..tensor import Tensor, _adopt
         dim = pick_dim(dim, axis, op, out)
         x = s._data
+        if x.dtype == np.bool_:
+            raise RuntimeError(f"{op}(): does not support bool input (cast it, e.g. x.int().{op}())")
         if dim is None:
             if x.size == 0:
                 raise DimensionError(f"{op}(): Expected reduction dim to be specified for an empty "

@@ -113,6 +113,8 @@ def roll(input, shifts, dims=None):
                              "rolls the flattened tensor)")
         return Roll.apply(input, shifts=shifts, dims=None)
     dims = _int_seq(dims, "roll", "dims")
+    if input.numel() == 0:   # torch returns an empty input as is, before checking dims
+        return input.clone()
     if input.ndim == 0:
         raise IndexError("roll: dimension specified as 0 but tensor has no dimensions")
     if len(dims) != len(shifts):

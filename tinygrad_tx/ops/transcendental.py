@@ -347,7 +347,7 @@ class Erf(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return _erf(x)
+        return np.asarray(_erf(x)).astype(x.dtype, copy=False)   # SciPy widens float16
 
     @staticmethod
     def backward(ctx, g):
