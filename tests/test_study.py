@@ -27,6 +27,7 @@ from tinygrad_tx.viz import (EXAMPLES, EXPLAINABLE_OPS, GraphvizNotFound, attent
                              plot_attention, plot_bigram, plot_embeddings_3d, to_dot, trace_backward,
                              vowel_gathering, write_graph)
 from tinygrad_tx.viz import graph as graph_mod
+from tinygrad_tx.viz.explain import body_lines, closed_form_lines
 
 RTOL = 1e-10
 
@@ -423,37 +424,67 @@ def test_forward_hooks_replace_output_chain_and_remove_like_torch():
 # =========================================================================== explain
 
 @pytest.mark.parametrize("op", list(EXPLAINABLE_OPS))
-def test_live_check_fused_composite_torch_agree(op):
+def test_live_check_every_rung_agrees_with_torch(op):
     check = live_check(op, seed=1)
-    versus = {v for _, v in check["errors"]}
-    assert versus == ({"composite"} if EXPLAINABLE_OPS[op].torch is None else {"composite", "torch"})
+    spec = EXPLAINABLE_OPS[op]
+    rungs = ["composite", "closed_form", "fused"] if spec.closed_form is not None else ["composite", "fused"]
+    assert list(check["runs"]) == rungs
+    expected = [(r, "torch") for r in rungs] if spec.torch is not None else [(r, "composite") for r in rungs[1:]]
+    assert check["pairs"] == expected
     worst = max(check["errors"].values())
     assert worst <= 1e-12, check["errors"]
-    assert check["fused"].nodes >= 1 and check["composite"].nodes >= 1
-    for k, grad in check["fused"].grads.items():
-        assert grad is not None and np.abs(grad).max() > 0, k
+    for rung, run in check["runs"].items():
+        assert run.nodes >= 1, rung
+        for k, grad in run.grads.items():
+            assert grad is not None and np.abs(grad).max() > 0, (rung, k)
 
 
-def test_live_check_detects_a_wrong_backward(monkeypatch):
+def test_live_check_detects_a_wrong_backward_on_any_rung(monkeypatch):
     spec = EXPLAINABLE_OPS["softmax"]
     monkeypatch.setattr(spec.function, "backward", staticmethod(lambda ctx, g: g))
     check = live_check("softmax")
-    assert check["errors"][("grad input", "composite")] > 1e-2
-    assert check["errors"][("grad input", "torch")] > 1e-2
+    assert check["errors"][("grad input", "fused", "torch")] > 1e-2
+    assert check["errors"][("grad input", "closed_form", "torch")] < 1e-12
+    check = live_check("softmax", use_torch=False)
+    assert check["errors"][("grad input", "fused", "composite")] > 1e-2
+    monkeypatch.setattr(spec.closed_function, "backward", staticmethod(lambda ctx, g: g))
+    assert live_check("softmax")["errors"][("grad input", "closed_form", "torch")] > 1e-2
 
 
 def test_explain_report_contents():
     text = explain("layer_norm")
     spec = EXPLAINABLE_OPS["layer_norm"]
     assert "tinygrad_tx/functional/normalization.py:" in text
-    assert "ρ · (ĝ - mean(ĝ) - x̂ ∘ mean(ĝ ∘ x̂))" in text            # the docstring's derivation
-    assert "def forward(ctx, x, weight, bias" in text and "def backward(ctx, g)" in text
-    assert "def layer_norm_composite(" in text
-    assert re.search(r"grad weight\s+\d\.\d\de-\d\d\s+\d\.\d\de-\d\d", text)
-    assert "fused 1 node" in text and spec.summary in text
+    assert "tinygrad_tx/functional/closed_form.py:" in text
+    # the three rungs, in order: composite source, closed form (derivation and source), fused
+    rung1, rung2, rung3 = (text.index(f"Rung {i} — ") for i in (1, 2, 3))
+    assert rung1 < text.index("def layer_norm_composite(") < rung2 < rung3
+    assert rung2 < text.index("ρ · (ĝ - mean(ĝ) - x̂ ∘ mean(ĝ ∘ x̂))") < rung3     # the closed form's derivation
+    assert rung2 < text.index("def forward(ctx, x, weight, bias, *, ndim_normalized") < rung3
+    assert text.index("ρ · (ĝ - mean(ĝ) - x̂ ∘ mean(ĝ ∘ x̂))", rung3) > rung3          # the fused docstring's
+    assert "_drop_mean_rounding: " in text and "_row_means: " in text                 # the named tricks
+    fw, bw = closed_form_lines(spec.closed_function)
+    assert f"forward {fw} + backward {bw} lines of NumPy" in text
+    assert re.search(r"grad weight(\s+\d\.\d\de-\d\d){3}", text)                   # 3 rungs vs torch
+    assert "closed form vs torch" in text and "fused vs torch" in text and "composite vs torch" in text
+    assert "fused 1 node" in text and "closed form 1 node" in text and spec.summary in text
     short = explain("layernorm", source=False, use_torch=False)
     assert "def backward" not in short and "fused vs torch" not in short and "not requested" in short
+    assert "closed form vs composite" in short and "fused vs composite" in short
     assert "module docstring" in explain("flash", source=False, use_torch=False)
+    assert "closed form  none: the fused Function is already" in explain("dropout", source=False)
+
+
+def test_closed_form_lines_counts_statements_only():
+    def f(ctx, x):
+        """doc
+        string"""
+        # a comment
+
+        y = x + 1
+        return (y,
+                y)
+    assert body_lines(f) == 3
 
 
 def test_explain_unknown_op_and_missing_torch(monkeypatch):

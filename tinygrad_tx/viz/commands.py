@@ -14,7 +14,8 @@ import numpy as np
 
 GRAPH_HELP = "write the autograd graph of a small instance (attention, layernorm, gpt-block, gpt) as DOT/SVG/PNG"
 TRACE_HELP = "run backward through a small instance and print every node in execution order"
-EXPLAIN_HELP = "show a fused op's derivation, forward/backward source, and a live fused/composite/torch check"
+EXPLAIN_HELP = ("show a fused op's three rungs (composite, closed form, fused: derivations and source) and a "
+                "live check of all three against torch")
 PLOT_HELP = "draw the tutorial's pictures: bigram matrix, 3-D embeddings, attention heat-maps (PNG)"
 
 PROG = "tinygrad-tx"
@@ -165,9 +166,11 @@ def cmd_explain(args) -> int:
     from .explain import OPS, explain
     if args.op is None:
         width = max(len(n) for n in OPS)
-        print("tinygrad-tx explain OP, where OP is one of:")
+        print("tinygrad-tx explain OP, where OP is one of (rungs: composite -> closed form -> fused Function):")
         for name, spec in OPS.items():
-            print(f"  {name:<{width}}  {spec.function.__module__}.{spec.function.__name__}: {spec.summary}")
+            closed = spec.closed_function.__name__ if spec.closed_function is not None else "(none)"
+            print(f"  {name:<{width}}  {spec.composite.__name__} -> {closed} -> {spec.function.__name__}: "
+                  f"{spec.summary}")
         return 0
     print(explain(args.op, seed=args.seed, use_torch=args.torch, source=args.source), end="")
     return 0
