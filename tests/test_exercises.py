@@ -425,3 +425,71 @@ def test_import_changes_nothing_process_wide():
             "assert np.geterr() == before; assert 'hypothesis' not in sys.modules, 'hypothesis imported'")
     root = str(Path(__file__).resolve().parents[1])
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": root})
+
+
+# --------------------------------------------------------------------------- the reference Functions against PyTorch
+
+def _torch_gpt_block(t, c):
+    import torch
+    import torch.nn.functional as TF
+    x = t["x"]
+    b, n, ch = x.shape
+    h = c.extra["n_head"]
+    a1 = TF.layer_norm(x, (ch,), t["ln1_w"], t["ln1_b"])
+    q, k, v = (p.reshape(b, n, h, ch // h).transpose(1, 2) for p in (a1 @ t["w_attn"]).split(ch, dim=-1))
+    o = TF.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, n, ch)
+    x = x + o @ t["w_proj"]
+    a2 = TF.layer_norm(x, (ch,), t["ln2_w"], t["ln2_b"])
+    return x + TF.gelu(a2 @ t["w_fc"], approximate="tanh") @ t["w_out"]
+
+
+def _torch_twin(name):
+    import torch
+    import torch.nn.functional as TF
+
+    def long(a, like):
+        return torch.as_tensor(a, dtype=torch.long, device=like.device)
+    return {
+        "mul": lambda t, c: t["a"] * t["b"], "div": lambda t, c: t["a"] / t["b"], "pow": lambda t, c: t["a"] ** t["b"],
+        "exp": lambda t, c: t["x"].exp(), "log": lambda t, c: t["x"].log(), "tanh": lambda t, c: t["x"].tanh(),
+        "sum": lambda t, c: t["x"].sum(c.extra["dim"]), "mean": lambda t, c: t["x"].mean(c.extra["dim"]),
+        "matmul": lambda t, c: t["a"] @ t["b"], "max": lambda t, c: t["x"].amax(c.extra["dim"]),
+        "getitem": lambda t, c: t["x"][long(c.extra["idx"], t["x"])],
+        "embedding": lambda t, c: TF.embedding(long(c.extra["ids"], t["weight"]), t["weight"]),
+        "softmax": lambda t, c: TF.softmax(t["x"], c.extra["dim"]),
+        "log_softmax": lambda t, c: TF.log_softmax(t["x"], c.extra["dim"]),
+        "cross_entropy": lambda t, c: TF.cross_entropy(t["z"], long(c.extra["target"], t["z"])),
+        "layer_norm": lambda t, c: TF.layer_norm(t["x"], (t["x"].shape[-1],), t["weight"], t["bias"], c.extra["eps"]),
+        "batch_norm": lambda t, c: TF.batch_norm(t["x"], None, None, t["weight"], t["bias"], training=True,
+                                                 eps=c.extra["eps"]),
+        "gelu": lambda t, c: TF.gelu(t["x"], approximate="tanh"),
+        "attention": lambda t, c: TF.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=True),
+        "gpt_block": _torch_gpt_block,
+    }[name]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", list(LADDER))
+def test_solutions_against_torch(name, dtype):
+    """Each reference Function against PyTorch: output and every input's gradient with a random
+    cotangent (tests/parity.py::check_parity; float64 to 1e-10, float32 within torch's own error)."""
+    pytest.importorskip("torch")
+    from hypothesis import assume, given, settings
+    from hypothesis import strategies as st
+
+    from tests.parity import check_parity
+    from tinygrad_tx.exercises.checker import run_truth
+    ex, twin = LADDER[name], _torch_twin(name)
+
+    @settings(max_examples=4, database=None, deadline=None, derandomize=True)
+    @given(st.composite(lambda draw: ex.draw(draw, st))())
+    def prop(case):
+        names = list(case.arrays)
+        out, _ = run_truth(ex, case)
+        _, truth = run_truth(ex, case, np.ones(out.shape))
+        assume(all(np.any(truth[n]) for n in names))   # no gradient that is 0 by symmetry (softmax of one entry)
+        check_parity(lambda *ts: ex.call(ex.solution, dict(zip(names, ts)), case),
+                     lambda *ts: twin(dict(zip(names, ts)), case), *[case.arrays[n] for n in names],
+                     dtype=dtype, name=f"exercise {ex.solution.__name__}")
+
+    prop()

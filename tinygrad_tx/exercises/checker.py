@@ -376,12 +376,12 @@ class Report:
     examples: int = 0
 
 
-def diagnose(ex: Exercise, fn: type, oc: Outcome, others=()) -> Report:
-    """The report of the smallest failing case ``oc``; ``others`` are larger failing cases, a second
-    check of each recognised mistake."""
+def diagnose(ex: Exercise, fn: type, oc: Outcome, others=(), shrunk: bool = True) -> Report:
+    """The report of the smallest failing case ``oc`` (``shrunk=False``: of the first case drawn);
+    ``others`` are larger failing cases, a second check of each recognised mistake."""
     case, at = oc.case, oc.attempt
     lines = [f"{ex.name}: FAILED.",
-             f"  smallest failing case (hypothesis shrank it): {case.describe()}"]
+             f"  {'smallest failing case (hypothesis shrank it)' if shrunk else 'first case'}: {case.describe()}"]
     tags = {}
     if at.fatal:
         lines.append(f"  {at.fatal}")
@@ -444,7 +444,7 @@ def check(ex: Exercise | str, fn: type, *, max_examples: int = DEFAULT_EXAMPLES,
     ``seed=None`` draws the same cases every run (derandomized); an int draws another fixed set."""
     try:
         import hypothesis
-        from hypothesis import HealthCheck, Verbosity, given, settings
+        from hypothesis import HealthCheck, Phase, Verbosity, given, settings
         from hypothesis import strategies as st
     except ModuleNotFoundError:  # pragma: no cover - hypothesis is a [dev] dependency
         raise ModuleNotFoundError("'tinygrad-tx exercise check' needs hypothesis: pip install hypothesis") from None
@@ -469,6 +469,17 @@ def check(ex: Exercise | str, fn: type, *, max_examples: int = DEFAULT_EXAMPLES,
 
     if seed is not None:
         prop = hypothesis.seed(seed)(prop)
+    first = []    # one case first: an unwritten backward needs no search for a smallest case
+
+    @settings(max_examples=1, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
+    @given(cases())
+    def probe(case):
+        first.append(evaluate(ex, fn, case))
+
+    probe()
+    if first and first[0].attempt.fatal_tag == "not_implemented":
+        return diagnose(ex, fn, first[0], shrunk=False)
     try:
         prop()
     except _Failed:

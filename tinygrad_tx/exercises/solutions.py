@@ -12,6 +12,8 @@ no blocking, no in-place tricks. ``exercise solution NAME`` shows both.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..autograd import Function
@@ -418,7 +420,7 @@ def attention_forward(q, k, v):
     """(out, P) of causal attention: S = q kᵀ / √E, keys after the query masked (-inf),
     P = softmax(S) along the keys, out = P v."""
     t, e = q.shape[-2], q.shape[-1]
-    s = np.matmul(q, np.swapaxes(k, -1, -2)) / np.sqrt(e)
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * (1 / math.sqrt(e))   # a Python float keeps float32
     s = np.where(np.tri(t, dtype=bool), s, -np.inf)
     p = np.exp(s - s.max(axis=-1, keepdims=True))
     p = p / p.sum(axis=-1, keepdims=True)
@@ -427,7 +429,7 @@ def attention_forward(q, k, v):
 
 def attention_backward(g, q, k, v, p):
     """(dq, dk, dv) of :func:`attention_forward`; derivation in :class:`Attention`'s backward."""
-    scale = 1 / np.sqrt(q.shape[-1])
+    scale = 1 / math.sqrt(q.shape[-1])
     dv = np.matmul(np.swapaxes(p, -1, -2), g)
     dp = np.matmul(g, np.swapaxes(v, -1, -2))
     ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))

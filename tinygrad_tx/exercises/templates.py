@@ -34,7 +34,7 @@ Check it (hypothesis shapes, random cotangents, float64, finite differences; a d
 
     tinygrad-tx exercise check {name} {file}
 """
-import numpy as np
+{math}import numpy as np
 
 from tinygrad_tx.autograd import Function
 '''
@@ -100,9 +100,9 @@ def template(ex: Exercise, file: str = "FILE") -> str:
     body = "".join(lines[:first]) + _hint_stub(ex) + "".join(lines[back.end_lineno:])
     helpers = "".join(textwrap.dedent(inspect.getsource(getattr(solutions, n))) + "\n\n"
                       for n in helpers_of(cls))
-    text = _HEADER.format(name=ex.name, title=ex.title, file=file) + "\n"
     code = helpers + body
-    return text + ("\n" + _constants_for(code) if _constants_for(code) else "\n") + code
+    text = _HEADER.format(name=ex.name, title=ex.title, file=file, math="import math\n\n" if "math." in code else "")
+    return text + "\n" + ("\n" + _constants_for(code) if _constants_for(code) else "\n") + code
 
 
 def reference_source(ex: Exercise) -> str:
