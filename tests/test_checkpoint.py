@@ -4,6 +4,8 @@ from __future__ import annotations
 import copy
 import os
 import pickle
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -395,3 +397,51 @@ def test_tied_weights_are_saved_under_both_names(tmp_path):
     twin.load_state_dict(safetensors.torch.load_file(str(path)))
     assert twin[0].weight is twin[1].weight
     assert np.array_equal(twin[0].weight.detach().numpy(), src[0].weight._data)
+
+
+# ----------------------------------------------------------------------------- run-file hygiene
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_temporary_files_of_the_target_are_removed_by_the_next_save(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    stale = tmp_path / f".ckpt.safetensors.tmp-{_dead_pid()}"        # left by a SIGKILLed writer
+    live = tmp_path / f".ckpt.safetensors.tmp-{os.getppid()}"        # a writer still running
+    other = tmp_path / f".other.safetensors.tmp-{_dead_pid()}"       # another target's
+    for p in (stale, live, other):
+        p.write_bytes(b"half a checkpoint")
+    assert checkpoint.temp_path(path) == str(tmp_path / f".ckpt.safetensors.tmp-{os.getpid()}")
+    save_checkpoint(path, {"w": np.zeros(2)})
+    assert not stale.exists() and live.exists() and other.exists()
+    assert load_checkpoint(path)[0]["w"].shape == (2,)
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_checkpoint_mode_follows_the_umask(tmp_path, mask, mode):
+    old = os.umask(mask)
+    try:
+        save_checkpoint(tmp_path / "c.safetensors", {"w": np.zeros(2)})
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / "c.safetensors").st_mode & 0o777 == mode
+
+
+def test_saving_over_a_directory_names_the_directory(tmp_path):
+    target = tmp_path / "adir"
+    target.mkdir()
+    with pytest.raises(IsADirectoryError) as e:
+        save_checkpoint(target, {"w": np.zeros(2)})
+    assert e.value.filename == str(target) and ".tmp" not in str(e.value)
+    assert os.listdir(tmp_path) == ["adir"] and os.listdir(target) == []
+
+
+def test_loading_a_directory_or_a_fifo_raises_at_once(tmp_path):
+    with pytest.raises(ValueError, match="is a directory, not a checkpoint file"):
+        load_checkpoint(tmp_path)
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(ValueError, match="is a FIFO"):
+        load_checkpoint(tmp_path / "fifo")
