@@ -493,3 +493,26 @@ def test_solutions_against_torch(name, dtype):
                      dtype=dtype, name=f"exercise {ex.solution.__name__}")
 
     prop()
+
+
+def test_readme_exercise_commands_run(tmp_path, capsys, monkeypatch):
+    """The commands of the README's exercise section, run in a scratch directory, in order."""
+    import re
+    import shlex
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Learn backprop by writing it: exercises", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    commands = [shlex.split(line.split("#", 1)[0]) for line in block.splitlines() if line.strip()]
+    assert [c[:3] for c in commands] == [["tinygrad-tx", "exercise", a] for a in ("list", "start", "check", "solution")]
+    monkeypatch.chdir(tmp_path)
+    for argv in commands:
+        code = main(argv[1:] + (["--max-examples", "3"] if argv[2] == "check" else []))
+        assert code == (1 if argv[2] == "check" else 0), argv       # the fresh file's backward is not written
+    assert "backward is not written yet" in capsys.readouterr().out
+
+
+def test_seed_draws_another_fixed_set():
+    a = check("softmax", S.Softmax, max_examples=5, seed=1)
+    b = check("softmax", S.Softmax, max_examples=5, seed=1)
+    assert a.passed and b.passed and a.text == b.text
