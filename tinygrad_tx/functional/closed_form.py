@@ -21,6 +21,8 @@ their weights are 0, so is their output row, and no gradient flows through them.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.special import erf
 
@@ -189,7 +191,8 @@ class BatchNormClosedForm(Function):
 
 # ============================================================================ GELU
 
-_C = np.sqrt(2 / np.pi)
+_C = math.sqrt(2 / math.pi)                                   # Python floats keep float32 float32
+_SQRT_2, _SQRT_2PI = math.sqrt(2), math.sqrt(2 * math.pi)
 
 
 class GeluClosedForm(Function):
@@ -207,7 +210,7 @@ class GeluClosedForm(Function):
         ctx.approximate = approximate
         if approximate == "tanh":
             return x / 2 * (1 + np.tanh(_C * (x + 0.044715 * x ** 3)))
-        return x * (1 + erf(x / np.sqrt(2))) / 2
+        return x * (1 + erf(x / _SQRT_2)) / 2
 
     @staticmethod
     def backward(ctx, g):
@@ -215,7 +218,7 @@ class GeluClosedForm(Function):
         if ctx.approximate == "tanh":
             t = np.tanh(_C * (x + 0.044715 * x ** 3))
             return g * ((1 + t) / 2 + x / 2 * (1 - t * t) * _C * (1 + 3 * 0.044715 * x * x))
-        return g * ((1 + erf(x / np.sqrt(2))) / 2 + x * np.exp(-x * x / 2) / np.sqrt(2 * np.pi))
+        return g * ((1 + erf(x / _SQRT_2)) / 2 + x * np.exp(-x * x / 2) / _SQRT_2PI)
 
 
 # ============================================================================ attention

@@ -65,7 +65,8 @@ class LayerNorm(Function):
             mean = _row_means(xb, ones)
             np.subtract(xb, mean[:, None], out=cb)
             delta = _row_means(cb, ones)                   # the rounding error of the mean (below)
-            var = np.einsum("ij,ij->i", cb, cb) / d - delta * delta   # the variance of c - δ
+            with np.errstate(over="ignore", invalid="ignore"):   # overflow: see _nan_where_torch_overflows
+                var = np.einsum("ij,ij->i", cb, cb) / d - delta * delta   # the variance of c - δ
             r = np.reciprocal(np.sqrt(np.maximum(var, 0) + eps), out=rstd[rows])
             _nan_where_torch_overflows(r, mean)
             _drop_mean_rounding(cb, delta, r)
