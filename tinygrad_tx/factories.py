@@ -47,6 +47,11 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 # ============================================================================ tensor(): dtype inference
 
+class InvalidElementError(TypeError, ValueError):
+    """A str inside a list given to ``tensor()``: torch raises ValueError for ``["a"]`` ("too
+    many dimensions 'str'") and TypeError for ``[1, "a"]`` ("invalid data type 'str'"); both."""
+
+
 def _check_array_dtype(dt: np.dtype, op: str):
     if dt.kind not in "biufc":
         raise TypeError(f"{op}(): can't convert a NumPy array of dtype {dt}; the supported "
@@ -105,7 +110,7 @@ def _infer(obj, op: str, depth: int):
     if isinstance(obj, (str, bytes)):
         if depth == 0:
             raise TypeError(f"{op}(): cannot build a tensor from a {type(obj).__name__} ({obj!r})")
-        raise ValueError(f"{op}(): a {type(obj).__name__} ({obj!r}) cannot be a tensor element "
+        raise InvalidElementError(f"{op}(): a {type(obj).__name__} ({obj!r}) cannot be a tensor element "
                          "(only numbers, bools and nested sequences of them)")
     if hasattr(obj, "__array__") and not isinstance(obj, Sequence):
         arr = np.asarray(obj)

@@ -51,9 +51,9 @@ def _check_seed(seed, strict: bool) -> int:
     else:
         try:
             seed = int(seed)
-        except (TypeError, ValueError):
-            raise TypeError(f"manual_seed: seed must be an int (or convertible with int()), "
-                            f"got {seed!r}") from None
+        except (TypeError, ValueError) as e:   # the class int() raised, as torch lets it through
+            raise type(e)(f"manual_seed: seed must be an int (or convertible with int()), "
+                          f"got {seed!r}") from None
     seed = int(seed)
     if not -(1 << 63) <= seed < _U64:
         raise ValueError(f"manual_seed: seed {seed} is out of range; it must be in "

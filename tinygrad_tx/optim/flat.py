@@ -91,6 +91,8 @@ class FlatParameters:
             probe = Tensor(np.empty(1))
             cls._sole_refcount = sys.getrefcount(probe._data)
         for i, p in enumerate(params):
+            if not p._data.flags.writeable:   # the per-parameter step refuses it (ReadOnlyParameterError)
+                return f"parameter {i} (shape {p._data.shape}) is read-only"
             base = p._data.base
             if base is not None and cls._buffers.get(id(base)) is not base:
                 return f"parameter {i} (shape {p._data.shape}) is a view of another array"
