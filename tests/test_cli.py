@@ -613,3 +613,28 @@ def test_run_errors_and_help(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "tinygrad_tx.torch_shim", None)                 # not importable
     code, _, err = run(["run", script], capsys)
     assert_one_line_error(code, err, 1, "needs tinygrad_tx.torch_shim")
+
+
+# ---------------------------------------------------------------------------- --resume
+
+def test_resume_errors_are_one_line(tmp_path, corpus, capsys):
+    base = ["train", "gpt", "--data", corpus, "--steps", "2", *TINY, "--num-samples", "0",
+            "--out", tmp_path / "m.safetensors"]
+    code, _, err = run(base + ["--resume", tmp_path / "missing.safetensors"], capsys)
+    assert_one_line_error(code, err, 1, "checkpoint not found", "missing.safetensors")
+    code, _, err = run(base + ["--compare-torch", "--resume", tmp_path / "m.safetensors"], capsys)
+    assert_one_line_error(code, err, 2, "--resume does not combine with --compare-torch")
+    assert not (tmp_path / "m.safetensors").exists()
+    code, _, _ = run(base, capsys)
+    assert code == 0
+    code, _, err = run(["train", "gpt", "--data", corpus, "--steps", "2", "--d-model", "8", "--n-heads", "2",
+                        "--n-layers", "1", "--no-progress", "--out", tmp_path / "m2.safetensors",
+                        "--resume", tmp_path / "m.safetensors"], capsys)
+    assert_one_line_error(code, err, 1, "the checkpoint's model is gpt: GPTLanguageModel(", "d_model=16",
+                          "this run's is", "d_model=8")
+
+
+def test_resume_command_replaces_an_earlier_resume_and_quotes():
+    assert cli.resume_command(["train", "gpt", "--resume", "old", "--out", "a b/m.safetensors"], "a b/m.safetensors") \
+        == "tinygrad-tx train gpt --out 'a b/m.safetensors' --resume 'a b/m.safetensors'"
+    assert cli.resume_command(["train", "vit", "--resume=old"], "x") == "tinygrad-tx train vit --resume x"

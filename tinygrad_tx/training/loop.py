@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import manual_seed, models, parallel
 from ..autograd import no_grad
-from ..checkpoint import atomic_write
+from ..checkpoint import atomic_write, check_regular_file
 from ..data import ArrayDataset, DataLoader
 from ..data.loader import _collate
 from ..generator import get_rng_state, set_rng_state
@@ -491,6 +491,8 @@ def train_and_test(task: Task, log=print, default_out=None) -> dict:
     (checkpoints at every evaluation), and add ``run["test"]`` (the metrics of the test split)."""
     cfg = task.config
     out = cfg.out or default_out
+    if getattr(cfg, "resume", ""):
+        check_regular_file(cfg.resume)          # a missing --resume fails before anything is built
     if out:
         prepare_out(out)
         if cfg.plot:
