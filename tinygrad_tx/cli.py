@@ -9,6 +9,7 @@
     tinygrad-tx train vit | encoder | seq2seq
     tinygrad-tx train gpt --compare-torch --steps 200 --dtype float64
     tinygrad-tx train names --type mlp       # makemore's baselines: --type bigram | mlp | transformer
+    tinygrad-tx train gpt --resume runs/gpt/model.safetensors   # continue an interrupted run exactly
     tinygrad-tx run script.py ARGS           # a PyTorch script, its ``import torch`` loading tinygrad_tx
 
 Every hyperparameter is a flag (``tinygrad-tx train gpt --help``); they are the fields of
