@@ -290,7 +290,14 @@ KILL_ARGS = ["train", "gpt", "--steps", "40", "--d-model", "16", "--n-heads", "2
 def _cli(args, **kw):
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen([sys.executable, "-m", "tinygrad_tx", *map(str, args)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_default_signals, **kw)
+
+
+def _default_signals():
+    """A shell's background job (or nohup) ignores SIGINT, and the child would inherit that: the
+    experiment wants the interactive case, so the child starts with the default dispositions."""
+    for s in signals.STOP_SIGNALS:
+        signal.signal(s, signal.SIG_DFL)
 
 
 def _temps(directory) -> list[str]:
