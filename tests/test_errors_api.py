@@ -341,6 +341,8 @@ EARLIER_THAN_TORCH = {
     "nn.Dropout p nan": (lambda M: M.nn.Dropout(math.nan), ValueError, ("p", "nan")),
     "MHA dropout 2": (lambda M: M.nn.MultiheadAttention(4, 2, dropout=2), ValueError, ("dropout", "2")),
     "MHA dropout str": (lambda M: M.nn.MultiheadAttention(4, 2, dropout="a"), TypeError, ("dropout", "'a'")),
+    "ParameterList int": (lambda M: M.nn.ParameterList([5]), TypeError, ("ParameterList", "int")),
+    "ParameterDict int": (lambda M: M.nn.ParameterDict({"a": 5}), TypeError, ("ParameterDict", "int")),
     "init trunc_normal_ std < 0": (lambda M: M.nn.init.trunc_normal_(M.zeros(3), std=-1), ValueError, ("std", "-1")),
 }
 

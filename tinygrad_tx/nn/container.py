@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
+import numpy as np
+
 from .module import Module, _addindent
 
 
@@ -242,6 +244,9 @@ def _as_parameter(value):
     from .parameter import Parameter
     if isinstance(value, Parameter) or value is None:
         return value
+    if not isinstance(value, (Tensor, np.ndarray)):   # torch keeps such entries as plain attributes
+        raise TypeError(f"ParameterList/ParameterDict: an entry must be a Parameter, a Tensor, an ndarray or "
+                        f"None (other objects are not supported here), got {type(value).__name__} ({value!r})")
     return Parameter(value._data if isinstance(value, Tensor) else value)
 
 

@@ -18,6 +18,8 @@ import numpy as np
 
 from .. import functional as F
 from .._factory_args import InvalidArgumentAssertion, InvalidArgumentError
+from ..device import check as _check_device
+from ..functional.linear import _unsupported_embedding_options
 from ..functional._util import check_probability
 from ..ops.movement import IndexOutOfRange
 from ..tensor import DEFAULT_FLOAT, Tensor
@@ -115,8 +117,15 @@ class Embedding(Module):
     Init (torch's): weight ~ N(0, 1), with the ``padding_idx`` row (if given)
     zeroed. The padding row never receives a gradient, so it stays as it is."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, dtype=None, _weight=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, max_norm=None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
+                 _freeze: bool = False, device=None, dtype=None):
         super().__init__()
+        _check_device(device, "Embedding: device")
+        # torch's keywords, refused with a clear NotImplementedError unless they are the defaults
+        _unsupported_embedding_options(max_norm, scale_grad_by_freq, sparse, "Embedding")
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         self.num_embeddings = _size(num_embeddings, "num_embeddings", "Embedding")
         self.embedding_dim = _size(embedding_dim, "embedding_dim", "Embedding")
         if padding_idx is not None:
@@ -139,6 +148,8 @@ class Embedding(Module):
                 raise InvalidArgumentAssertion(f"Embedding: _weight has shape {weight.shape}, expected "
                                  f"{(self.num_embeddings, self.embedding_dim)}")
             self.weight = weight
+        if _freeze:
+            self.weight.requires_grad = False
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None):
