@@ -137,7 +137,7 @@ def test_forgot_one_over_n():
         return np.broadcast_to(np.expand_dims(g, ctx.dim), ctx.shape)   # mean without / N
     r = failed("mean", planted(S.Mean, backward))
     assert r.tags == {"x": "constant_factor"}, r.text
-    assert "times too large: a forgotten 1/" in r.text and "the size of dim" in r.text
+    assert "times too large: a forgotten 1/" in r.text and "the size of the reduced dimension dim" in r.text
 
 
 def test_forgot_one_over_n_cross_entropy():
@@ -147,7 +147,17 @@ def test_forgot_one_over_n_cross_entropy():
         dz[np.arange(len(p)), target] -= 1
         return dz * g, None
     r = failed("cross_entropy", planted(S.CrossEntropy, backward))
-    assert r.tags == {"z": "constant_factor"} and "the size of dim 0 of z" in r.text, r.text
+    assert r.tags == {"z": "constant_factor"} and "N, the number of positions the mean runs over" in r.text, r.text
+
+
+def test_gpt_block_missing_residual():
+    def backward(ctx, g):
+        grads = list(S.GPTBlock.backward(ctx, g))
+        grads[0] = grads[0] - g                   # the straight path of both residuals forgotten
+        return tuple(grads)
+    r = failed("gpt_block", planted(S.GPTBlock, backward))
+    assert r.tags == {"x": "missing_term"} and "missing the residual path" in r.text
+    assert "dL/dw_attn" in r.text and "also wrong on a larger case" in r.text
 
 
 def test_off_by_two():

@@ -300,7 +300,7 @@ def _ignores_g(ex, oc, name):
 
 def _known_mistake(ex, oc, name, label):
     mine = oc.attempt.grads[name]
-    for target, text, wrong in (ex.mistakes(oc.case, oc.g, None) if ex.mistakes else []):
+    for target, text, wrong in (ex.mistakes(oc.case, oc.g, oc.truth) if ex.mistakes else []):
         if target == name and text == label:
             wrong = np.asarray(wrong, np.float64)
             return close(mine, np.broadcast_to(wrong, mine.shape) if wrong.size == 1 else wrong)
@@ -333,7 +333,7 @@ def classify(ex: Exercise, fn: type, outcomes: list, name: str) -> tuple[str, st
     if all(_ignores_g(ex, o, name) for o in every):
         return "ignores_g", ("right only through .sum(): your gradient equals that of out.sum(), i.e. it ignores "
                              "the incoming gradient g (a test with g = ones would pass); multiply by g")
-    for target, label, _ in (ex.mistakes(case, oc.g, None) if ex.mistakes else []):
+    for target, label, _ in (ex.mistakes(case, oc.g, oc.truth) if ex.mistakes else []):
         if target == name and all(_known_mistake(ex, o, name, label) for o in every):
             return ("missing_term" if label.startswith("missing") else "known_mistake"), label
     factors = [_factor(o.attempt.grads[name], o.truth[name]) for o in every]
@@ -426,8 +426,11 @@ def diagnose(ex: Exercise, fn: type, oc: Outcome, others=(), shrunk: bool = True
         tags[n] = tag
     if ex.finite_differences and at.fatal is None and not at.shape_errors:
         agree, text = _finite_differences(ex, fn, case)
-        lines.append(f"  second opinion: {text}" + (" (yet the library's gradient differs: check the forward)"
-                                                    if agree else ""))
+        if agree and case.noncontig:
+            text += " on contiguous copies of these inputs (gradcheck does not keep a layout)"
+        elif agree:
+            text += " (yet the library's gradient differs: check the forward)"
+        lines.append(f"  second opinion: {text}")
     elif not ex.finite_differences:
         lines.append("  second opinion: none (finite differences are meaningless at the kinks of this function)")
     return Report(ex.name, False, "\n".join(lines), tags, case)
@@ -437,6 +440,28 @@ def diagnose(ex: Exercise, fn: type, oc: Outcome, others=(), shrunk: bool = True
 
 class _Failed(Exception):
     pass
+
+
+def _size(oc) -> int:
+    return sum(a.size for a in oc.case.arrays.values())
+
+
+def _more_failures(ex, fn, cases, seed, n=12) -> list:
+    """Failing outcomes of up to ``n`` freshly generated cases (no shrinking): a larger failing
+    case to confirm a diagnosis the smallest one cannot tell apart (a factor 2 or N = 2?)."""
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    found = []
+
+    @settings(max_examples=n, derandomize=seed is None, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
+    @given(cases())
+    def gather(case):
+        oc = evaluate(ex, fn, case)
+        if not oc.ok:
+            found.append(oc)
+
+    gather()
+    return found
 
 
 def check(ex: Exercise | str, fn: type, *, max_examples: int = DEFAULT_EXAMPLES, seed: int | None = None) -> Report:
@@ -488,8 +513,9 @@ def check(ex: Exercise | str, fn: type, *, max_examples: int = DEFAULT_EXAMPLES,
         if not failures:
             raise
     if failures:
-        first = max(failures[:-1], key=lambda o: sum(a.size for a in o.case.arrays.values()), default=None)
-        report = diagnose(ex, fn, failures[-1], [first] if first is not None else [])  # the shrunk case is last
+        minimal = failures[-1]                       # hypothesis replays the shrunk case last
+        larger = [o for o in failures[:-1] + _more_failures(ex, fn, cases, seed) if _size(o) > _size(minimal)]
+        report = diagnose(ex, fn, minimal, [max(larger, key=_size)] if larger else [])
         report.examples = len(passed) + len(failures)
         return report
     lines = [f"{ex.name}: PASSED on {len(passed)} hypothesis cases (float64, random cotangents, contiguous and "

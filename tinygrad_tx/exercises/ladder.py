@@ -9,7 +9,7 @@ An :class:`Exercise` names
 * ``truth(t, case)``: the same value from the library (fused ops, primitives): its gradient is
   the true one;
 * ``hints``: what the derivation gives, without the answer;
-* ``mistakes(case, g, saved)``: the known wrong gradients of this rung (a missing term, a
+* ``mistakes(case, g, truth)``: the known wrong gradients of this rung (a missing term, a
   wrong correction), each ``(input name, label, array)``, recognised by the checker;
 * ``rungs``: where the library's own versions live, shown by ``exercise solution``
   (``composite``, ``closed_form`` class names looked up in ``tinygrad_tx.functional.closed_form``
@@ -329,6 +329,31 @@ def _attention_mistakes(c, g, s):
             ("v", "dV = P G: P not transposed (it must be Pᵀ G)", np.matmul(p, g))]
 
 
+def _reduced_size(c):
+    n = c.arrays["x"].shape[c.extra["dim"]]
+    return {float(n): "the size of the reduced dimension dim"} if n > 1 else {}
+
+
+def _row_size(c):
+    n = c.arrays["x"].shape[-1]
+    return {float(n): "D, the size of the normalised (last) dimension"} if n > 1 else {}
+
+
+def _channel_size(c):
+    n = c.arrays["x"].size // c.arrays["x"].shape[1]
+    return {float(n): "m, the number of values per channel"} if n > 1 else {}
+
+
+def _batch_size(c):
+    n = c.arrays["z"].shape[0]
+    return {float(n): "N, the number of positions the mean runs over"} if n > 1 else {}
+
+
+def _gpt_block_mistakes(c, g, truth):
+    return [("x", "missing the residual path: dL/dx lacks g itself, which flows straight through "
+                  "y = h + MLP(h) and h = x + attention(x)", truth["x"] - g)]
+
+
 def _attention_factors(c):
     e = c.arrays["q"].shape[-1]
     return {float(np.sqrt(e)): "√E, E the size of a query (the scale 1/√E was forgotten or applied twice)"} if e > 1 else {}
@@ -500,10 +525,10 @@ _LADDER = [
     Exercise("sum", "y = x.sum(dim)", S.Sum, _dim_draw(), _apply_x_dim, lambda t, c: t["x"].sum(c.extra["dim"]),
              ("Every x_i summed into y_r has ∂y_r/∂x_i = 1.",
               "g has one dimension fewer than x: put it back (np.expand_dims) and broadcast it to x's shape."),
-             rungs={"fused": "tinygrad_tx.ops.reduce:Sum"}),
+             factors=_reduced_size, rungs={"fused": "tinygrad_tx.ops.reduce:Sum"}),
     Exercise("mean", "y = x.mean(dim)", S.Mean, _dim_draw(), _apply_x_dim, lambda t, c: t["x"].mean(c.extra["dim"]),
              ("mean = sum / N, with N the size of the reduced dimension.", "As for sum, g must be expanded back."),
-             rungs={"fused": "tinygrad_tx.ops.reduce:Mean"}),
+             factors=_reduced_size, rungs={"fused": "tinygrad_tx.ops.reduce:Mean"}),
     Exercise("matmul", "Y = A @ B: 1-D and batched operands", S.MatMul, _draw_matmul,
              _apply_ab, lambda t, c: t["a"] @ t["b"],
              ("For matrices Y_ij = Σ_k A_ik B_kj: which entries of Y does A_ik touch?",
@@ -550,7 +575,7 @@ _LADDER = [
              lambda t, c: F.cross_entropy(t["z"], _tensor(c.extra["target"])),
              ("One position's loss is -log softmax(z)_t: combine log_softmax's derivative with the pick of t.",
               "The mean over N positions and the scalar g scale the result.", "Return None for the targets."),
-             _cross_entropy_mistakes,
+             _cross_entropy_mistakes, factors=_batch_size,
              rungs={"composite": f"{FN}.loss:cross_entropy_composite", "fused": f"{FN}.loss:CrossEntropy",
                     "closed_form": ("CrossEntropyClosedForm",)}),
     Exercise("layer_norm", "y = layer_norm(x) ∘ weight + bias over the last dim", S.LayerNorm, _draw_layer_norm,
@@ -560,7 +585,7 @@ _LADDER = [
               "μ and σ² depend on every x_j of the row: ∂μ/∂x_j = 1/D and ∂ρ/∂x_j = -ρ² x̂_j / D, "
               "ρ = 1/√(σ² + eps).", "Differentiate x̂_i = (x_i - μ) ρ: expect three terms for dL/dx.",
               "weight and bias are shared by all rows: their gradients are sums over the rows."),
-             _layer_norm_mistakes,
+             _layer_norm_mistakes, factors=_row_size,
              rungs={"composite": f"{FN}.normalization:layer_norm_composite", "fused": f"{FN}.normalization:LayerNorm",
                     "closed_form": ("LayerNormClosedForm",)}),
     Exercise("batch_norm", "batch_norm(x) in training mode, per channel", S.BatchNorm, _draw_batch_norm,
@@ -568,7 +593,7 @@ _LADDER = [
              ("As LayerNorm, but the statistics of channel c run over its m = N (or N·L) values.",
               "The forward's variance is the biased one (divide by m): differentiate that one.",
               "weight and bias get the sums over the batch (and length) axes."),
-             _batch_norm_mistakes, rungs={"fused": "tinygrad_tx.nn.batch_norm:BatchNorm", "closed_form": ("BatchNormClosedForm",)}),
+             _batch_norm_mistakes, factors=_channel_size, rungs={"fused": "tinygrad_tx.nn.batch_norm:BatchNorm", "closed_form": ("BatchNormClosedForm",)}),
     Exercise("gelu", "y = gelu(x, approximate='tanh')", S.Gelu, _unary_draw("normal"), _apply_x,
              lambda t, c: F.gelu(t["x"], approximate="tanh"),
              ("Product rule on 0.5 x · (1 + tanh u), then the chain rule through u(x).",
@@ -592,6 +617,7 @@ _LADDER = [
               "A residual y = h + f(h) sends g straight to h and also through f: add both.",
               "The weights are shared by all B·T positions: their gradients sum over them.",
               "Reuse your LayerNorm, GELU and attention backwards as functions."),
+             _gpt_block_mistakes,
              rungs={"module": "tinygrad_tx.models.gpt:TransformerBlock"}),
 ]
 
