@@ -18,6 +18,12 @@ class InvalidArgumentError(ValueError, RuntimeError):
     ``except RuntimeError`` written for torch catches too."""
 
 
+class InvalidDtypeError(TypeError, RuntimeError):
+    """A tensor of the wrong dtype where torch raises RuntimeError ("expected target dtype to be
+    Long", "one_hot is only applicable to index tensor of type LongTensor"): a TypeError, as
+    Python code expects, that ``except RuntimeError`` written for torch catches too."""
+
+
 class InvalidArgumentAssertion(ValueError, AssertionError):
     """A bad argument value that torch refuses with an ``assert`` (``Embedding``'s
     ``padding_idx``, ``MultiheadAttention``'s ``embed_dim % num_heads``): a ValueError

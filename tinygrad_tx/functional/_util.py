@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from .._factory_args import InvalidArgumentError
+from .._factory_args import InvalidArgumentError, InvalidDtypeError
 from ..tensor import Tensor, default_generator
 
 
@@ -50,7 +50,7 @@ def int_array(x, op: str, name: str) -> np.ndarray:
     """The integer array behind ``x`` (a Tensor, array, list or int) — ids, class targets."""
     a = x._data if isinstance(x, Tensor) else np.asarray(x)
     if a.dtype.kind not in "iu":
-        raise TypeError(f"{op}: {name} must be an integer (long) tensor of indices, got dtype {a.dtype}")
+        raise InvalidDtypeError(f"{op}: {name} must be an integer (long) tensor of indices, got dtype {a.dtype}")
     return a
 
 
@@ -59,6 +59,17 @@ def describe_values(values, limit: int = 8) -> str:
     u = np.unique(values)
     head = ", ".join(str(v) for v in u[:limit].tolist())
     return f"[{head}{', ...' if u.size > limit else ''}]"
+
+
+def check_real(op: str, name: str, value) -> float:
+    """A float argument (``eps``, ``beta``, ``delta``, a fill value): a real number, a bool or a
+    one-element Tensor, else a TypeError naming it (where ``float('a')`` would say only
+    "could not convert string to float")."""
+    if isinstance(value, Tensor) and value._data.size == 1:
+        value = value._data.item()
+    if not isinstance(value, (numbers.Real, np.bool_)):
+        raise TypeError(f"{op}(): argument '{name}' must be a float, not {type(value).__name__} ({value!r})")
+    return float(value)
 
 
 def check_probability(op: str, name: str, p) -> float:

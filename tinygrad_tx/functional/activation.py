@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._factory_args import InvalidArgumentError
 from ..autograd import Function
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale
@@ -40,8 +41,11 @@ def sigmoid(input) -> Tensor:
 def gelu(input, approximate: str = "none") -> Tensor:
     """GELU (``torch.nn.functional.gelu``): x Φ(x) exactly (``'none'``) or with the tanh
     approximation (``'tanh'``). The derivations are in ``ops.elementwise.Gelu``."""
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if not isinstance(approximate, str):   # torch: argument 'approximate' must be str
+        raise TypeError(f"gelu(): argument 'approximate' must be str, not {type(approximate).__name__} "
+                        f"({approximate!r})")
+    if approximate not in ("none", "tanh"):   # torch: RuntimeError
+        raise InvalidArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return _float_input(input, "gelu").gelu(approximate=approximate)
 
 

@@ -10,9 +10,10 @@ import numbers
 
 import numpy as np
 
+from .._factory_args import InvalidArgumentError
 from ..autograd import Function
 from ..tensor import Tensor, _canonical_dim
-from ._util import as_tensor, check_float
+from ._util import as_tensor, check_float, check_real
 
 
 class VectorNorm(Function):
@@ -92,7 +93,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     x = as_tensor(input, op, "input")
     check_float(op, input=x)
     d = _canonical_dim(dim, x.ndim, op)
-    return x / vector_norm(x, _p(p, op), d, True).clamp(min=float(eps))
+    return x / vector_norm(x, _p(p, op), d, True).clamp(min=check_real(op, "eps", eps))
 
 
 def _clamped_keep_grad(n: Tensor, eps: float) -> Tensor:
@@ -108,7 +109,7 @@ def _broadcast_pair(x1, x2, op):
     try:
         shape = np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
-        raise ValueError(f"{op}: shapes of x1 {a.shape} and x2 {b.shape} do not broadcast") from None
+        raise InvalidArgumentError(f"{op}: shapes of x1 {a.shape} and x2 {b.shape} do not broadcast") from None
     return a, b, shape
 
 
@@ -120,8 +121,8 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8) -> Tensor:
     d = _canonical_dim(dim, len(shape), op)
     a = a if a.shape == shape else a.expand(*shape)
     b = b if b.shape == shape else b.expand(*shape)
-    na = _clamped_keep_grad(vector_norm(a, 2.0, d, True), float(eps))
-    nb = _clamped_keep_grad(vector_norm(b, 2.0, d, True), float(eps))
+    na = _clamped_keep_grad(vector_norm(a, 2.0, d, True), check_real(op, "eps", eps))
+    nb = _clamped_keep_grad(vector_norm(b, 2.0, d, True), check_real(op, "eps", eps))
     return ((a / na) * (b / nb)).sum(d)
 
 
@@ -131,4 +132,4 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     a, b, shape = _broadcast_pair(x1, x2, op)
     if not shape:
         raise ValueError(f"{op}: inputs must have at least one dimension, got shapes {a.shape} and {b.shape}")
-    return vector_norm(a - b + float(eps), _p(p, op), len(shape) - 1, bool(keepdim))
+    return vector_norm(a - b + check_real(op, "eps", eps), _p(p, op), len(shape) - 1, bool(keepdim))

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from .._factory_args import InvalidArgumentError
 from ..autograd import Function, is_grad_enabled
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, loss_reduction, reduce_loss
@@ -174,7 +175,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     p, t = _pair(input, target, op)
     for name, a in (("input", p._data), ("target", t._data)):
         if not np.all((a >= 0) & (a <= 1)):
-            raise ValueError(f"{op}: all elements of {name} should be between 0 and 1, got values "
+            raise InvalidArgumentError(f"{op}: all elements of {name} should be between 0 and 1, got values "
                              f"in [{np.min(a)}, {np.max(a)}]")
     w = _constant(weight, op, "weight", p._data.dtype)
     _check_broadcast(op, "weight", w, p.shape)

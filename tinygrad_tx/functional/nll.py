@@ -16,6 +16,7 @@ import numbers
 
 import numpy as np
 
+from .._factory_args import InvalidArgumentError
 from ..autograd import Function, is_grad_enabled
 from ..ops.movement import IndexOutOfRange
 from ..tensor import Tensor
@@ -103,7 +104,7 @@ def check_class_weight(weight, n_classes: int, op: str):
         return None
     w = as_tensor(weight, op, "weight")
     if w.shape != (n_classes,):
-        raise ValueError(f"{op}: weight must have shape ({n_classes},), one entry per class, got {w.shape}")
+        raise InvalidArgumentError(f"{op}: weight must have shape ({n_classes},), one entry per class, got {w.shape}")
     if w.requires_grad and is_grad_enabled():
         raise ValueError(f"{op}: weight cannot require grad (class weights are constants; "
                          f"torch's nll_loss is not differentiable with respect to weight)")

@@ -9,9 +9,10 @@ import numbers
 
 import numpy as np
 
+from .._factory_args import InvalidArgumentError, InvalidDtypeError
 from ..autograd import Function
 from ..tensor import Tensor
-from ._util import as_tensor
+from ._util import as_tensor, check_real
 
 
 class ConstantPad(Function):
@@ -73,13 +74,13 @@ def _source_index(n: int, lo: int, hi: int, mode: str, axis: int) -> np.ndarray:
         return np.clip(j, 0, n - 1)
     if mode == "reflect":
         if lo >= n or hi >= n:
-            raise ValueError(f"pad: reflect padding size should be less than the corresponding input "
+            raise InvalidArgumentError(f"pad: reflect padding size should be less than the corresponding input "
                              f"dimension, but got padding ({lo}, {hi}) at dimension {axis} of size {n}")
         return np.abs((n - 1) - np.abs((n - 1) - np.abs(j)))
     # circular: as torch, crop first (negative pads), then wrap within what is left
     start, m = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
     if max(lo, 0) > m or max(hi, 0) > m:
-        raise ValueError(f"pad: circular padding ({lo}, {hi}) at dimension {axis} of size {n} "
+        raise InvalidArgumentError(f"pad: circular padding ({lo}, {hi}) at dimension {axis} of size {n} "
                          f"would wrap around more than once")
     return start + np.arange(-max(lo, 0), m + max(hi, 0)) % m
 
@@ -99,19 +100,21 @@ def pad(input, pad, mode: str = "constant", value=None) -> Tensor:
         raise TypeError(f"pad: pad must be a tuple of ints, got {tuple(pad)!r}")
     pad = [int(p) for p in pad]
     if len(pad) % 2:
-        raise ValueError(f"pad: padding length must be divisible by 2, got {len(pad)} values {tuple(pad)}")
+        raise InvalidArgumentError(f"pad: padding length must be divisible by 2, got {len(pad)} values {tuple(pad)}")
     k = len(pad) // 2
     if k > x.ndim:
-        raise ValueError(f"pad: padding length should be less than or equal to two times the input "
+        raise InvalidArgumentError(f"pad: padding length should be less than or equal to two times the input "
                          f"dimension but got padding length {len(pad)} and input of dimension {x.ndim}")
     if mode not in _MODES:
         raise NotImplementedError(f"pad: unrecognised padding mode {mode!r} (expected one of {_MODES})")
     pairs = [(0, 0)] * (x.ndim - k) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k))]
     for axis, (n, (lo, hi)) in enumerate(zip(x.shape, pairs)):
         if n + lo + hi < 0 or (lo < 0 and -lo > n) or (hi < 0 and -hi > n):
-            raise ValueError(f"pad: pads ({lo}, {hi}) crop more than the size {n} of dimension {axis} "
+            raise InvalidArgumentError(f"pad: pads ({lo}, {hi}) crop more than the size {n} of dimension {axis} "
                              f"(input shape {x.shape})")
     if mode == "constant":
+        if value is not None:
+            check_real("pad", "value", value)   # a str would leak NumPy's conversion error
         fill = 0 if value is None else value
         if x._data.dtype.kind in "iub":
             fill = np.asarray(fill).astype(x._data.dtype)    # torch casts the value to the dtype
@@ -132,19 +135,19 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
     ``num_classes=-1`` takes max(tensor) + 1. Not differentiable (an integer result)."""
     ids = tensor._data if isinstance(tensor, Tensor) else np.asarray(tensor)
     if ids.dtype != np.int64:
-        raise TypeError(f"one_hot: is only applicable to index tensors of dtype int64 (long), got "
+        raise InvalidDtypeError(f"one_hot: is only applicable to index tensors of dtype int64 (long), got "
                         f"dtype {ids.dtype}")
     if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
         raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
     if ids.size and ids.min() < 0:
-        raise ValueError(f"one_hot: class values must be non-negative, got {int(ids.min())}")
+        raise InvalidArgumentError(f"one_hot: class values must be non-negative, got {int(ids.min())}")
     if num_classes == -1:
         if ids.size == 0:
             raise ValueError("one_hot: can not infer the total number of classes from an empty tensor "
                              "(pass num_classes)")
         num_classes = int(ids.max()) + 1
     elif ids.size and ids.max() >= num_classes or num_classes < 0:
-        raise ValueError(f"one_hot: class values must be smaller than num_classes={num_classes}, got "
+        raise InvalidArgumentError(f"one_hot: class values must be smaller than num_classes={num_classes}, got "
                          f"{int(ids.max()) if ids.size else 'none'}")
     return Tensor(np.eye(num_classes, dtype=np.int64)[ids] if num_classes else
                   np.zeros(ids.shape + (0,), np.int64))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._factory_args import InvalidArgumentError
 from ..autograd import Function
 from ..tensor import DEFAULT_FLOAT, Tensor, _canonical_dim
 from ._util import as_tensor, check_float
@@ -333,10 +334,10 @@ def glu(input, dim: int = -1) -> Tensor:
     """a σ(b) for the halves a, b of ``input`` along ``dim`` (``torch.nn.functional.glu``)."""
     x = _float_input(input, "glu")
     if x.ndim == 0:
-        raise ValueError("glu: does not support scalars (0-d input) because halving size must be even")
+        raise InvalidArgumentError("glu: does not support scalars (0-d input) because halving size must be even")
     d = _canonical_dim(dim, x.ndim, "glu")
     if x.shape[d] % 2:
-        raise ValueError(f"glu: halving dimension must be even, but dimension {dim} of input "
+        raise InvalidArgumentError(f"glu: halving dimension must be even, but dimension {dim} of input "
                          f"shape {x.shape} has size {x.shape[d]}")
     return Glu.apply(x, dim=d)
 
@@ -358,7 +359,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     x = _float_input(input, "celu", inplace)
     alpha = _number(alpha, "celu", "alpha")
     if alpha == 0:
-        raise ValueError("celu: alpha cannot be 0 (CELU divides x by alpha)")
+        raise InvalidArgumentError("celu: alpha cannot be 0 (CELU divides x by alpha)")
     return Elu.apply(x, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
 
 

@@ -18,9 +18,10 @@ import warnings
 
 import numpy as np
 
+from .._factory_args import InvalidArgumentError
 from ..autograd import Function
 from ..tensor import Tensor
-from ._util import as_tensor, loss_reduction, reduce_loss
+from ._util import as_tensor, check_real, loss_reduction, reduce_loss
 
 
 class SquaredError(Function):
@@ -158,9 +159,9 @@ def _weighted(loss: Tensor, weight, input_shape, reduction: str, op: str, by_wei
 
 
 def _positive(value, op, name, allow_zero):
-    v = float(value)
+    v = check_real(op, name, value)
     if v < 0 or (v == 0 and not allow_zero):
-        raise ValueError(f"{op}: {name} must be {'non-negative' if allow_zero else 'positive'}, "
+        raise InvalidArgumentError(f"{op}: {name} must be {'non-negative' if allow_zero else 'positive'}, "
                          f"got {value}")
     return v
 
