@@ -99,6 +99,18 @@ LIKE_TORCH = {
     "one_hot too large": (lambda M: Fn(M).one_hot(M.tensor([0, 3]), 2), ("num_classes=2", "3")),
     "one_hot negative": (lambda M: Fn(M).one_hot(M.tensor([-1]), 2), ("non-negative", "-1")),
     "one_hot float": (lambda M: Fn(M).one_hot(M.tensor([0.0]), 2), ("float32",)),
+    # ------------------------------------------------------------------ utils.data
+    "TensorDataset sizes": (lambda M: M.utils.data.TensorDataset(M.arange(10.0), M.arange(9)), ("[10, 9]",)),
+    "ConcatDataset empty": (lambda M: M.utils.data.ConcatDataset([]), ("empty",)),
+    "random_split str": (lambda M: M.utils.data.random_split(M.utils.data.TensorDataset(M.arange(4.0)), "a"),
+                         ("lengths", "'a'")),
+    "random_split sum": (lambda M: M.utils.data.random_split(M.utils.data.TensorDataset(M.arange(4.0)), [1, 1]),
+                         ("[1, 1]",)),
+    "DataLoader batch_size 0": (lambda M: M.utils.data.DataLoader(M.utils.data.TensorDataset(M.arange(4.0)),
+                                                                  batch_size=0), ("batch_size=0",)),
+    "DataLoader batch_size str": (lambda M: M.utils.data.DataLoader(M.utils.data.TensorDataset(M.arange(4.0)),
+                                                                    batch_size="a"), ("batch_size='a'",)),
+    "BatchSampler drop_last str": (lambda M: M.utils.data.BatchSampler(range(3), 2, "x"), ("drop_last='x'",)),
     # ------------------------------------------------------------------ optimizers
     **{f"{O} {arg}={v!r}": (lambda M, O=O, arg=arg, v=v: getattr(M.optim, O)(P(M), **{arg: v}), (arg, repr(v)))
        for O in ("SGD", "Adam", "AdamW") for arg in ("lr", "weight_decay") for v in ("0.1", None)},

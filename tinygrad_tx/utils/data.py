@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .._factory_args import InvalidArgumentAssertion
 from ..generator import get_generator as _generator
 from ..tensor import Tensor, stack
 
@@ -85,7 +86,7 @@ class TensorDataset(Dataset):
                 raise ValueError(f"TensorDataset: argument {i} is a 0-d tensor; every tensor needs a first "
                                  "(sample) dimension")
         if tensors and any(t.shape[0] != tensors[0].shape[0] for t in tensors):
-            raise ValueError("TensorDataset: size mismatch between tensors: first dimensions "
+            raise InvalidArgumentAssertion("TensorDataset: size mismatch between tensors: first dimensions "
                              f"{[t.shape[0] for t in tensors]} must be equal")
         self.tensors = tensors
 
@@ -125,7 +126,7 @@ class ConcatDataset(Dataset):
     def __init__(self, datasets):
         self.datasets = list(datasets)
         if not self.datasets:
-            raise ValueError("ConcatDataset: datasets should not be an empty iterable")
+            raise InvalidArgumentAssertion("ConcatDataset: datasets should not be an empty iterable")
         for d in self.datasets:
             if isinstance(d, IterableDataset):
                 raise TypeError("ConcatDataset does not support IterableDataset")
@@ -175,7 +176,13 @@ def random_split(dataset, lengths, generator=None) -> list:
     from the first subset (torch's rule: 10 samples at [0.3, 0.3, 0.4] give 3, 3, 4; 11 at
     [0.5, 0.5] give 6, 5). The subsets are consecutive slices of one random permutation.
     """
+    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
+        raise TypeError(f"random_split: lengths must be a list of counts or fractions, got "
+                        f"{type(lengths).__name__} ({lengths!r})")
     lengths = list(lengths)
+    for i, v in enumerate(lengths):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"random_split: lengths[{i}] must be an int or a float, got {type(v).__name__} ({v!r})")
     n = len(dataset)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         counts = []
