@@ -116,6 +116,8 @@ LIKE_TORCH = {
        for O in ("SGD", "Adam", "AdamW") for arg in ("lr", "weight_decay") for v in ("0.1", None)},
     **{f"{O} {arg}=-1": (lambda M, O=O, arg=arg: getattr(M.optim, O)(P(M), **{arg: -1.0}), (arg, "-1.0"))
        for O in ("SGD", "Adam", "AdamW") for arg in ("lr", "weight_decay")},
+    "SGD lr Tensor": (lambda M: M.optim.SGD(P(M), lr=M.tensor(0.1)), ()),
+    "SGD lr 2-element Tensor": (lambda M: M.optim.SGD(P(M), lr=M.ones(2)), ("lr", "1-element")),
     "SGD lr nan": (lambda M: M.optim.SGD(P(M), lr=math.nan), ()),
     "Adam lr nan": (lambda M: M.optim.Adam(P(M), lr=math.nan), ("lr", "nan")),
     "SGD momentum str": (lambda M: M.optim.SGD(P(M), lr=0.1, momentum="a"), ("momentum", "'a'")),
