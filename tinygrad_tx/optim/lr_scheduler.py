@@ -40,13 +40,12 @@ def _check_optimizer(optimizer, op: str) -> Optimizer:
     return optimizer
 
 
-def _check_number(value, op: str, arg: str, integral: bool = False):
-    """``value`` if it is a real (or, with ``integral``, an integer) number, else a TypeError naming
-    ``arg``. torch stores these unchecked and fails at the first ``step()`` with a message about
-    operand types; we refuse them at construction."""
-    if not isinstance(value, numbers.Integral if integral else numbers.Real):
-        kind = "an int" if integral else "a float"
-        raise TypeError(f"{op}: {arg} must be {kind}, got {type(value).__name__} ({value!r})")
+def _check_number(value, op: str, arg: str):
+    """``value`` if it is a real number (torch's schedules also run with float step counts),
+    else a TypeError naming ``arg``. torch stores these unchecked and fails at the first
+    ``step()`` with a message about operand types; we refuse them at construction."""
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}: {arg} must be a number, got {type(value).__name__} ({value!r})")
     return value
 
 
@@ -55,7 +54,6 @@ class LRScheduler:
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         self.optimizer = _check_optimizer(optimizer, type(self).__name__)
-        _check_number(last_epoch, type(self).__name__, "last_epoch", integral=True)
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 group.setdefault("initial_lr", group["lr"])
@@ -256,7 +254,7 @@ class StepLR(LRScheduler):
     """Multiply the lr by ``gamma`` every ``step_size`` steps: ``lr = initial_lr · gamma^(t // step_size)``."""
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
-        self.step_size = _check_number(step_size, "StepLR", "step_size", integral=True)
+        self.step_size = _check_number(step_size, "StepLR", "step_size")
         self.gamma = _check_number(gamma, "StepLR", "gamma")
         super().__init__(optimizer, last_epoch)
 
@@ -278,7 +276,7 @@ class MultiStepLR(LRScheduler):
                             f"{type(milestones).__name__} ({milestones!r})")
         milestones = list(milestones)
         for i, m in enumerate(milestones):
-            _check_number(m, "MultiStepLR", f"milestones[{i}]", integral=True)
+            _check_number(m, "MultiStepLR", f"milestones[{i}]")
         self.milestones = Counter(milestones)
         self.gamma = _check_number(gamma, "MultiStepLR", "gamma")
         super().__init__(optimizer, last_epoch)
@@ -319,7 +317,7 @@ class LinearLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
                  total_iters: int = 5, last_epoch: int = -1):
-        _check_number(total_iters, "LinearLR", "total_iters", integral=True)
+        _check_number(total_iters, "LinearLR", "total_iters")
         if _check_number(start_factor, "LinearLR", "start_factor") > 1.0 or start_factor <= 0:
             raise ValueError(f"LinearLR: starting multiplicative factor expected to be greater than 0 and less "
                              f"or equal to 1, got start_factor={start_factor}")
@@ -348,7 +346,7 @@ class ConstantLR(LRScheduler):
     """``lr = initial_lr · factor`` for the first ``total_iters`` steps, then ``initial_lr``."""
 
     def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1):
-        _check_number(total_iters, "ConstantLR", "total_iters", integral=True)
+        _check_number(total_iters, "ConstantLR", "total_iters")
         if _check_number(factor, "ConstantLR", "factor") > 1.0 or factor < 0:
             raise ValueError(f"ConstantLR: constant multiplicative factor expected to be between 0 and 1, "
                              f"got factor={factor}")
@@ -609,7 +607,7 @@ class ReduceLROnPlateau(LRScheduler):
             raise ValueError(f"ReduceLROnPlateau: factor should be < 1.0, got {factor}")
         _check_optimizer(optimizer, "ReduceLROnPlateau")
         for arg, v in (("patience", patience), ("cooldown", cooldown)):
-            _check_number(v, "ReduceLROnPlateau", arg, integral=True)
+            _check_number(v, "ReduceLROnPlateau", arg)
         for arg, v in (("threshold", threshold), ("eps", eps)):
             _check_number(v, "ReduceLROnPlateau", arg)
         self.factor = factor
