@@ -7,7 +7,9 @@ tinygrad_tx never imports torch: its live check loads this module with
 ``TWINS[name](t, c)`` computes the op ``name`` with PyTorch, where ``t`` maps each input
 name of the op spec (``OpSpec.inputs``) to a float64 torch tensor that requires grad and
 ``c`` holds the spec's constants as NumPy values (targets, ids). :func:`run_torch` runs one
-twin on one input with one cotangent.
+twin on one input with one cotangent; the live check compares each of the op's three rungs
+(composite, closed form, fused) with that one run. flash_attention has no twin of its own:
+its spec names ``scaled_dot_product_attention``, the same function.
 """
 from __future__ import annotations
 

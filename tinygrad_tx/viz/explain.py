@@ -21,6 +21,7 @@ tinygrad_tx never imports torch: the PyTorch side of the live check is
 from __future__ import annotations
 
 import ast
+import dis
 import importlib
 import inspect
 import textwrap
@@ -341,16 +342,19 @@ def speed_helpers(cls) -> list:
     module = inspect.getmodule(cls)
     found = []
     for method in (cls.forward, cls.backward):
-        for name in method.__code__.co_names:
-            obj = getattr(module, name, None)
-            if inspect.isfunction(obj) and obj.__module__.startswith("tinygrad_tx") and obj not in found:
+        for ins in dis.get_instructions(method):
+            if ins.opname != "LOAD_GLOBAL":        # globals only: not ctx.<attribute> of the same name
+                continue
+            obj = getattr(module, ins.argval, None)
+            fn = getattr(obj, "__wrapped__", obj)  # a cached helper (functools.lru_cache)
+            if inspect.isfunction(fn) and fn.__module__.startswith("tinygrad_tx") and obj not in found:
                 found.append(obj)
     return found
 
 
 def _first_line(obj, width: int = 110) -> str:
     """The first sentence of ``obj``'s docstring, cut to ``width`` characters."""
-    doc = (inspect.getdoc(obj) or "").split("\n\n")[0].replace("\n", " ")
+    doc = (inspect.getdoc(getattr(obj, "__wrapped__", obj)) or "").split("\n\n")[0].replace("\n", " ")
     end = doc.find(". ")
     doc = doc if end < 0 else doc[:end + 1]
     return doc if len(doc) <= width else doc[:width - 3] + "..."
@@ -385,7 +389,7 @@ def explain(op: str, seed: int = 0, use_torch: bool = True, source: bool = True)
     helpers = speed_helpers(cls)
     if helpers:
         out.append("    Named helpers it calls (its speed tricks and shared pieces):")
-        out += [f"      {h.__name__}: {_first_line(h)}" for h in helpers]
+        out += [f"      {getattr(h, '__wrapped__', h).__name__}: {_first_line(h)}" for h in helpers]
         out.append("")
     check = live_check(spec.name, seed=seed, use_torch=use_torch)
     shapes = ", ".join(f"{k} {tuple(s)}" for k, s in check["inputs"].items())
