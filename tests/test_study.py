@@ -27,7 +27,7 @@ from tinygrad_tx.viz import (EXAMPLES, EXPLAINABLE_OPS, GraphvizNotFound, attent
                              plot_attention, plot_bigram, plot_embeddings_3d, to_dot, trace_backward,
                              vowel_gathering, write_graph)
 from tinygrad_tx.viz import graph as graph_mod
-from tinygrad_tx.viz.explain import body_lines, closed_form_lines
+from tinygrad_tx.viz.explain import body_lines, closed_form_lines, speed_helpers
 
 RTOL = 1e-10
 
@@ -473,6 +473,14 @@ def test_explain_report_contents():
     assert "closed form vs composite" in short and "fused vs composite" in short
     assert "module docstring" in explain("flash", source=False, use_torch=False)
     assert "closed form  none: the fused Function is already" in explain("dropout", source=False)
+
+
+def test_speed_helpers_are_the_named_functions_a_fused_op_calls():
+    names = lambda op: {getattr(h, "__wrapped__", h).__name__ for h in speed_helpers(EXPLAINABLE_OPS[op].function)}
+    assert {"_softmax_unshifted", "_shift_rows_that_need_it", "row_sums"} <= names("softmax")
+    assert {"_row_means", "_column_sums", "_drop_mean_rounding"} <= names("layer_norm")
+    assert names("scaled_dot_product_attention") == {"_causal_future"}     # ctx.keep_scale is no call
+    assert "_one_hot_transposed" in names("embedding") and "causal_key_end" in names("flash_attention")
 
 
 def test_closed_form_lines_counts_statements_only():
