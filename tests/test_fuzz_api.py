@@ -210,8 +210,8 @@ for _name in ["max", "min", "argmax", "argmin", "cumsum", "cumprod", "median", "
     def _reduce_int(M, F, x, dim, keepdim, _n=_name):
         if _n in ("cumsum", "cumprod"):
             return getattr(x, _n)(dim)
-        if _n == "softmax_dim":
-            return x.softmax(dim)
+        if _n == "softmax_dim":   # (bool/int: refused, except by torch for empty inputs: not drawn)
+            return x.softmax(dim) if x.is_floating_point() or x.numel() else x.float().softmax(dim)
         if _n == "median":   # the values only: torch's index among equal medians is unspecified
             return x.median(dim, keepdim=keepdim)[0]
         out = _red(_n, M, F, x, dim, keepdim)
@@ -289,7 +289,10 @@ def _matmul_case(draw):
     dts = draw(st.sampled_from([("float64", "float64"), ("float32", "float32"), ("int64", "int64"),
                                 ("float32", "float64"), ("int64", "float32"), ("bool", "bool"),
                                 ("float16", "float16")]))
-    n, k, m = draw(st.integers(0, 3)), draw(st.integers(0, 3)), draw(st.integers(1, 3))
+    # (mixed float dtypes with an empty operand are not drawn: torch's batched path returns an
+    # empty result there -- f32[0, 0] @ f64[2, 0, 1] -- where its 2-D path and we refuse)
+    low = 0 if dts[0] == dts[1] else 1
+    n, k, m = draw(st.integers(low, 3)), draw(st.integers(low, 3)), draw(st.integers(1, 3))
     sa = draw(st.sampled_from([(k,), (n, k), (2, n, k), ()]))
     kb = k if draw(st.integers(0, 5)) else k + 1
     sb = draw(st.sampled_from([(kb,), (kb, m), (2, kb, m), (1, kb, m)]))

@@ -626,13 +626,44 @@ def _to_dtype(x, dt):
         return np.asarray(x, dtype=dt)
 
 
+_FLOAT_KEEPS = (float, int, bool)
+
+
+def _tensor_scalar_fast(t, x):
+    """The fast path of ``x <op> tensor`` for a Python number x where the tensor's dtype is the
+    result type (any number with a float tensor, an int with an int tensor): x becomes a 0-d
+    array of it without the ranking (t * 0.5: 2.8 us instead of 6.0 us per op, measured).
+    None: take the general path (an int that must wrap into a narrow dtype, other kinds)."""
+    dt = t._data.dtype
+    if dt.kind != "f":
+        if dt.kind in "iu" and type(x) is int:
+            try:
+                return np.asarray(x, dtype=dt)
+            except OverflowError:
+                return None
+        return None
+    if dt.itemsize == 2:   # a large Python float rounds to float16 inf, quietly (torch's value)
+        with np.errstate(over="ignore"):
+            return np.asarray(x, dtype=dt)
+    return np.asarray(x, dtype=dt)
+
+
 def _promote_pair(a, b, float_result: bool = False):
     """``a`` and ``b`` cast to their torch ``result_type`` (``dtypes.result_np``: the one
     place the rule lives); ``float_result``: an integer or bool result type becomes the
     default float32 (true division, atan2, ...)."""
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype \
-            and (not float_result or a._data.dtype.kind == "f"):
-        return a, b   # the common case, without the ranking
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor):
+            if a._data.dtype == b._data.dtype and (not float_result or a._data.dtype.kind == "f"):
+                return a, b   # the common case, without the ranking
+        elif type(b) in _FLOAT_KEEPS and (not float_result or a._data.dtype.kind == "f"):
+            fast = _tensor_scalar_fast(a, b)
+            if fast is not None:
+                return a, fast
+    elif isinstance(b, Tensor) and type(a) in _FLOAT_KEEPS and (not float_result or b._data.dtype.kind == "f"):
+        fast = _tensor_scalar_fast(b, a)
+        if fast is not None:
+            return fast, b
     dt = dtypes.result_np(a, b)
     if float_result and dt.kind != "f":
         dt = np.dtype(DEFAULT_FLOAT)
@@ -758,6 +789,8 @@ def _tensor_methods():
     # ---- comparisons (no gradient; bool results)
     def cmp(npfn):
         def f(s, o):   # compared in the operands' result type, as torch's are
+            if type(o) in _FLOAT_KEEPS and s._data.dtype.kind == "f":   # the fast path: NumPy 2
+                return _adopt(npfn(s._data, o))   # compares a float array with a number in its dtype
             a, b = _promote_pair(s, _as_operand(o, s))
             return _adopt(_E._binary(npfn.__name__, npfn, a._data, b._data if isinstance(b, Tensor) else b))
         return f
@@ -961,8 +994,9 @@ def _tensor_methods():
         if chunks <= 0:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
         n = s.shape[_canonical_dim(dim, s.ndim, "chunk")]
-        size = -(-n // chunks) if n else 1
-        return split(s, size, dim)
+        if n == 0:   # torch: `chunks` empty pieces
+            return tuple(narrow(s, dim, 0, 0) for _ in range(chunks))
+        return split(s, -(-n // chunks), dim)
     T.chunk = chunk
 
     def where_method(s, condition, other):

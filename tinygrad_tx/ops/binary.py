@@ -35,7 +35,8 @@ def _zero_divisor_check(op, a, b):
     da, db = np.asarray(a).dtype, np.asarray(b).dtype
     if da == np.bool_ and db == np.bool_:
         raise TypeError(f"{op}: not supported for two bool tensors")
-    if db.kind in "iub" and da.kind in "iub" and np.any(np.asarray(b) == 0):
+    empty = 0 in np.broadcast_shapes(np.shape(a), np.shape(b))   # divides nothing: torch returns it
+    if db.kind in "iub" and da.kind in "iub" and not empty and np.any(np.asarray(b) == 0):
         raise IntegerDivisionByZero(f"{op}: integer division by zero (the divisor has a 0)")
 
 

@@ -146,7 +146,8 @@ def _integer_bits(op, npfn):
         for x in (self._data, b):
             if x.dtype.kind not in "iub":
                 raise TypeError(f"{op}: only integer and bool tensors, got dtype {x.dtype}")
-        return _adopt(npfn(self._data, b))
+        a, b = _promote_pair(self, _as_operand(other, self))   # torch's result type: uint8 & 3 is uint8
+        return _adopt(_E._binary(op, npfn, a._data, b._data if isinstance(b, Tensor) else b))
     method.__name__ = op
     return method
 
