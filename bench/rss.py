@@ -37,6 +37,9 @@ def main(argv=None):
         threads = int(os.environ.get("BENCH_THREADS", "0") or 0)
         if threads:
             torch.set_num_threads(threads)
+    else:   # as the timing workers and the tinygrad-tx command do: freed arrays kept for reuse
+        from tinygrad_tx import allocator
+        allocator.apply_default_policy()
     from .backends import make_backend
     from .components import REGISTRY, build_case
     B = make_backend(args.framework, "float32")

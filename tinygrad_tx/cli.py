@@ -37,6 +37,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import os
 import shlex
 import sys
 import warnings
@@ -361,6 +362,8 @@ def build_parser() -> Parser:
 
     from .viz.commands import register_study_commands
     register_study_commands(commands)  # graph, trace, explain, plot
+    from .exercises import register_exercise_commands
+    register_exercise_commands(commands)  # exercise list|start|check|solution
     return parser
 
 
@@ -409,6 +412,10 @@ def main(argv=None) -> int:
         signum = getattr(e, "signum", signal.SIGINT)
         print(f"{PROG}: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
         return 128 + int(signum)
+    except BrokenPipeError:  # `tinygrad-tx ... | head`: the reader left; say nothing, as `cat` does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())   # Python's own flush at exit would raise again
+        return 141                              # 128 + SIGPIPE, what a shell reports for it
     except (ValueError, TypeError, OSError, ImportError, FloatingPointError) as e:
         if debug:
             raise

@@ -38,6 +38,7 @@ from .pointwise import (Elu, Glu, Hardsigmoid, Hardswish, Hardtanh, LeakyRelu, L
                         Softsign, Tanhshrink, celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                         logsigmoid, mish, relu6, selu, silu, softplus, softsign, tanhshrink)
 from ..nn.rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
+from ..nn.batch_norm import batch_norm, batch_norm_composite
 from .regression import (AbsoluteError, HuberError, SmoothL1Error, SquaredError, huber_loss, l1_loss, mse_loss,
                          smooth_l1_loss)
 from .softmax import (LogSoftmax, Softmax, log_softmax, log_softmax_composite, softmax, softmax_composite,
@@ -66,7 +67,7 @@ FUNCTIONS = {
 }
 
 __all__ = [
-    "RMSNormFunction", "rms_norm", "rms_norm_composite",
+    "RMSNormFunction", "rms_norm", "rms_norm_composite", "batch_norm", "batch_norm_composite",
     "softmax", "softmax_composite", "log_softmax", "log_softmax_composite", "softmin",
     "cross_entropy", "cross_entropy_composite", "nll_loss",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
