@@ -289,7 +289,7 @@ KILL_ARGS = ["train", "gpt", "--steps", "40", "--d-model", "16", "--n-heads", "2
 
 def _cli(args, **kw):
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-m", "tinygrad_tx", *map(str, args)], env=env,
+    return subprocess.Popen([sys.executable, "-m", "tinygrad_tx_launch", *map(str, args)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_default_signals, **kw)
 
 

@@ -382,7 +382,18 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 error, 2 bad command line)."""
+    """Run the command line; returns the exit status (0 ok, 1 error, 2 bad command line, 128 + the
+    signal when stopped by SIGINT or, under the ``tinygrad-tx`` launcher, SIGTERM: one line, no traceback)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as e:
+        import signal
+        signum = getattr(e, "signum", signal.SIGINT)
+        print(f"{PROG}: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        return 128 + int(signum)
+
+
+def _main(argv) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv
     from . import allocator
@@ -407,11 +418,6 @@ def main(argv=None) -> int:
     except CommandLineError as e:
         print(_one_line(e), file=sys.stderr)
         return 2
-    except KeyboardInterrupt as e:
-        import signal
-        signum = getattr(e, "signum", signal.SIGINT)
-        print(f"{PROG}: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
-        return 128 + int(signum)
     except BrokenPipeError:  # `tinygrad-tx ... | head`: the reader left; say nothing, as `cat` does
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())   # Python's own flush at exit would raise again
