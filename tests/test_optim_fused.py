@@ -163,7 +163,7 @@ def test_shared_arrays_are_not_moved():
     """A parameter array that something else also refers to (another Tensor, a view, a variable)
     stays where it is: the default falls back to the per-parameter step, fused=True refuses."""
     base = np.arange(6.0).reshape(2, 3).copy()
-    p = tg.Tensor(base, requires_grad=True)
+    p = tg.from_numpy(base).requires_grad_()   # shares base, as torch.from_numpy
     q = tg.Tensor(np.ones(3), requires_grad=True)
     view = base[0]
     opt = optim.AdamW([p, q], lr=0.1)
@@ -175,7 +175,7 @@ def test_shared_arrays_are_not_moved():
     with pytest.raises(ValueError, match="referenced elsewhere"):
         optim.Adam([p, q], lr=0.1, fused=True).step()
     other = np.zeros((4, 3))
-    r = tg.Tensor(other[:2], requires_grad=True)   # a view into a user's array
+    r = tg.from_numpy(other[:2]).requires_grad_()   # a view into a user's array
     r.grad = tg.Tensor(np.ones((2, 3)))
     with pytest.raises(ValueError, match="view of another array"):
         optim.Adam([r], fused=True).step()

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .device import check as _check_device
+from .dtypes import COMPLEX_REFUSED
 from .generator import (Generator, default_generator, draw_bernoulli, draw_exponential,  # noqa: F401
                         draw_geometric, draw_integers, draw_normal, draw_uniform, get_rng_state,
                         initial_seed, manual_seed, seed, set_rng_state)
@@ -39,7 +40,6 @@ from ._factory_args import InvalidArgumentError, _as_int, leaf, parse_size, reso
 from .tensor import Tensor
 
 DEFAULT_FLOAT = np.dtype(np.float32)
-DEFAULT_COMPLEX = np.dtype(np.complex64)
 _INT64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -53,9 +53,11 @@ class InvalidElementError(TypeError, ValueError):
 
 
 def _check_array_dtype(dt: np.dtype, op: str):
-    if dt.kind not in "biufc":
+    if dt.kind == "c":      # refused as everywhere else (dtypes.COMPLEX_REFUSED says why)
+        raise TypeError(COMPLEX_REFUSED.format(what=f"{op}() of {dt} data"))
+    if dt.kind not in "biuf":
         raise TypeError(f"{op}(): can't convert a NumPy array of dtype {dt}; the supported "
-                        "dtypes are bool, integer, floating-point and complex ones")
+                        "dtypes are bool, integer and floating-point ones")
 
 
 def _promote(a: np.dtype, b: np.dtype) -> np.dtype:
@@ -82,7 +84,7 @@ def _python_scalar_dtype(x, op: str) -> np.dtype:
         return _INT64
     if isinstance(x, float):
         return DEFAULT_FLOAT
-    return DEFAULT_COMPLEX
+    raise TypeError(COMPLEX_REFUSED.format(what=f"{op}() of the Python complex {x!r}"))
 
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -280,7 +282,9 @@ def _scalar_dtype(value) -> np.dtype:
         return _BOOL
     if isinstance(value, numbers.Integral):
         return _INT64
-    return DEFAULT_FLOAT if isinstance(value, numbers.Real) else DEFAULT_COMPLEX
+    if not isinstance(value, numbers.Real):
+        raise TypeError(COMPLEX_REFUSED.format(what=f"the value {value!r}"))
+    return DEFAULT_FLOAT
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -374,11 +378,12 @@ def _linspace_values(op, start, end, steps, dtype):
     steps = _as_int(steps, op, "steps")
     if steps < 0:
         raise InvalidArgumentError(f"{op}(): number of steps must be non-negative, got {steps}")
-    is_complex = isinstance(start, complex) or isinstance(end, complex)
-    dt = resolve_dtype(dtype, DEFAULT_COMPLEX if is_complex else DEFAULT_FLOAT)
+    if isinstance(start, complex) or isinstance(end, complex):
+        raise TypeError(COMPLEX_REFUSED.format(what=f"{op}() from {start!r} to {end!r}"))
+    dt = resolve_dtype(dtype, DEFAULT_FLOAT)
     if dt.kind in "iu":          # torch converts the bounds to the integer dtype first
         start, end = int(start), int(end)
-    work = np.complex128 if dt.kind == "c" or is_complex else np.float64
+    work = np.float64
     idx = np.arange(steps, dtype=np.float64)
     if steps == 1:     # the one value is start (the formula below would give end)
         return np.full(1, start, dtype=work), dt
