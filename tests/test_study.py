@@ -619,7 +619,7 @@ def test_cli_graph_trace_explain(tmp_path, capsys, monkeypatch):
     assert main(["graph", "gpt-block", "-o", str(tmp_path / "block.dot"), "--saved-bytes"]) == 0
     text = (tmp_path / "block.dot").read_text()
     assert "attn.c_attn.weight" in text and "saved" in text
-    assert "21 ops" in capsys.readouterr().out
+    assert "22 ops" in capsys.readouterr().out
     monkeypatch.setattr(graph_mod, "dot_program", lambda: None)
     # a PNG asked for and not drawn: the .dot is written, the status says the PNG is missing
     assert main(["graph", "layernorm", "--composite", "--png", "-o", str(tmp_path / "ln.dot")]) == 1

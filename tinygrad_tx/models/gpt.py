@@ -25,8 +25,8 @@ import numpy as np
 from .. import functional as F
 from .. import nn
 from ..ops.flash_attention import flash_attention
-from ..factories import arange, from_numpy
-from ..tensor import Tensor
+from ..factories import arange
+from ..tensor import Tensor, _adopt
 from .inputs import check_heads, check_seq_len, check_targets, check_token_ids, lm_targets_mode
 
 ATTN_IMPLS = ("fused", "naive", "flash")
@@ -117,7 +117,7 @@ class CausalSelfAttention(nn.Module):
         # Causal mask buffer, not saved in the state dict (persistent=False)
         mask = np.tril(np.ones((block_size, block_size), dtype=np.float32)).reshape(1, 1, block_size, block_size)
         mask.flags.writeable = False   # a constant: lets forward reuse what it derives from it
-        self.register_buffer("causal_mask", from_numpy(mask), persistent=False)  # shares: stays read-only
+        self.register_buffer("causal_mask", _adopt(mask), persistent=False)  # no copy: stays read-only
 
     def forward(self, x):
         B, T, C = x.shape  # Batch, Time (sequence length), Channels (d_model)
