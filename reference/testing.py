@@ -38,9 +38,23 @@ from tinygrad_tx.testing.compare import (F32_FLOOR, F32_RATIO, F64_RTOL, assert_
 from tinygrad_tx.testing.values import non_contiguous, values
 
 __all__ = ["DEVICE", "ERROR_REPORT", "F32_FLOOR", "F32_RATIO", "F64_RTOL", "assert_close", "check_module_parity",
-           "check_parity", "parity_property", "rel_err", "to_numpy", "to_torch"]
+           "check_parity", "parity_property", "reference_precision", "rel_err", "to_numpy", "to_torch"]
 
 DEVICE = os.environ.get("TINYGRAD_TX_TORCH_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+
+# torch's float32 reference computes in true float32: on CUDA, TF32 matmuls/convolutions (cuDNN's
+# default, and what matmul precision "high" allows) carry ~10 mantissa bits and would widen the
+# float32 rule's yardstick (4x torch's own error) by up to 2^13. The float64 oracle stays the judge.
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.set_float32_matmul_precision("highest")
+
+
+def reference_precision() -> dict:
+    """How torch's float32 reference computes matmuls now (for the test header and error report)."""
+    return {"device": DEVICE, "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32}
 
 # (name, dtype) -> {"ours": worst error, "torch": torch's error in the same call, "calls": n}
 ERROR_REPORT: dict = defaultdict(lambda: {"ours": 0.0, "torch": None, "calls": 0})

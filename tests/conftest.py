@@ -6,7 +6,8 @@
   ``CI=true``), ``dev`` (the default otherwise) or ``thorough`` (long runs).
 * At the end of a run the worst relative errors seen by ``check_parity`` are
   printed per op and dtype (and written to ``$TINYGRAD_TX_ERROR_REPORT`` as JSON
-  when that variable is set).
+  when that variable is set, with ``"_reference"``: torch's device and the float32 matmul
+  precision its reference used — TF32 is switched off in ``reference.testing``).
 """
 from __future__ import annotations
 
@@ -40,9 +41,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _default))
 def pytest_report_header(config):
     try:
         import reference.testing as parity
-        return f"torch device: {parity.DEVICE}; hypothesis profile: {settings().max_examples} examples"
+        return (f"torch device: {parity.DEVICE}; hypothesis profile: {settings().max_examples} examples; "
+                f"{_precision_line(parity.reference_precision())}")
     except Exception as e:  # pragma: no cover
         return f"torch unavailable: {e}"
+
+
+def _precision_line(p):
+    tf32 = "on" if p["cuda_matmul_allow_tf32"] or p["cudnn_allow_tf32"] else "off"
+    return f"float32 reference: matmul precision {p['float32_matmul_precision']!r}, TF32 {tf32}"
 
 
 def _report_dir(config):
@@ -51,6 +58,10 @@ def _report_dir(config):
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "cpu_only(reason): the test runs torch on the CPU whatever TINYGRAD_TX_TORCH_DEVICE says "
+        "(state dicts, torch's CPU random streams, code run as written); it still runs in a CUDA session. "
+        "tests/test_torch_device.py checks every other torch tensor is built on reference.testing.DEVICE")
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         d = _report_dir(config)
         if os.path.isdir(d):
@@ -101,6 +112,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     tr = terminalreporter
     tr.section("worst relative errors per op (ours vs reference)")
+    try:
+        import reference.testing as parity
+        precision = parity.reference_precision()
+        tr.write_line(f"torch device {precision['device']}; {_precision_line(precision)}")
+    except Exception:  # pragma: no cover
+        precision = None
     tr.write_line(f"{'op':38s} {'dtype':8s} {'calls':>6s} {'ours':>10s} {'torch':>10s}")
     for (name, dtype), r in sorted(report.items()):
         torch_err = f"{r['torch']:.2e}" if r["torch"] is not None else "-"
@@ -108,4 +125,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     path = os.environ.get("TINYGRAD_TX_ERROR_REPORT")
     if path:
         with open(path, "w") as f:
-            json.dump({f"{k[0]}|{k[1]}": v for k, v in report.items()}, f, indent=1)
+            json.dump({"_reference": precision, **{f"{k[0]}|{k[1]}": v for k, v in report.items()}}, f, indent=1)
