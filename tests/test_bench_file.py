@@ -19,7 +19,7 @@ TINY = textwrap.dedent('''
     import tinygrad_tx as tg
 
 
-    class Softplus(tg.Function):
+    class Softplus(tg.autograd.ArrayFunction):
         """y = log(1 + e^x); dL/dx = g sigmoid(x)."""
 
         @staticmethod

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import tinygrad_tx as tg
-from tinygrad_tx import Function, SavedMemory
+from tinygrad_tx import SavedMemory
+from tinygrad_tx.autograd import ArrayFunction
 
 
 # ============================================================================ dtype rules vs torch
@@ -445,7 +446,7 @@ def test_register_hook_sees_and_replaces_grads_like_torch():
 
 # ============================================================================ Function API
 
-class CountingMul(Function):
+class CountingMul(ArrayFunction):
     """y = a * b; counts the input gradients it is asked to compute."""
 
     computed = []
@@ -497,7 +498,7 @@ def test_function_scalar_arguments_and_grad_fn():
 
 def _doubling_function(name, backward):
     """A Function y = 2x with the given (broken) backward."""
-    return type(name, (Function,), {"forward": staticmethod(lambda ctx, x: x * 2), "backward": staticmethod(backward)})
+    return type(name, (ArrayFunction,), {"forward": staticmethod(lambda ctx, x: x * 2), "backward": staticmethod(backward)})
 
 
 def test_engine_rejects_wrong_gradient_shapes_and_counts():

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from tinygrad_tx.autograd import Function
+from tinygrad_tx.autograd import ArrayFunction
 from tinygrad_tx.exercises import LADDER, check, load_function, main, register_exercise_commands
 from tinygrad_tx.exercises import solutions as S
 from tinygrad_tx.exercises.checker import close, errors
@@ -195,7 +195,7 @@ def test_transpose_square():
 
 
 def test_transpose_returned_in_the_transposed_shape():
-    class MM(Function):     # 2-D only, so that every drawn case is (n, k) @ (k, m)
+    class MM(ArrayFunction):     # 2-D only, so that every drawn case is (n, k) @ (k, m)
         forward = S.MatMul.forward
 
         @staticmethod
@@ -334,7 +334,7 @@ def test_checker_helpers():
     assert not close(np.zeros(2), np.zeros(3))
     e = errors(np.array([[0.0, 1.0], [5.0, 3.0]]), np.array([[0.0, 1.0], [2.0, 3.0]]))
     assert e["index"] == (1, 0) and e["max_abs"] == 3.0 and e["mine"] == 5.0 and e["true"] == 2.0
-    with pytest.raises(TypeError, match="subclass of tinygrad_tx.autograd.Function"):
+    with pytest.raises(TypeError, match="subclass of tinygrad_tx.autograd.ArrayFunction"):
         check("exp", object)
 
 
@@ -370,7 +370,7 @@ def test_cli_start_check_list_solution(tmp_path, capsys, monkeypatch):
     code, out, _ = run(capsys, "list", "--state", str(state))
     assert "1 of 20 passed" in out and "[x] 13. softmax" in out
     code, out, _ = run(capsys, "solution", "softmax", "--state", str(state))
-    assert code == 0 and "def softmax_composite" in out and "class Softmax(Function)" in out
+    assert code == 0 and "def softmax_composite" in out and "class Softmax(ArrayFunction)" in out
     assert "you have not passed" not in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exercise_softmax.py", "progress.json"]  # no temp files
 
@@ -416,7 +416,7 @@ def test_register_exercise_commands_into_a_parser():
 
 def test_solution_shows_every_existing_rung():
     text = solution_text(LADDER["layer_norm"])
-    assert "def layer_norm_composite" in text and "class LayerNorm(Function)" in text
+    assert "def layer_norm_composite" in text and "class LayerNorm(ArrayFunction)" in text
     assert "(3) the library's default (fused) Function: tinygrad_tx.functional.normalization:LayerNorm" in text
     try:
         import tinygrad_tx.functional.closed_form  # noqa: F401

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import tinygrad_tx as tg
-from tinygrad_tx import Function, GradcheckError, gradcheck
+from tinygrad_tx import GradcheckError, gradcheck
+from tinygrad_tx.autograd import ArrayFunction
 
 FULL_JACOBIAN_MAX = 48  # gradcheck's default threshold
 
@@ -140,7 +141,7 @@ def test_gradcheck_primitive(name, big, seed):
 
 # ============================================================================ gradcheck catches wrong backwards
 
-class SquareMissingFactor(Function):
+class SquareMissingFactor(ArrayFunction):
     """y = x², with the factor 2 forgotten in the backward (deliberately wrong)."""
 
     @staticmethod
@@ -154,7 +155,7 @@ class SquareMissingFactor(Function):
         return g * x
 
 
-class MulWrongSecondGrad(Function):
+class MulWrongSecondGrad(ArrayFunction):
     """y = a * b whose backward returns g*a for *both* inputs (right for b, wrong for a)."""
 
     @staticmethod
@@ -168,7 +169,7 @@ class MulWrongSecondGrad(Function):
         return g * a, g * a
 
 
-class TransposedMatmulGrad(Function):
+class TransposedMatmulGrad(ArrayFunction):
     """Y = A @ B with dL/dA = G @ B (B not transposed): right only for symmetric B."""
 
     @staticmethod
@@ -201,7 +202,7 @@ def test_gradcheck_catches_wrong_backwards(shape):
 def test_gradcheck_catches_an_error_in_a_single_jacobian_entry():
     """A backward that is wrong at one element only is still caught by the full Jacobian."""
 
-    class OffByOneElement(Function):
+    class OffByOneElement(ArrayFunction):
         @staticmethod
         def forward(ctx, x):
             return x * 3.0

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NO_SHRINK = settings(max_examples=4, database=None, phases=[Phase.generate], derandomize=True, deadline=None)
 
 
-class Softplus(tg.Function):
+class Softplus(tg.autograd.ArrayFunction):
     """y = log(1 + eˣ); dL/dx = g σ(x)."""
 
     @staticmethod
@@ -50,7 +50,7 @@ class WrongSoftplus(Softplus):
         return g / (1.0 + np.exp(-x)) * (1 + 1e-6)
 
 
-class MutatingDouble(tg.Function):
+class MutatingDouble(tg.autograd.ArrayFunction):
     """y = 2x, computed by doubling the input array in place (the bug check_parity refuses)."""
 
     @staticmethod

@@ -2,12 +2,13 @@
 
 Every op's forward and hand-written backward live side by side in
 ``tinygrad_tx/ops/`` (elementwise, reductions, movement, matmul); the engine
-that runs them backwards is ``tinygrad_tx/autograd.py``.
+that runs them backwards is the package ``tinygrad_tx/autograd/``.
 """
 from . import allocator
 from . import dtypes
-from .autograd import (Function, SavedMemory, enable_grad, inference_mode, is_grad_enabled,
+from .autograd import (SavedMemory, enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
+from . import tensor as _tensor   # before ``.device`` below rebinds the name to the device class
 from .device import device
 from .dtypes import (bool, complex64, complex128, double, dtype, float, float16, float32, float64, get_default_dtype,
                      half, int, int8, int16, int32, int64, long, short, uint8)
@@ -44,7 +45,7 @@ __all__ = [
     "device", "dtype", "dtypes", "bool", "complex64", "complex128", "double", "float", "float16", "float32",
     "float64", "half", "int", "int8", "int16", "int32", "int64", "long", "short", "uint8", "get_default_dtype",
     "inference_mode", "is_inference_mode_enabled", "is_tensor", "numel", "is_floating_point",
-    "Function", "GradcheckError", "SavedMemory", "gradcheck", "Tensor", "IndexOutOfRange", "arange", "cat", "enable_grad", "full",
+    "GradcheckError", "SavedMemory", "gradcheck", "Tensor", "IndexOutOfRange", "arange", "cat", "enable_grad", "full",
     "get_num_threads", "is_grad_enabled", "manual_seed", "matmul", "maximum", "minimum", "no_grad", "ones", "ones_like",
     "rand", "randn", "set_grad_enabled", "set_num_threads", "stack", "tensor", "where", "zeros", "zeros_like",
 ]

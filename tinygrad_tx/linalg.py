@@ -14,13 +14,13 @@ import numbers
 import numpy as np
 
 from . import dtypes
-from .autograd import Function, accumulation_dtype
+from .autograd import ArrayFunction, accumulation_dtype
 from .ops.reduce import normalize_dims, reduce_axes, save_reduced, saved_reduced
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "VectorNorm"]
 
 
-class VectorNorm(Function):
+class VectorNorm(ArrayFunction):
     """y = (Σ |x|^p)^{1/p} over the reduced axes; p = inf: max |x|, p = -inf: min |x|,
     p = 0: the number of nonzero elements.
 

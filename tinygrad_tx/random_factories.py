@@ -18,7 +18,7 @@ import numbers
 import numpy as np
 
 from ._factory_args import InvalidArgumentError, _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
-from .autograd import Function
+from .autograd import ArrayFunction
 from .device import check as _check_device
 from .generator import (draw_bernoulli, draw_integers, draw_normal, draw_uniform, get_generator,
                         _check_probabilities)
@@ -116,7 +116,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
 
 # ============================================================================ samples of tensor parameters
 
-class NormalSample(Function):
+class NormalSample(ArrayFunction):
     """y = mean + std * z with z ~ N(0, 1) drawn from ``generator`` (mean, std broadcast).
 
     Backward, as torch defines it: dL/dmean = 0 and dL/dstd = 0 -- the sample is treated
@@ -134,7 +134,7 @@ class NormalSample(Function):
         return zero, zero
 
 
-class BernoulliSample(Function):
+class BernoulliSample(ArrayFunction):
     """y = 1 where u < p else 0, u ~ U[0, 1) from ``generator``; y has the input's dtype.
     ``p`` is the input itself (``bernoulli(probs)``) or a float (``bernoulli(x, p)``).
 
@@ -149,7 +149,7 @@ class BernoulliSample(Function):
         return np.zeros_like(g)
 
 
-class PoissonSample(Function):
+class PoissonSample(ArrayFunction):
     """y ~ Poisson(rate) elementwise, from ``generator``, in the rate's dtype.
 
     Backward, as torch defines it: dL/drate = 0 (y is integer-valued, piecewise constant)."""

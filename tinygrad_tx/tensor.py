@@ -1086,3 +1086,5 @@ def minimum(a, b) -> Tensor:
 
 
 # The factories (zeros, ones, arange, randn, ...) live in factories.py and random_factories.py.
+
+autograd._bind_tensor(Tensor, _View)

@@ -10,7 +10,7 @@ import torch
 import tinygrad_tx as tg
 
 
-class Softplus(tg.Function):
+class Softplus(tg.autograd.ArrayFunction):
     """y = log(1 + eˣ).   dy/dx = eˣ / (1 + eˣ) = σ(x), so dL/dx = g · σ(x)."""
 
     @staticmethod

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..autograd import Function, reduce_grad_to_input
+from ..autograd import ArrayFunction, reduce_grad_to_input
 from ..gradcheck import GradcheckError, gradcheck
 from ..factories import from_numpy
 from ..tensor import Tensor
@@ -132,7 +132,7 @@ def run_learner(ex: Exercise, fn: type, case: Case, g) -> Attempt:
     ctx = out._ctx if isinstance(out, Tensor) else None
     if ctx is None or ctx.fn is not fn:
         at.fatal, at.fatal_tag = (f"{fn.__name__}.apply did not record a graph node (is it a subclass of "
-                                  "tinygrad_tx.autograd.Function, returning one array from forward?)"), "raised"
+                                  "tinygrad_tx.autograd.ArrayFunction, returning one array from forward?)"), "raised"
         return at
     at.out = out._data
     g_in = g.copy(order="K") if g.ndim else g.copy()
@@ -474,8 +474,8 @@ def check(ex: Exercise | str, fn: type, *, max_examples: int = DEFAULT_EXAMPLES,
     except ModuleNotFoundError:  # pragma: no cover - hypothesis is a [dev] dependency
         raise ModuleNotFoundError("'tinygrad-tx exercise check' needs hypothesis: pip install hypothesis") from None
     ex = LADDER[ex] if isinstance(ex, str) else ex
-    if not (isinstance(fn, type) and issubclass(fn, Function)):
-        raise TypeError(f"exercise check: expected a subclass of tinygrad_tx.autograd.Function, got {fn!r}")
+    if not (isinstance(fn, type) and issubclass(fn, ArrayFunction)):
+        raise TypeError(f"exercise check: expected a subclass of tinygrad_tx.autograd.ArrayFunction, got {fn!r}")
     failures, passed = [], []
 
     @st.composite
@@ -549,9 +549,9 @@ def load_function(path, ex: Exercise | str) -> type:
         sys.modules.pop(name, None)
     want = ex.solution.__name__
     found = getattr(module, want, None)
-    if isinstance(found, type) and issubclass(found, Function):
+    if isinstance(found, type) and issubclass(found, ArrayFunction):
         return found
-    own = [v for v in vars(module).values() if inspect.isclass(v) and issubclass(v, Function)
+    own = [v for v in vars(module).values() if inspect.isclass(v) and issubclass(v, ArrayFunction)
            and v.__module__ == name]
     if len(own) == 1:
         return own[0]

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 
 GELU_C = float(np.sqrt(2.0 / np.pi))   # √(2/π) of GELU's tanh approximation
 GELU_A = 0.044715
@@ -24,7 +24,7 @@ GELU_A = 0.044715
 
 # =========================================================================== elementwise
 
-class Mul(Function):
+class Mul(ArrayFunction):
     """y = a * b (a and b broadcast against each other)."""
 
     @staticmethod
@@ -40,7 +40,7 @@ class Mul(Function):
         return g * b, g * a
 
 
-class Div(Function):
+class Div(ArrayFunction):
     """y = a / b (broadcasting)."""
 
     @staticmethod
@@ -55,7 +55,7 @@ class Div(Function):
         return g / b, -g * a / (b * b)
 
 
-class Pow(Function):
+class Pow(ArrayFunction):
     """y = a ** b for a > 0 (both tensors, broadcasting)."""
 
     @staticmethod
@@ -72,7 +72,7 @@ class Pow(Function):
         return g * b * a ** (b - 1), g * y * np.log(a)
 
 
-class Exp(Function):
+class Exp(ArrayFunction):
     """y = e^x."""
 
     @staticmethod
@@ -88,7 +88,7 @@ class Exp(Function):
         return g * y
 
 
-class Log(Function):
+class Log(ArrayFunction):
     """y = log x for x > 0."""
 
     @staticmethod
@@ -103,7 +103,7 @@ class Log(Function):
         return g / x
 
 
-class Tanh(Function):
+class Tanh(ArrayFunction):
     """y = tanh x."""
 
     @staticmethod
@@ -121,7 +121,7 @@ class Tanh(Function):
 
 # =========================================================================== reductions
 
-class Sum(Function):
+class Sum(ArrayFunction):
     """y = Σ_dim x (the dimension removed)."""
 
     @staticmethod
@@ -136,7 +136,7 @@ class Sum(Function):
         return np.broadcast_to(np.expand_dims(g, ctx.dim), ctx.shape)
 
 
-class Mean(Function):
+class Mean(ArrayFunction):
     """y = mean of x over dim (the dimension removed)."""
 
     @staticmethod
@@ -151,7 +151,7 @@ class Mean(Function):
         return np.broadcast_to(np.expand_dims(g, ctx.dim) / n, ctx.shape)
 
 
-class Amax(Function):
+class Amax(ArrayFunction):
     """y = max of x over dim (torch.amax: ties share the gradient evenly)."""
 
     @staticmethod
@@ -174,7 +174,7 @@ class Amax(Function):
 
 # =========================================================================== products and lookups
 
-class MatMul(Function):
+class MatMul(ArrayFunction):
     """Y = A @ B with NumPy's rules: 1-D operands are promoted (a vector on the left is a row,
     on the right a column), leading (batch) dimensions broadcast."""
 
@@ -205,7 +205,7 @@ class MatMul(Function):
         return ga, gb
 
 
-class GetItem(Function):
+class GetItem(ArrayFunction):
     """y = x[idx]: rows of x picked by an integer array (indices may repeat)."""
 
     @staticmethod
@@ -226,7 +226,7 @@ class GetItem(Function):
         return dx, None
 
 
-class Embedding(Function):
+class Embedding(ArrayFunction):
     """y[..., :] = weight[ids[...], :]: a row lookup in a (V, D) table (ids of any shape)."""
 
     @staticmethod
@@ -248,7 +248,7 @@ class Embedding(Function):
 
 # =========================================================================== softmax family
 
-class Softmax(Function):
+class Softmax(ArrayFunction):
     """y = softmax(x) along dim: y_i = e^(x_i - m) / Σ_k e^(x_k - m), m = max_k x_k."""
 
     @staticmethod
@@ -268,7 +268,7 @@ class Softmax(Function):
         return y * (g - (g * y).sum(axis=ctx.dim, keepdims=True))
 
 
-class LogSoftmax(Function):
+class LogSoftmax(ArrayFunction):
     """y = log softmax(x) along dim: y_i = x_i - logsumexp(x), computed with the max shift."""
 
     @staticmethod
@@ -287,7 +287,7 @@ class LogSoftmax(Function):
         return g - np.exp(y) * g.sum(axis=ctx.dim, keepdims=True)
 
 
-class CrossEntropy(Function):
+class CrossEntropy(ArrayFunction):
     """L = -(1/N) Σ_n log softmax(z_n)[t_n] for logits z (N, C) and class indices t (N,)."""
 
     @staticmethod
@@ -331,7 +331,7 @@ def layer_norm_backward(g, xhat, rstd, weight):
     return dx, (g * xhat).reshape(-1, d).sum(axis=0), g.reshape(-1, d).sum(axis=0)
 
 
-class LayerNorm(Function):
+class LayerNorm(ArrayFunction):
     """y = x̂ ∘ weight + bias over the last dimension (D entries per row),
     x̂ = (x - μ) ρ, ρ = 1/√(σ² + eps), μ and σ² the row's mean and biased variance."""
 
@@ -353,7 +353,7 @@ class LayerNorm(Function):
         return dx, dw, db
 
 
-class BatchNorm(Function):
+class BatchNorm(ArrayFunction):
     """Training-mode batch norm of (N, C) or (N, C, L) input: per channel c, over its m = N (or N·L)
     values, x̂ = (x - μ_c) r_c, r_c = 1/√(σ²_c + eps) (biased σ²), y = weight_c x̂ + bias_c."""
 
@@ -397,7 +397,7 @@ def gelu_derivative(x, t):
     return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_C * (1 + 3 * GELU_A * x * x)
 
 
-class Gelu(Function):
+class Gelu(ArrayFunction):
     """y = 0.5 x (1 + tanh u),  u = √(2/π) (x + 0.044715 x³)  (GELU, approximate='tanh')."""
 
     @staticmethod
@@ -436,7 +436,7 @@ def attention_backward(g, q, k, v, p):
     return scale * np.matmul(ds, k), scale * np.matmul(np.swapaxes(ds, -1, -2), q), dv
 
 
-class Attention(Function):
+class Attention(ArrayFunction):
     """out = softmax(Q Kᵀ / √E + causal mask) V for q, k, v of shape (..., T, E): query i sees
     keys j <= i (the mask puts -inf above the diagonal)."""
 
@@ -475,7 +475,7 @@ def _rows(a):
     return a.reshape(-1, a.shape[-1])
 
 
-class GPTBlock(Function):
+class GPTBlock(ArrayFunction):
     """One pre-norm GPT block (nanoGPT's, without biases in the linear layers and without dropout):
         h = x + (causal multi-head attention of LN1(x)) W_proj,   y = h + GELU(LN2(h) W_fc) W_out,
     with [q k v] = LN1(x) W_attn split into n_head heads. x is (B, T, C); W_attn (C, 3C),

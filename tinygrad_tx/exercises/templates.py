@@ -19,7 +19,7 @@ from .ladder import Exercise
 _HEADER = '''"""Exercise {name}: {title}.
 
 Write the backward of the Function below; its forward is done. As in tinygrad_tx itself
-(tinygrad_tx/autograd.py), forward and backward work on NumPy arrays:
+(tinygrad_tx/autograd/function.py: ArrayFunction), forward and backward work on NumPy arrays:
 
 * backward(ctx, g) gets g = dL/d(output), an array of the output's shape, and returns one
   gradient per positional argument of forward (a tuple when there are several), None for an
@@ -36,7 +36,7 @@ Check it (hypothesis shapes, random cotangents, float64, finite differences; a d
 """
 {math}import numpy as np
 
-from tinygrad_tx.autograd import Function
+from tinygrad_tx.autograd import ArrayFunction
 '''
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale
 
@@ -69,7 +69,7 @@ def gelu_composite(input, approximate: str = "tanh") -> Tensor:
 
 # ============================================================================ dropout
 
-class Dropout(Function):
+class Dropout(ArrayFunction):
     """y = x ∘ m / (1 - p), m_i ~ Bernoulli(1 - p) drawn once in the forward.
 
     Scaling the kept entries by 1/(1-p) keeps E[y] = x, so evaluation (no

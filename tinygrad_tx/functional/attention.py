@@ -27,7 +27,7 @@ import numbers
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor, where
 from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale
 from .softmax import softmax_composite
@@ -43,7 +43,7 @@ def _causal_future(n_queries: int, n_keys: int) -> np.ndarray:
     return future
 
 
-class ScaledDotProductAttention(Function):
+class ScaledDotProductAttention(ArrayFunction):
     """Fused attention. Forward, with s = scale:
 
         S = s · Q Kᵀ  (+ mask, -inf where forbidden),   P = softmax_rows(S),

@@ -26,7 +26,7 @@ import math
 import numpy as np
 from scipy.special import erf
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..nn.batch_norm import check_batch_norm
 from ..ops.flash_attention import check_flash_attention
 from ..tensor import Tensor
@@ -42,7 +42,7 @@ from .softmax import _prepare
 
 # ============================================================================ softmax family
 
-class SoftmaxClosedForm(Function):
+class SoftmaxClosedForm(ArrayFunction):
     """y = softmax(x) along ``dim``:  y_i = e^{x_i - m} / Σ_k e^{x_k - m},  m = max_k x_k
     (the shift m cancels; it keeps every exponent <= 0).
 
@@ -66,7 +66,7 @@ class SoftmaxClosedForm(Function):
         return y * (g - np.sum(g * y, axis=ctx.dim, keepdims=True))
 
 
-class LogSoftmaxClosedForm(Function):
+class LogSoftmaxClosedForm(ArrayFunction):
     """y = log softmax(x) = s - log Σ_k e^{s_k},  s = x - max x  (the log-sum-exp trick).
 
     Backward.  ∂y_i/∂x_j = δ_ij - softmax(x)_j, so dx = g - e^y Σ g  (softmax = e^y).
@@ -88,7 +88,7 @@ class LogSoftmaxClosedForm(Function):
         return g - np.exp(y) * np.sum(g, axis=ctx.dim, keepdims=True)
 
 
-class CrossEntropyClosedForm(Function):
+class CrossEntropyClosedForm(ArrayFunction):
     """ℓ = -Σ_c q_c log p_c per position, p = softmax(z) over the class axis, where
     q = w ∘ ((1 - ε) onehot(t) + ε/C) is the weighted, label-smoothed target distribution
     (0 at ignored positions; built by ``loss.target_distribution``). 'mean' divides Σ ℓ by
@@ -124,7 +124,7 @@ class CrossEntropyClosedForm(Function):
 
 # ============================================================================ normalization
 
-class LayerNormClosedForm(Function):
+class LayerNormClosedForm(ArrayFunction):
     """y = x̂ ∘ γ + β,  x̂ = (x - μ) ρ,  ρ = 1/√(σ² + eps), with μ and σ² (biased) the mean
     and variance of each row: the trailing ``ndim_normalized`` dimensions, D elements.
 
@@ -156,7 +156,7 @@ class LayerNormClosedForm(Function):
         return dx, np.sum(g * xhat, axis=rows), np.sum(g, axis=rows)
 
 
-class BatchNormClosedForm(Function):
+class BatchNormClosedForm(ArrayFunction):
     """Training-mode batch norm: LayerNorm's closed form with the statistics taken per
     channel (axis 1) over the batch (and length) axes instead of per row:
 
@@ -195,7 +195,7 @@ _C = math.sqrt(2 / math.pi)                                   # Python floats ke
 _SQRT_2, _SQRT_2PI = math.sqrt(2), math.sqrt(2 * math.pi)
 
 
-class GeluClosedForm(Function):
+class GeluClosedForm(ArrayFunction):
     """GELU, exact or with torch's tanh approximation.
 
     Exact: y = x Φ(x), Φ(x) = (1 + erf(x/√2))/2;  dy/dx = Φ(x) + x φ(x), φ(x) = e^{-x²/2}/√(2π).
@@ -232,7 +232,7 @@ def attention_scores(q, k, attn_mask, is_causal, scale, shape):
     return np.where(_causal_future(*shape[-2:]), -np.inf, s) if is_causal else s
 
 
-class ScaledDotProductAttentionClosedForm(Function):
+class ScaledDotProductAttentionClosedForm(ArrayFunction):
     """O = P̃ V,  P̃ = P ∘ M / (1 - p) (dropout mask M; P̃ = P without),  P = softmax_rows(S),
     S = scale · Q Kᵀ + mask (``attention_scores``); a fully masked row has P = 0.
 
@@ -269,7 +269,7 @@ def _weights(s, lse):
     return np.exp(s - np.where(lse == -np.inf, np.inf, lse))
 
 
-class FlashAttentionClosedForm(Function):
+class FlashAttentionClosedForm(ArrayFunction):
     """Attention as FlashAttention saves it, untiled: O = P V with P = exp(S - L),
     L = logsumexp_rows(S) (-inf for a fully masked row, whose P is then 0);
     S = scale · Q Kᵀ + mask (``attention_scores``). Saved: Q, K, V, O and L — O(T·d), not P.
@@ -305,7 +305,7 @@ class FlashAttentionClosedForm(Function):
 
 # ============================================================================ lookups and products
 
-class EmbeddingClosedForm(Function):
+class EmbeddingClosedForm(ArrayFunction):
     """y[..., :] = W[ids[...], :].  Backward: table row v receives the gradients of every
     position that looked it up,  dL/dW[v] = Σ_{n : ids_n = v} g_n  (a scatter-add;
     the row ``padding_idx`` gets none). Saved: the ids."""
@@ -326,7 +326,7 @@ class EmbeddingClosedForm(Function):
         return dw
 
 
-class LinearClosedForm(Function):
+class LinearClosedForm(ArrayFunction):
     """y = x Wᵀ + b.  Backward (y_j = Σ_i x_i W_ji + b_j):
         dL/dx = g W,   dL/dW = Σ_rows gᵀ x,   dL/db = Σ_rows g   (rows: every leading index).
     Saved: x and W."""
@@ -344,7 +344,7 @@ class LinearClosedForm(Function):
         return g @ weight, np.tensordot(g, x, axes=(rows, rows)), np.sum(g, axis=rows)
 
 
-class PatchEmbedClosedForm(Function):
+class PatchEmbedClosedForm(ArrayFunction):
     """ViT patch projection = Conv2d(kernel = stride = P): cut (B, C, H, W) into the
     (B, N, C·Ph·Pw) matrix of flattened patches (``(c, i, j)`` order, a Conv2d weight's),
     then y = patches W_flatᵀ + b.  Backward is Linear's, with dL/dpatches folded back into

@@ -11,12 +11,12 @@ import numbers
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float, check_real
 
 
-class VectorNorm(Function):
+class VectorNorm(ArrayFunction):
     """y = ‖x‖_p along ``dim``:  (Σ |x_i|^p)^{1/p};  max |x_i| for p = inf;  the count of
     nonzero x_i for p = 0.
 

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import Function, is_grad_enabled
+from ..autograd import ArrayFunction, is_grad_enabled
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, loss_reduction, reduce_loss
 from .pointwise import sigmoid_np, softplus_np
@@ -21,7 +21,7 @@ from .pointwise import sigmoid_np, softplus_np
 _BCE_EPS = float(np.float32(1e-12))
 
 
-class BinaryCrossEntropy(Function):
+class BinaryCrossEntropy(ArrayFunction):
     """ℓ = -w [t log p + (1 - t) log(1 - p)], each log clamped to >= -100 (torch's clamp keeps
     ℓ finite at p = 0 or 1, e.g. ℓ = 100 for p = 0, t = 1).
 
@@ -55,7 +55,7 @@ class BinaryCrossEntropy(Function):
         return dp, dt, None
 
 
-class BinaryCrossEntropyWithLogits(Function):
+class BinaryCrossEntropyWithLogits(ArrayFunction):
     """ℓ = -w [π t log σ(x) + (1 - t) log(1 - σ(x))]  (π = ``pos_weight``, 1 if not given),
     computed as  w [π t sp(-x) + (1 - t) sp(x)]  since log σ(x) = -sp(-x) and
     log(1 - σ(x)) = -sp(x) (sp = softplus): no overflow, and no log of a rounded σ.
@@ -89,7 +89,7 @@ class BinaryCrossEntropyWithLogits(Function):
         return dx, dt, None, None
 
 
-class KLDivergence(Function):
+class KLDivergence(ArrayFunction):
     """Pointwise KL term of log-probabilities x against a target t (probabilities, or
     log-probabilities when ``log_target``):
 

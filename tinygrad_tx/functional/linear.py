@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 import scipy.sparse
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..ops.movement import IndexOutOfRange
 from ..tensor import Tensor, where
 from ._util import as_tensor, check_float, describe_values, int_array
@@ -38,7 +38,7 @@ def _one_hot_transposed(ids: np.ndarray, v: int, dtype):
     return scipy.sparse.csc_array((np.ones(n, dtype=dtype), ids, np.arange(n + 1)), shape=(v, n))
 
 
-class Embedding(Function):
+class Embedding(ArrayFunction):
     """y[..., :] = W[ids[...], :]  (a row lookup; W is (V, D)).
 
     Backward. Each output row is a copy of one table row, so table row v
@@ -160,7 +160,7 @@ def _weight_grad(g, x):
     return _rows(g).T @ _rows(x)
 
 
-class Linear(Function):
+class Linear(ArrayFunction):
     """y = x Wᵀ + b with x (..., in), W (out, in), b (out,).
 
     Backward (y_j = Σ_i x_i W_ji + b_j):
@@ -226,7 +226,7 @@ def _to_patches(x, ph, pw):
     return x.reshape(b, (h // ph) * (w // pw), c * ph * pw)
 
 
-class PatchEmbed(Function):
+class PatchEmbed(ArrayFunction):
     """ViT patch projection: y[b, n] = W_flat · patch_n(x[b]) + bias, shape (B, N, D).
 
     Equal to Conv2d(C, D, kernel_size=P, stride=P)(x).flatten(2).transpose(1, 2):

@@ -28,14 +28,14 @@ import numbers
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, from_rows, loss_reduction, row_blocks, row_max, row_sums, to_rows
 from .nll import check_class_args, check_class_weight, class_axis
 from .softmax import log_softmax, log_softmax_composite
 
 
-class CrossEntropy(Function):
+class CrossEntropy(ArrayFunction):
     """Fused log-softmax + weighted, label-smoothed negative log-likelihood.
 
     Forward: log p = s - log Σ_c e^{s_c} with s = z - max z (stable), then

@@ -17,13 +17,13 @@ import numbers
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import Function, is_grad_enabled
+from ..autograd import ArrayFunction, is_grad_enabled
 from ..ops.movement import IndexOutOfRange
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, describe_values, int_array, loss_reduction
 
 
-class NLLLoss(Function):
+class NLLLoss(ArrayFunction):
     """ℓ_i = -w_{t_i} x_{i, t_i} (zero at ignored positions), then the reduction.
 
     Backward. ℓ_i depends on one entry of x only, with ∂ℓ_i/∂x_{i,t_i} = -w_{t_i}; so dL/dx is

@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, row_blocks
 
@@ -15,7 +15,7 @@ from ._util import as_tensor, check_float, row_blocks
 _BLOCK_SCALE = 4
 
 
-class LayerNorm(Function):
+class LayerNorm(ArrayFunction):
     """y = x̂ ∘ γ + β,  x̂ = (x - μ) · ρ,  ρ = 1/√(σ² + eps),
     with μ and σ² the mean and biased variance over the last k dimensions
     (the ``normalized_shape``; D elements per row below).

@@ -10,12 +10,12 @@ import numbers
 import numpy as np
 
 from .._factory_args import InvalidArgumentError, InvalidDtypeError
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_real
 
 
-class ConstantPad(Function):
+class ConstantPad(ArrayFunction):
     """y = x cropped by the negative pads, then surrounded by ``value`` for the positive ones.
 
     Every entry of y is either a copy of one entry of x or the constant, so dL/dx is g with
@@ -35,7 +35,7 @@ class ConstantPad(Function):
         return np.pad(g[inner], [(max(-lo, 0), max(-hi, 0)) for lo, hi in ctx.pads])
 
 
-class IndexedPad(Function):
+class IndexedPad(ArrayFunction):
     """Reflect / replicate / circular padding: along each padded axis, output position j reads
     input position src(j) (a reflection, a clamp or a wrap of j into [0, n)).
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import DEFAULT_FLOAT, Tensor, _canonical_dim
 from ._util import as_tensor, check_float
 
@@ -68,7 +68,7 @@ def _number(value, op, name):
 
 # ============================================================================ sigmoid family
 
-class Silu(Function):
+class Silu(ArrayFunction):
     """y = x σ(x)  (SiLU, "swish").
 
     dy/dx = σ(x) + x σ(x)(1 - σ(x)) = σ(x) (1 + x (1 - σ(x))),
@@ -87,7 +87,7 @@ class Silu(Function):
         return g * s * (1 + x * (1 - s))
 
 
-class Softplus(Function):
+class Softplus(ArrayFunction):
     """y = sp(βx)/β, and y = x where βx > threshold (torch's linear regime).
 
     d/dx [sp(βx)/β] = σ(βx), so dL/dx = g σ(βx), and g where βx > threshold.
@@ -108,7 +108,7 @@ class Softplus(Function):
         return g * np.where(z > ctx.threshold, 1, sigmoid_np(z))
 
 
-class Mish(Function):
+class Mish(ArrayFunction):
     """y = x tanh(sp(x)).
 
     With t = tanh(sp(x)): dt/dx = (1 - t²) sp'(x) = (1 - t²) σ(x), so
@@ -127,7 +127,7 @@ class Mish(Function):
         return g * (t + x * sigmoid_np(x) * (1 - t * t))
 
 
-class LogSigmoid(Function):
+class LogSigmoid(ArrayFunction):
     """y = log σ(x) = -sp(-x) = min(x, 0) - log1p(e^-|x|).
 
     dy/dx = σ'(x)/σ(x) = 1 - σ(x) = σ(-x), so dL/dx = g σ(-x). Saved: x.
@@ -144,7 +144,7 @@ class LogSigmoid(Function):
         return g * sigmoid_np(-x)
 
 
-class Glu(Function):
+class Glu(ArrayFunction):
     """Gated linear unit: x split in halves a, b along ``dim``;  y = a ∘ σ(b).
 
     dL/da = g σ(b),   dL/db = g a σ(b)(1 - σ(b));  the two halves of dL/dx are
@@ -169,7 +169,7 @@ class Glu(Function):
 
 # ============================================================================ exponential-linear family
 
-class Elu(Function):
+class Elu(ArrayFunction):
     """ELU with torch's three constants (ELU, SELU and CELU are all this one):
 
         y = scale · x                               (x > 0)
@@ -197,7 +197,7 @@ class Elu(Function):
 
 # ============================================================================ piecewise linear
 
-class LeakyRelu(Function):
+class LeakyRelu(ArrayFunction):
     """y = x (x > 0),  s·x (x <= 0).   dy/dx = 1 (x > 0), s (x <= 0; s at 0, as torch).
     Saved: the mask x > 0."""
 
@@ -214,7 +214,7 @@ class LeakyRelu(Function):
         return np.where(pos, g, g * ctx.slope)
 
 
-class Hardtanh(Function):
+class Hardtanh(ArrayFunction):
     """y = clip(x, lo, hi).   dy/dx = 1 for lo < x < hi and 0 elsewhere — 0 *at* the corners
     (torch's choice; ``clamp``'s gradient is 1 there). relu6 is hardtanh(0, 6).
     Saved: the mask lo < x < hi."""
@@ -230,7 +230,7 @@ class Hardtanh(Function):
         return g * inside
 
 
-class Hardsigmoid(Function):
+class Hardsigmoid(ArrayFunction):
     """y = clip(x/6 + 1/2, 0, 1) (= relu6(x + 3)/6).   dy/dx = 1/6 for -3 < x < 3, else 0 —
     with 1/6 rounded to float32 even for float64, as torch's kernel does (a 3e-8 relative
     difference from the exact 1/6). Saved: the mask -3 < x < 3."""
@@ -246,7 +246,7 @@ class Hardsigmoid(Function):
         return g * inside * _ONE_SIXTH_F32
 
 
-class Hardswish(Function):
+class Hardswish(ArrayFunction):
     """y = x · relu6(x + 3)/6:  0 (x <= -3),  x (x + 3)/6 (-3 < x < 3),  x (x >= 3).
 
     dy/dx = 0 (x <= -3),  x/3 + 1/2 (-3 < x < 3),  1 (x >= 3)  — torch's sides at ±3.
@@ -267,7 +267,7 @@ class Hardswish(Function):
 
 # ============================================================================ rational and shrink
 
-class Softsign(Function):
+class Softsign(ArrayFunction):
     """y = x / (1 + |x|).   dy/dx = ((1 + |x|) - x·sign x) / (1 + |x|)² = 1/(1 + |x|)².
     Saved: x."""
 
@@ -283,7 +283,7 @@ class Softsign(Function):
         return g / (d * d)
 
 
-class Tanhshrink(Function):
+class Tanhshrink(ArrayFunction):
     """y = x - tanh x.   dy/dx = 1 - (1 - tanh² x) = tanh² x.
 
     torch computes tanhshrink as the composite x - tanh(x), so its gradient is the sum of the

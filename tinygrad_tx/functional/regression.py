@@ -19,12 +19,12 @@ import warnings
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_real, loss_reduction, reduce_loss
 
 
-class SquaredError(Function):
+class SquaredError(ArrayFunction):
     """ℓ = d²,  d = x - t.   f'(d) = 2d:  dL/dx = 2 g d,  dL/dt = -2 g d. Saved: d."""
 
     @staticmethod
@@ -40,7 +40,7 @@ class SquaredError(Function):
         return dx, -dx
 
 
-class AbsoluteError(Function):
+class AbsoluteError(ArrayFunction):
     """ℓ = |d|.   f'(d) = sign d (0 at d = 0, as torch):  dL/dx = g sign d,  dL/dt = -g sign d.
     Saved: sign d."""
 
@@ -57,7 +57,7 @@ class AbsoluteError(Function):
         return dx, -dx
 
 
-class SmoothL1Error(Function):
+class SmoothL1Error(ArrayFunction):
     """ℓ = d²/(2β) where |d| < β, else |d| - β/2 (β = ``beta``; β = 0 is the L1 loss).
 
     f'(d) = d/β where |d| < β, else sign d (the two pieces meet with equal slope at |d| = β).
@@ -83,7 +83,7 @@ class SmoothL1Error(Function):
         return dx, -dx
 
 
-class HuberError(Function):
+class HuberError(ArrayFunction):
     """ℓ = d²/2 where |d| < δ, else δ (|d| - δ/2) (δ = ``delta``) — δ times smooth L1 with β = δ.
 
     f'(d) = d where |d| <= δ, else δ sign d (equivalently: d clipped to [-δ, δ]). Saved: d.

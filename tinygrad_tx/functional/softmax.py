@@ -13,12 +13,12 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float, from_rows, row_blocks, row_max, row_sums, to_rows
 
 
-class Softmax(Function):
+class Softmax(ArrayFunction):
     """y = softmax(x) along ``dim``:  y_i = e^{x_i - m} / Σ_k e^{x_k - m},  m = max_k x_k.
 
     Subtracting m changes nothing (the factor e^{-m} cancels between numerator
@@ -99,7 +99,7 @@ def _shift_rows_that_need_it(x2: np.ndarray, y2: np.ndarray, totals: np.ndarray)
             y2[bad] = e / np.sum(e, axis=1, keepdims=True)
 
 
-class LogSoftmax(Function):
+class LogSoftmax(ArrayFunction):
     """y = log softmax(x) along ``dim``:  y_i = x_i - logsumexp(x),
     logsumexp(x) = m + log Σ_k e^{x_k - m}  (m = max_k x_k; the log-sum-exp trick:
     no exp overflows, and the log never sees 0 because the largest term is e^0 = 1).

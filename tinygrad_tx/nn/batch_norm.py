@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor
 
 
@@ -20,7 +20,7 @@ def _channel_shape(ndim: int, c: int):
     return (1, c) + (1,) * (ndim - 2)
 
 
-class BatchNorm(Function):
+class BatchNorm(ArrayFunction):
     """y = γ x̂ + β per channel c, with x̂ = (x − μ) r and r = 1/sqrt(σ² + ε).
 
     ``training=True``: μ, σ² are the batch statistics of channel c over its m

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..functional._util import as_tensor, check_float
 from ..tensor import Tensor
 from . import init
@@ -20,7 +20,7 @@ from .module import Module
 from .parameter import Parameter
 
 
-class RMSNormFunction(Function):
+class RMSNormFunction(ArrayFunction):
     """y = x ∘ r ∘ w,  r = 1/√(mean(x²) + eps),  mean over the trailing ``normalized_shape``
     dimensions (D elements per row below); w = 1 when there is no weight.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor, _as_operand, _binary_op, _check_no_bool_sub
 from . import elementwise as _E
 from .compare import (allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clamp, clamp_max,
@@ -56,7 +56,7 @@ def _trunc_div(a, b):
 
 # ============================================================================ division and remainders
 
-class DivRounded(Function):
+class DivRounded(ArrayFunction):
     """y = a / b rounded towards zero (mode 'trunc') or down (mode 'floor').
 
     y is piecewise constant in a and b, so dy/da = dy/db = 0: torch returns zero gradients
@@ -88,7 +88,7 @@ class FloorDivide(DivRounded):
                            "div(a, b, rounding_mode='floor') for a zero gradient")
 
 
-class Remainder(Function):
+class Remainder(ArrayFunction):
     """y = a - b ⌊a/b⌋ (``a % b``, ``remainder``): the sign of the divisor, as Python's %.
 
     ⌊a/b⌋ is piecewise constant, so dy/da = 1 and dy/db = -⌊a/b⌋ (torch's gradient):
@@ -137,7 +137,7 @@ class Fmod(Remainder):
 
 # ============================================================================ smooth binary ops
 
-class Atan2(Function):
+class Atan2(ArrayFunction):
     """y = atan2(a, b), the angle of the point (b, a) in (-π, π].
 
     With r² = a² + b²: dy/da = b / r², dy/db = -a / r² (the derivatives of atan(a/b), valid in
@@ -158,7 +158,7 @@ class Atan2(Function):
         return (s * b if na else None), (-s * a if nb else None)
 
 
-class Hypot(Function):
+class Hypot(ArrayFunction):
     """y = √(a² + b²) (without overflow).   dy/da = a / y, dy/db = b / y,
     so dL/da = g a / y and dL/db = g b / y."""
 
@@ -178,7 +178,7 @@ class Hypot(Function):
         return (s * a if na else None), (s * b if nb else None)
 
 
-class Lerp(Function):
+class Lerp(ArrayFunction):
     """y = start + w (end - start), w a tensor or a Python number.
 
     dy/dstart = 1 - w, dy/dend = w, dy/dw = end - start, so dL/dstart = g (1 - w),
@@ -201,7 +201,7 @@ class Lerp(Function):
                 (g * (end - start) if nw else None))
 
 
-class Copysign(Function):
+class Copysign(ArrayFunction):
     """y = |a| with the sign (bit) of b.
 
     y = a · (y/a) with y/a = ±1 constant between sign changes of a and b, so dy/da = y/a
@@ -234,7 +234,7 @@ def _xlogy(x, y):
     return np.where((x == 0) & ~np.isnan(y), np.zeros((), dtype=r.dtype), r)
 
 
-class Xlogy(Function):
+class Xlogy(ArrayFunction):
     """z = x log y, with z = 0 where x = 0 (so 0 log 0 = 0, the entropy convention).
 
     dz/dx = log y, dz/dy = x / y. torch's gradient: dL/dx = xlogy(g, y), set to 0 where

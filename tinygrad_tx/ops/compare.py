@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from .. import dtypes
 from ..tensor import Tensor, _adopt, _as_operand, _promote_pair, _to_dtype
 from . import elementwise as _E
@@ -16,7 +16,7 @@ from .transcendental import _quiet
 
 # ============================================================================ clamp with tensor bounds
 
-class ClampTensor(Function):
+class ClampTensor(ArrayFunction):
     """y = min(max(x, lo), hi) with tensor (or None) bounds that broadcast against x.
 
     dL/dx = g where lo <= x <= hi (inclusive, as torch), else 0. A bound receives the gradient

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from .normal import gelu_float32
 
 try:  # exact GELU needs erf; SciPy's is vectorised and accurate to the last ulp
@@ -48,7 +48,7 @@ def _binary(op, fn, a, b):
 
 # ============================================================================ arithmetic
 
-class Add(Function):
+class Add(ArrayFunction):
     """y = a + b.   dy/da = 1, dy/db = 1, so dL/da = g and dL/db = g."""
 
     @staticmethod
@@ -60,7 +60,7 @@ class Add(Function):
         return g, g
 
 
-class Sub(Function):
+class Sub(ArrayFunction):
     """y = a - b.   dL/da = g, dL/db = -g."""
 
     @staticmethod
@@ -72,7 +72,7 @@ class Sub(Function):
         return g, (-g if ctx.needs_input_grad[1] else None)
 
 
-class Mul(Function):
+class Mul(ArrayFunction):
     """y = a * b.   dy/da = b, dy/db = a, so dL/da = g*b and dL/db = g*a."""
 
     @staticmethod
@@ -88,7 +88,7 @@ class Mul(Function):
         return (g * b if na else None), (g * a if nb else None)
 
 
-class Div(Function):
+class Div(ArrayFunction):
     """y = a / b.   dy/da = 1/b, dy/db = -a/b^2 = -y/b,
     so dL/da = g/b and dL/db = -g*y/b (reusing the output saves recomputing a/b)."""
 
@@ -107,7 +107,7 @@ class Div(Function):
         return ga, gb
 
 
-class Neg(Function):
+class Neg(ArrayFunction):
     """y = -x.   dL/dx = -g."""
 
     @staticmethod
@@ -136,7 +136,7 @@ def _power(a, b):
     return y.astype(np.result_type(a_arr.dtype, b_arr.dtype), copy=False)
 
 
-class Pow(Function):
+class Pow(ArrayFunction):
     """y = a ** b for tensor a and tensor-or-scalar b.
 
     dy/da = b * a^(b-1); where b == 0 the derivative is 0 (also at a == 0,
@@ -169,7 +169,7 @@ class Pow(Function):
 
 # ============================================================================ pointwise math
 
-class Exp(Function):
+class Exp(ArrayFunction):
     """y = e^x.   dy/dx = e^x = y, so dL/dx = g*y (save the output, not the input)."""
 
     @staticmethod
@@ -184,7 +184,7 @@ class Exp(Function):
         return g * y
 
 
-class Log(Function):
+class Log(ArrayFunction):
     """y = ln x.   dy/dx = 1/x, so dL/dx = g/x."""
 
     @staticmethod
@@ -200,7 +200,7 @@ class Log(Function):
             return g / x
 
 
-class Sqrt(Function):
+class Sqrt(ArrayFunction):
     """y = sqrt(x).   dy/dx = 1/(2 sqrt x) = 1/(2y), so dL/dx = g/(2y)."""
 
     @staticmethod
@@ -217,7 +217,7 @@ class Sqrt(Function):
             return g / (2 * y)
 
 
-class Tanh(Function):
+class Tanh(ArrayFunction):
     """y = tanh x.   dy/dx = 1 - tanh^2 x = 1 - y^2, so dL/dx = g*(1 - y^2)."""
 
     @staticmethod
@@ -232,7 +232,7 @@ class Tanh(Function):
         return g * (1 - y * y)
 
 
-class Sigmoid(Function):
+class Sigmoid(ArrayFunction):
     """y = 1/(1+e^-x).   dy/dx = e^-x/(1+e^-x)^2 = y(1-y), so dL/dx = g*y*(1-y).
 
     Forward uses e = e^-|x| (never overflows): y = 1/(1+e) for x >= 0 and
@@ -254,7 +254,7 @@ class Sigmoid(Function):
         return g * y * (1 - y)
 
 
-class Relu(Function):
+class Relu(ArrayFunction):
     """y = max(x, 0).   dy/dx = 1 where x > 0 and 0 where x < 0 (torch uses 0 at x == 0).
 
     At x = NaN, y = NaN and torch passes the gradient through (its rule is "0 where
@@ -295,7 +295,7 @@ def _gelu_with_derivative(x: np.ndarray, approximate: str, need_d: bool):
     return y, d
 
 
-class Gelu(Function):
+class Gelu(ArrayFunction):
     """GELU, exact or with torch's tanh approximation.
 
     Exact (approximate='none'): y = x Φ(x), Φ(x) = (1 + erf(x/√2))/2 the normal CDF.
@@ -336,7 +336,7 @@ class Gelu(Function):
 
 # ============================================================================ selection
 
-class Where(Function):
+class Where(ArrayFunction):
     """y = where(c, a, b): a where c is true, b elsewhere. c is not differentiable.
 
     dL/da = g where c, 0 elsewhere; dL/db = g where not c, 0 elsewhere."""
@@ -364,7 +364,7 @@ class Where(Function):
                 np.where(cond, zero, g) if nb else None)
 
 
-class MaskedFill(Function):
+class MaskedFill(ArrayFunction):
     """y = x with ``value`` written where mask is true (mask broadcasts against x).
 
     dL/dx = g where the mask is false, 0 where it was overwritten."""
@@ -389,7 +389,7 @@ class MaskedFill(Function):
         return np.where(mask, np.zeros((), dtype=g.dtype), g), None, None
 
 
-class Clamp(Function):
+class Clamp(ArrayFunction):
     """y = min(max(x, lo), hi).  dy/dx = 1 where lo <= x <= hi (inclusive, as torch), else 0."""
 
     @staticmethod
@@ -420,7 +420,7 @@ def _max_share(a, b, a_loses):
     return np.where(a_loses, 0.0, np.where(a == b, 0.5, 1.0))
 
 
-class Maximum(Function):
+class Maximum(ArrayFunction):
     """y = max(a, b) elementwise.
 
     dL/da = g where a > b, dL/db = g where b > a; at ties torch splits the
@@ -441,7 +441,7 @@ class Maximum(Function):
             (g * _max_share(b, a, b < a).astype(g.dtype) if nb else None)
 
 
-class Minimum(Function):
+class Minimum(ArrayFunction):
     """y = min(a, b) elementwise; the mirror image of Maximum (ties split evenly, a NaN
     on either side passes g to both)."""
 
@@ -460,7 +460,7 @@ class Minimum(Function):
 
 # ============================================================================ casts and copies
 
-class Cast(Function):
+class Cast(ArrayFunction):
     """y = x converted to ``dtype``.  dL/dx = g converted back to x's dtype (the engine
     casts every gradient to its input's dtype, so the backward is the identity)."""
 
@@ -473,7 +473,7 @@ class Cast(Function):
         return g
 
 
-class Clone(Function):
+class Clone(ArrayFunction):
     """y = a copy of x.  dL/dx = g."""
 
     @staticmethod

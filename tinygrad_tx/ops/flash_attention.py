@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 
 
 def _mask_tile(attn_mask, qs, qe, ks, ke):
@@ -68,7 +68,7 @@ def causal_key_end(n_keys: int, q_end: int, is_causal: bool) -> int:
     return min(n_keys, q_end) if is_causal else n_keys
 
 
-class FlashAttention(Function):
+class FlashAttention(ArrayFunction):
     """O = softmax(Q Kᵀ · scale + mask) V computed tile by tile; see the module docstring
     for the online-softmax forward and the recomputing backward. The same math untiled —
     what is saved (O and L) and recomputed (P) — is ``FlashAttentionClosedForm``; the tiles

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor, _adopt
 from . import movement as _M
 from .movement import IndexOutOfRange, canonical_dim
@@ -25,7 +25,7 @@ def _rows(a: np.ndarray, dim: int) -> np.ndarray:
     return np.moveaxis(a, dim, 0)
 
 
-class IndexSelect(Function):
+class IndexSelect(ArrayFunction):
     """y = the slices of x at positions ``index`` along ``dim`` (np.take).
     dL/dx = zeros with each slice of g added at its position (np.add.at: a position selected
     twice gets both slices)."""
@@ -72,7 +72,7 @@ def _check_source(op, x, index, d, source):
     return src
 
 
-class IndexAdd(Function):
+class IndexAdd(ArrayFunction):
     """y = x, then y[..., index[k], ...] += alpha * source[..., k, ...] along ``dim``.
     dL/dx = g; dL/dsource = alpha * (the slices of g at ``index``)."""
 
@@ -95,7 +95,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     return IndexAdd.apply(x, src, index=index, dim=d, alpha=alpha).reshape(input.shape)
 
 
-class IndexCopy(Function):
+class IndexCopy(ArrayFunction):
     """y = x, then y[..., index[k], ...] = source[..., k, ...] along ``dim``.
     dL/dx = g with the overwritten slices zeroed; dL/dsource = the slices of g at ``index``."""
 
@@ -119,7 +119,7 @@ def index_copy(input, dim, index, source):
     return IndexCopy.apply(x, src, index=index, dim=d).reshape(input.shape)
 
 
-class IndexFill(Function):
+class IndexFill(ArrayFunction):
     """y = x with the slices at ``index`` along ``dim`` set to the scalar v.
     dL/dx = g with those slices zeroed; dL/dv = the sum of g over the filled positions
     (each position once, however often its index repeats: it is filled once)."""
@@ -175,7 +175,7 @@ def _broadcast_mask(x: np.ndarray, mask: np.ndarray, op: str):
     return np.broadcast_to(x, shape), np.broadcast_to(mask, shape)
 
 
-class MaskedSelect(Function):
+class MaskedSelect(ArrayFunction):
     """y = the elements of x (broadcast with the mask) where mask is True, as a 1-D tensor.
     dL/dx = zeros with g written at the True positions (in the broadcast shape: the engine
     sums it back onto x)."""
@@ -197,7 +197,7 @@ def masked_select(input, mask):
     return MaskedSelect.apply(_tensor(input, "masked_select"), mask=_bool_mask(mask, "masked_select"))
 
 
-class MaskedScatter(Function):
+class MaskedScatter(ArrayFunction):
     """y = x with its True-mask positions (row-major order) filled by the first n elements
     of source, n = mask.sum().
     dL/dx = g where mask is False, 0 where it is True;
@@ -255,7 +255,7 @@ def where(condition, input=None, other=None):
     return where3(condition, input, other)
 
 
-class Take(Function):
+class Take(ArrayFunction):
     """y = x.flatten()[index] (index of any shape; negative entries count from the end).
     dL/dx = zeros of x's size with g scatter-added at ``index`` (repeats add), reshaped."""
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import autograd
-from ..autograd import Context, Function, is_grad_enabled, no_grad, unshare_saved
+from ..autograd import Context, ArrayFunction, is_grad_enabled, no_grad, unshare_saved
 from ..tensor import Tensor
 
 _KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
-class CopySlices(Function):
+class CopySlices(ArrayFunction):
     """The base of a view after an in-place change of the view (torch's ``CopySlices``).
 
     y = base with y[P] = v, where P are the base positions the view covers (``positions``: for

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 
 
 def _check_matmul_shapes(a_shape, b_shape):
@@ -39,7 +39,7 @@ def _check_matmul_dtypes(a, b):
                            "or floating dtype)")
 
 
-class MatMul(Function):
+class MatMul(ArrayFunction):
     """Y = A @ B.
 
     For matrices, Y_ij = Σ_k A_ik B_kj, so dY_ij/dA_ik = B_kj and

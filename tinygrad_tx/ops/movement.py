@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 
 
 class IndexOutOfRange(IndexError, ValueError):
@@ -40,7 +40,7 @@ def infer_shape(shape, size: int, op: str = "reshape"):
     return shape
 
 
-class Reshape(Function):
+class Reshape(ArrayFunction):
     """y = x with a new shape (same elements in row-major order).
     The inverse rearrangement of g is g reshaped to x's shape."""
 
@@ -54,7 +54,7 @@ class Reshape(Function):
         return np.reshape(g, ctx.in_shape), None
 
 
-class Permute(Function):
+class Permute(ArrayFunction):
     """y = x with axes reordered: y.shape[i] = x.shape[dims[i]].
     dL/dx = g with the inverse permutation applied (argsort of dims)."""
 
@@ -68,7 +68,7 @@ class Permute(Function):
         return np.transpose(g, ctx.inverse), None
 
 
-class Expand(Function):
+class Expand(ArrayFunction):
     """y = x broadcast to ``shape`` (no copy). Each x element feeds every output
     element it was broadcast to, so dL/dx is the sum of g over the broadcast
     axes — which is exactly what the engine's reduction to the input's shape
@@ -135,7 +135,7 @@ def _normalize_index(index):
     return (tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]), advanced
 
 
-class GetItem(Function):
+class GetItem(ArrayFunction):
     """y = x[index] (basic indexing: ints, slices, None, Ellipsis; or advanced:
     integer / bool arrays).
 
@@ -163,7 +163,7 @@ class GetItem(Function):
         return out, None
 
 
-class Cat(Function):
+class Cat(ArrayFunction):
     """y = concatenation of xs along ``dim``.
     dL/dx_i = the slice of g that x_i occupies (split g at the cumulative sizes)."""
 
@@ -179,7 +179,7 @@ class Cat(Function):
         return tuple(np.split(g, bounds, axis=ctx.dim))
 
 
-class Stack(Function):
+class Stack(ArrayFunction):
     """y = xs stacked along a new axis ``dim``.  dL/dx_i = g[..., i, ...] (index i on dim)."""
 
     @staticmethod
@@ -258,7 +258,7 @@ def index_put_kernel(array: np.ndarray, index, values, accumulate: bool = False,
     return array
 
 
-class IndexPut(Function):
+class IndexPut(ArrayFunction):
     """y = x with y[index] = v (accumulate: y[index] = x[index] + v, duplicates summing).
 
     Out of place: x itself is not modified. Let g = dL/dy.

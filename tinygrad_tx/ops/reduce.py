@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..autograd import Function, accumulation_dtype
+from ..autograd import ArrayFunction, accumulation_dtype
 
 
 class DimensionError(IndexError, ValueError):
@@ -126,7 +126,7 @@ def require_tensor(x, op: str):
 
 # ============================================================================ Functions
 
-class Sum(Function):
+class Sum(ArrayFunction):
     """y = Σ_{reduced axes} x.   Each x element adds once into one y element, so
     dL/dx = g broadcast back over the reduced axes.
     bool and integer inputs sum to int64 (torch's rule; no gradient)."""
@@ -146,7 +146,7 @@ class Sum(Function):
         return np.broadcast_to(_expand_reduced(g, ctx.axes, ctx.keepdim), ctx.shape)
 
 
-class NanSum(Function):
+class NanSum(ArrayFunction):
     """y = Σ x over the reduced axes, NaNs counted as 0.
     dL/dx = g · [x is not NaN] (the NaNs do not reach y). A product with the mask, as
     torch's: an infinite g (nanmean of an all-NaN slice divides by 0) gives NaN there."""
@@ -165,7 +165,7 @@ class NanSum(Function):
             return _expand_reduced(g, ctx.axes, ctx.keepdim) * ~nan
 
 
-class Mean(Function):
+class Mean(ArrayFunction):
     """y = (1/N) Σ x over the reduced axes (N = number of reduced elements).
     dL/dx = g / N broadcast back over the reduced axes."""
 
@@ -201,7 +201,7 @@ def _deviation_and_ss(x, axes, keepdim):
         return wide.astype(x.dtype), np.sum(wide * wide, axis=axes, keepdims=keepdim)
 
 
-class Var(Function):
+class Var(ArrayFunction):
     """y = Σ (x - μ)² / (N - correction),  μ the mean over the reduced axes.
 
     dy/dx_i = [2(x_i - μ) - (2/N) Σ_j (x_j - μ)] / (N - c); the sum of deviations
@@ -228,7 +228,7 @@ class Var(Function):
             return g * dev * (np.asarray(2.0, dtype=dev.dtype) / ctx.denom)
 
 
-class Std(Function):
+class Std(ArrayFunction):
     """y = sqrt(v), v = Σ (x - μ)² / (N - correction) (see :class:`Var`).
 
     dL/dx = g · dy/dv · dv/dx = g · 1/(2y) · 2(x - μ)/(N - c) = g (x - μ) / ((N - c) y).
@@ -252,7 +252,7 @@ class Std(Function):
         return dev * _expand_reduced(scale, ctx.axes, ctx.keepdim)
 
 
-class Prod(Function):
+class Prod(ArrayFunction):
     """y = Π x over the reduced axes.
 
     dy/dx_i = Π_{j≠i} x_j, the product of the *others*. With no zero in the slice that is
@@ -284,7 +284,7 @@ class Prod(Function):
         return np.where(zeros == 0, no_zero, np.where(zeros == 1, one_zero, np.zeros((), x.dtype)))
 
 
-class LogSumExp(Function):
+class LogSumExp(ArrayFunction):
     """y = log Σ exp(x) over the reduced axes, computed as m + log Σ exp(x − m) with m the
     slice's max (no overflow); an infinite m is replaced by 0 as torch does, so a slice of
     -inf gives -inf and one holding +inf gives +inf.

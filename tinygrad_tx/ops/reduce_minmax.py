@@ -23,7 +23,7 @@ MaxResult = namedtuple("max", ["values", "indices"])
 MinResult = namedtuple("min", ["values", "indices"])
 AminmaxResult = namedtuple("aminmax", ["min", "max"])
 
-from ..autograd import Function  # noqa: E402
+from ..autograd import ArrayFunction  # noqa: E402
 
 
 def _check_nonempty(x, axes, op):
@@ -39,7 +39,7 @@ def _check_nonempty(x, axes, op):
                                  f"(input shape {x.shape})")
 
 
-class MaxAll(Function):
+class MaxAll(ArrayFunction):
     """y = max over all elements (``mode='max'``) or min (``mode='min'``).
 
     The max is a function of the arg-max elements alone. At a tie of k maximal
@@ -63,7 +63,7 @@ class MaxAll(Function):
         return hit * (g / np.count_nonzero(hit)).astype(x.dtype)
 
 
-class SelectAlongDim(Function):
+class SelectAlongDim(ArrayFunction):
     """values = x gathered at ``idx`` along ``axis`` (``np.take_along_axis``): the
     value-selecting reductions. ``idx`` is computed by the caller: the arg-max of
     ``max(dim)`` (the first occurrence, as torch's CPU kernel picks it), the sort order of
@@ -93,7 +93,7 @@ class SelectAlongDim(Function):
 MaxDim = SelectAlongDim   # the name tensor.py knows
 
 
-class Amax(Function):
+class Amax(ArrayFunction):
     """y = max (``mode='max'``) or min of x over ``axes`` (torch's amax/amin).
 
     As for :class:`MaxAll`, per slice: dL/dx = g · [x == y] / count(x == y), the gradient

@@ -10,7 +10,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..autograd import Function, accumulation_dtype
+from ..autograd import ArrayFunction, accumulation_dtype
 from .reduce import as_function, canonical_dim, cast_input, pick_dim
 
 CummaxResult = namedtuple("cummax", ["values", "indices"])
@@ -22,7 +22,7 @@ def _revcumsum(a, axis):
     return np.flip(np.cumsum(np.flip(a, axis), axis=axis, dtype=accumulation_dtype(a.dtype)), axis).astype(a.dtype)
 
 
-class CumSum(Function):
+class CumSum(ArrayFunction):
     """y_i = Σ_{j ≤ i} x_j.  ∂y_i/∂x_j = 1 for i ≥ j, so dL/dx_j = Σ_{i ≥ j} g_i, the
     reversed cumulative sum of g. Integer and bool inputs give int64 (torch)."""
 
@@ -38,7 +38,7 @@ class CumSum(Function):
         return _revcumsum(g, ctx.axis)
 
 
-class CumProd(Function):
+class CumProd(ArrayFunction):
     """y_i = Π_{l ≤ i} x_l.   ∂y_i/∂x_j = Π_{l ≤ i, l ≠ j} x_l for i ≥ j (else 0).
 
     No zero in the slice: that is y_i / x_j, so dL/dx_j = (Σ_{i ≥ j} g_i y_i) / x_j.
@@ -78,7 +78,7 @@ class CumProd(Function):
         return np.where(before, left, np.where(first, at_first, zero_v))
 
 
-class LogCumSumExp(Function):
+class LogCumSumExp(ArrayFunction):
     """y_i = log Σ_{j ≤ i} exp(x_j) (a running ``logaddexp``, no overflow).
 
     ∂y_i/∂x_j = exp(x_j − y_i) for i ≥ j, so dL/dx_j = Σ_{i ≥ j} g_i exp(x_j − y_i). To stay
@@ -111,7 +111,7 @@ class LogCumSumExp(Function):
         return part(np.where(g > 0, g, zero)) - part(np.where(g < 0, -g, zero))
 
 
-class CumExtreme(Function):
+class CumExtreme(ArrayFunction):
     """values_i = x at ``idx_i`` (the running max or min's position, found by the caller).
     Each output copies one input, so dL/dx_j = Σ_{i: idx_i = j} g_i: a scatter-add of g
     to the indices (one input may be the max of many positions)."""

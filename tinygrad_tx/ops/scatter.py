@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from .movement import IndexOutOfRange, canonical_dim
 
@@ -63,7 +63,7 @@ def _crop(shape) -> tuple:
 
 # ============================================================================ gather / scatter along a dim
 
-class Gather(Function):
+class Gather(ArrayFunction):
     """y[i0, .., ik] = x[i0, .., index[i0, .., ik], .., ik] (index on axis ``dim``).
     x element j feeds every output whose index points at it: dL/dx = scatter-add of g at
     the gathered positions (np.add.at(zeros, grid, g): repeated indices add up)."""
@@ -109,7 +109,7 @@ def gather(input, dim, index):
     return Gather.apply(x, index=idx, dim=d).reshape(index.shape)
 
 
-class Scatter(Function):
+class Scatter(ArrayFunction):
     """y = x, then y[i0, .., index[i0, .., ik], .., ik] = src[i0, .., ik] (or a scalar value).
     dL/dx: an overwritten element does not reach y: g with the scattered positions zeroed.
     dL/dsrc[i] = g at the position src[i] was written to: a gather of g (with duplicate
@@ -174,7 +174,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     return Scatter.apply(x, src, index=idx, dim=d, reduce=reduce).reshape(input.shape)
 
 
-class ScatterAdd(Function):
+class ScatterAdd(ArrayFunction):
     """y = x, then y[i0, .., index[i0, .., ik], .., ik] += src[i0, .., ik] (duplicates add).
     y is x plus a sum of src elements: dL/dx = g, and dL/dsrc = a gather of g."""
 
@@ -198,7 +198,7 @@ def scatter_add(input, dim, index, src):
     return ScatterAdd.apply(x, src, index=idx, dim=d).reshape(input.shape)
 
 
-class ScatterReduce(Function):
+class ScatterReduce(ArrayFunction):
     """y = x with each indexed position reduced over the src values scattered onto it
     (and x's own value when include_self): 'sum', 'prod', 'mean', 'amax', 'amin'.
 

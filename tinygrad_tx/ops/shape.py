@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..autograd import Function, accumulation_dtype
+from ..autograd import ArrayFunction, accumulation_dtype
 from ..tensor import Tensor, _adopt
 from .einsum import einsum
 from .movement import canonical_dim, canonical_dims, infer_shape
@@ -57,7 +57,7 @@ def _keyword_sizes(op: str, name: str, positional: tuple, kwargs: dict) -> tuple
 
 # ============================================================================ triangles
 
-class Triangle(Function):
+class Triangle(ArrayFunction):
     """y = tril(x, k) (or triu with upper=True), on the last two axes:
     y[..., i, j] = x[..., i, j] where j - i <= k (triu: j - i >= k), else 0.
     A kept element is copied once, the rest are constants: dL/dx = tril(g, k) (triu(g, k))."""
@@ -88,7 +88,7 @@ triu = _triangle("triu")
 
 # ============================================================================ roll and flip
 
-class Roll(Function):
+class Roll(ArrayFunction):
     """y = roll(x, shifts, dims): y[i + s mod n] = x[i] along each rolled axis (dims=None: the
     flattened tensor). A permutation: dL/dx = roll(g, -shifts, dims)."""
 
@@ -123,7 +123,7 @@ def roll(input, shifts, dims=None):
     return Roll.apply(input, shifts=shifts, dims=dims)
 
 
-class Flip(Function):
+class Flip(ArrayFunction):
     """y = x reversed along ``dims``. Its own inverse: dL/dx = flip(g, dims)."""
 
     @staticmethod
@@ -186,7 +186,7 @@ def _diagonal_positions(n: int, offset: int):
     return rows, rows + offset
 
 
-class Diagonal(Function):
+class Diagonal(ArrayFunction):
     """y = the ``offset`` diagonal of the (dim1, dim2) planes of x, as a new last axis:
     y[..., k] = x[..., r_k, c_k] with c_k - r_k = offset.
     Each diagonal element is copied once, the others unused: dL/dx = zeros with g written
@@ -206,7 +206,7 @@ class Diagonal(Function):
         return out
 
 
-class DiagEmbed(Function):
+class DiagEmbed(ArrayFunction):
     """y = matrices in the (dim1, dim2) planes whose ``offset`` diagonal is x's last axis,
     zeros elsewhere: y[..., r_k, c_k] = x[..., k].
     The inverse of Diagonal: dL/dx = the ``offset`` diagonal of g."""
@@ -259,7 +259,7 @@ def diag(input, diagonal=0):
 
 # ============================================================================ repeats
 
-class Repeat(Function):
+class Repeat(ArrayFunction):
     """y = x tiled ``sizes`` times along each axis (x first viewed with leading 1s up to
     len(sizes) axes): y[k*s + i] = x[i] along an axis of size s repeated r times.
     Each x element feeds r copies: dL/dx = g viewed as (r0, s0, r1, s1, ...), summed over
@@ -297,7 +297,7 @@ def tile(input, *dims, **kwargs):
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
-class RepeatInterleave(Function):
+class RepeatInterleave(ArrayFunction):
     """y = each slice of x along ``dim`` repeated repeats[i] times in place:
     y[j] = x[src[j]] with src = [0]*r0 + [1]*r1 + ...
     dL/dx[i] = the sum of g[j] over the r_i positions j with src[j] = i (a scatter-add)."""
@@ -358,7 +358,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 
 # ============================================================================ sliding windows
 
-class Unfold(Function):
+class Unfold(ArrayFunction):
     """y = every window of ``size`` consecutive elements along ``dim``, ``step`` apart, as a
     new last axis: y[..., w, ..., j] = x[..., w*step + j, ...].
     An x element may sit in several windows: dL/dx[i] = the sum of g over every (w, j) with

@@ -16,7 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from .reduce import DimensionError, as_function, canonical_dim
 from .reduce_minmax import SelectAlongDim
 
@@ -114,7 +114,7 @@ def kthvalue(s, k, dim=-1, keepdim=False):
     return _select(t, idx, ax, was0d, KthvalueResult, keepdim)
 
 
-class MedianAll(Function):
+class MedianAll(ArrayFunction):
     """y = the lower median of all elements: the ((n-1)//2)-th smallest (torch's rule, no
     averaging); NaN if any element is NaN; NaN for an empty input.
 

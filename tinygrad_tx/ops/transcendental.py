@@ -15,7 +15,7 @@ from scipy.special import erf as _erf
 from scipy.special import erfc as _erfc
 from scipy.special import erfinv as _erfinv
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 
 _LN2 = np.log(2.0)
 _LN10 = np.log(10.0)
@@ -35,7 +35,7 @@ def _const(c, like):
 
 # ============================================================================ trigonometric
 
-class Sin(Function):
+class Sin(ArrayFunction):
     """y = sin x.   dy/dx = cos x, so dL/dx = g cos x."""
 
     @staticmethod
@@ -50,7 +50,7 @@ class Sin(Function):
         return g * np.cos(x)
 
 
-class Cos(Function):
+class Cos(ArrayFunction):
     """y = cos x.   dy/dx = -sin x, so dL/dx = -g sin x."""
 
     @staticmethod
@@ -65,7 +65,7 @@ class Cos(Function):
         return -g * np.sin(x)
 
 
-class Tan(Function):
+class Tan(ArrayFunction):
     """y = tan x.   dy/dx = 1/cos² x = 1 + tan² x = 1 + y², so dL/dx = g (1 + y²)."""
 
     @staticmethod
@@ -81,7 +81,7 @@ class Tan(Function):
         return g * (1 + y * y)
 
 
-class Asin(Function):
+class Asin(ArrayFunction):
     """y = asin x (|x| <= 1).   x = sin y, dx/dy = cos y = √(1 - x²), so dL/dx = g / √(1 - x²)."""
 
     @staticmethod
@@ -97,7 +97,7 @@ class Asin(Function):
             return g / np.sqrt(1 - x * x)
 
 
-class Acos(Function):
+class Acos(ArrayFunction):
     """y = acos x = π/2 - asin x, so dL/dx = -g / √(1 - x²)."""
 
     @staticmethod
@@ -113,7 +113,7 @@ class Acos(Function):
             return -g / np.sqrt(1 - x * x)
 
 
-class Atan(Function):
+class Atan(ArrayFunction):
     """y = atan x.   x = tan y, dx/dy = 1 + tan² y = 1 + x², so dL/dx = g / (1 + x²)."""
 
     @staticmethod
@@ -129,7 +129,7 @@ class Atan(Function):
 
 # ============================================================================ hyperbolic
 
-class Sinh(Function):
+class Sinh(ArrayFunction):
     """y = sinh x = (eˣ - e⁻ˣ)/2.   dy/dx = cosh x, so dL/dx = g cosh x."""
 
     @staticmethod
@@ -145,7 +145,7 @@ class Sinh(Function):
             return g * np.cosh(x)
 
 
-class Cosh(Function):
+class Cosh(ArrayFunction):
     """y = cosh x = (eˣ + e⁻ˣ)/2.   dy/dx = sinh x, so dL/dx = g sinh x."""
 
     @staticmethod
@@ -161,7 +161,7 @@ class Cosh(Function):
             return g * np.sinh(x)
 
 
-class Asinh(Function):
+class Asinh(ArrayFunction):
     """y = asinh x.   x = sinh y, dx/dy = cosh y = √(1 + x²), so dL/dx = g / √(x² + 1)."""
 
     @staticmethod
@@ -176,7 +176,7 @@ class Asinh(Function):
             return g / np.sqrt(x * x + 1)
 
 
-class Acosh(Function):
+class Acosh(ArrayFunction):
     """y = acosh x (x >= 1).   x = cosh y, dx/dy = sinh y = √(x² - 1), so dL/dx = g / √(x² - 1)."""
 
     @staticmethod
@@ -192,7 +192,7 @@ class Acosh(Function):
             return g / np.sqrt(x * x - 1)
 
 
-class Atanh(Function):
+class Atanh(ArrayFunction):
     """y = atanh x (|x| < 1).   x = tanh y, dx/dy = 1 - tanh² y = 1 - x², so dL/dx = g / (1 - x²)."""
 
     @staticmethod
@@ -210,7 +210,7 @@ class Atanh(Function):
 
 # ============================================================================ exponential and logarithmic
 
-class Log1p(Function):
+class Log1p(ArrayFunction):
     """y = ln(1 + x), accurate for tiny x.   dy/dx = 1/(1 + x), so dL/dx = g / (1 + x)."""
 
     @staticmethod
@@ -226,7 +226,7 @@ class Log1p(Function):
             return g / (1 + x)
 
 
-class Expm1(Function):
+class Expm1(ArrayFunction):
     """y = eˣ - 1, accurate for tiny x.   dy/dx = eˣ = y + 1, so dL/dx = g (y + 1)."""
 
     @staticmethod
@@ -242,7 +242,7 @@ class Expm1(Function):
         return g * (y + 1)
 
 
-class Log2(Function):
+class Log2(ArrayFunction):
     """y = log₂ x = ln x / ln 2.   dy/dx = 1/(x ln 2), so dL/dx = g / (x ln 2)."""
 
     @staticmethod
@@ -258,7 +258,7 @@ class Log2(Function):
             return g / (x * _const(_LN2, x))
 
 
-class Log10(Function):
+class Log10(ArrayFunction):
     """y = log₁₀ x = ln x / ln 10.   dy/dx = 1/(x ln 10), so dL/dx = g / (x ln 10)."""
 
     @staticmethod
@@ -274,7 +274,7 @@ class Log10(Function):
             return g / (x * _const(_LN10, x))
 
 
-class Exp2(Function):
+class Exp2(ArrayFunction):
     """y = 2ˣ = e^(x ln 2).   dy/dx = 2ˣ ln 2 = y ln 2, so dL/dx = g y ln 2."""
 
     @staticmethod
@@ -290,7 +290,7 @@ class Exp2(Function):
         return g * y * _const(_LN2, y)
 
 
-class Rsqrt(Function):
+class Rsqrt(ArrayFunction):
     """y = 1/√x = x^(-1/2).   dy/dx = -½ x^(-3/2) = -½ y³, so dL/dx = -½ g y³."""
 
     @staticmethod
@@ -307,7 +307,7 @@ class Rsqrt(Function):
             return -0.5 * g * (y * y * y)
 
 
-class Reciprocal(Function):
+class Reciprocal(ArrayFunction):
     """y = 1/x.   dy/dx = -1/x² = -y², so dL/dx = -g y²."""
 
     @staticmethod
@@ -324,7 +324,7 @@ class Reciprocal(Function):
             return -g * (y * y)
 
 
-class Square(Function):
+class Square(ArrayFunction):
     """y = x².   dy/dx = 2x, so dL/dx = 2 g x. (Integer inputs stay integers, as in torch.)"""
 
     @staticmethod
@@ -341,7 +341,7 @@ class Square(Function):
 
 # ============================================================================ error functions
 
-class Erf(Function):
+class Erf(ArrayFunction):
     """y = erf x = 2/√π ∫₀ˣ e^(-t²) dt.   dy/dx = 2/√π e^(-x²), so dL/dx = g 2/√π e^(-x²)."""
 
     @staticmethod
@@ -356,7 +356,7 @@ class Erf(Function):
             return g * (_const(_TWO_OVER_SQRT_PI, x) * np.exp(-(x * x)))
 
 
-class Erfc(Function):
+class Erfc(ArrayFunction):
     """y = erfc x = 1 - erf x (accurate where erf x is near 1).   dL/dx = -g 2/√π e^(-x²)."""
 
     @staticmethod
@@ -371,7 +371,7 @@ class Erfc(Function):
             return -g * (_const(_TWO_OVER_SQRT_PI, x) * np.exp(-(x * x)))
 
 
-class Erfinv(Function):
+class Erfinv(ArrayFunction):
     """y = erf⁻¹ x (|x| < 1).   x = erf y, dx/dy = 2/√π e^(-y²), so
     dL/dx = g / (dx/dy) = g √π/2 e^(y²) (the output is what the derivative needs)."""
 
@@ -390,7 +390,7 @@ class Erfinv(Function):
 
 # ============================================================================ logit and sinc
 
-class Logit(Function):
+class Logit(ArrayFunction):
     """y = logit x = ln(x / (1 - x)), the inverse of the sigmoid; with ``eps`` the input is
     first clamped to [eps, 1 - eps] (torch's option, to keep y finite).
 
@@ -422,7 +422,7 @@ class Logit(Function):
         return np.where(outside, np.zeros((), dtype=d.dtype), d)
 
 
-class Sinc(Function):
+class Sinc(ArrayFunction):
     """y = sin(πx)/(πx), with y(0) = 1 (the limit), the normalised sinc.
 
     Quotient rule with t = πx: dy/dx = π (t cos t - sin t)/t² = (t cos t - sin t)/(π x²);

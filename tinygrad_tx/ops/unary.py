@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import ArrayFunction
 from ..tensor import Tensor, _adopt, _floating
 from . import elementwise as _E
 from . import transcendental as _T
@@ -40,7 +40,7 @@ def _sign(x):
     return s
 
 
-class Abs(Function):
+class Abs(ArrayFunction):
     """y = |x|.   dy/dx = sign x (-1, 0 or 1): torch uses 0 at the kink x = 0 (and at nan), as
     we do, so dL/dx = g sign x."""
 
@@ -55,7 +55,7 @@ class Abs(Function):
         return g * _sign(x)
 
 
-class _PiecewiseConstant(Function):
+class _PiecewiseConstant(ArrayFunction):
     """y = f(x) with f constant between jumps (sign, floor, ceil, round, trunc): dy/dx = 0
     everywhere it is defined, so dL/dx = 0 -- a zero array, as torch returns, not None."""
 
@@ -114,7 +114,7 @@ class Round(_PiecewiseConstant):
             return np.rint(x / p) * p
 
 
-class Frac(Function):
+class Frac(ArrayFunction):
     """y = x - trunc(x), the fractional part (sign of x). trunc has zero derivative, so
     dy/dx = 1 and dL/dx = g."""
 
@@ -128,7 +128,7 @@ class Frac(Function):
         return g
 
 
-class NanToNum(Function):
+class NanToNum(ArrayFunction):
     """y = x with nan, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (the
     defaults are 0 and the dtype's largest and smallest finite values, as torch's).
 

@@ -1,0 +1,29 @@
+"""``tinygrad_tx.autograd``: the reverse-mode engine, in small files read in this order.
+
+* ``grad_mode.py``   -- whether ops record the graph (``no_grad``, ``enable_grad``, ...);
+* ``function.py``    -- ``ArrayFunction`` and its ``Context``: how one op records a graph node
+  (forward and backward written in NumPy; every op of the engine is one);
+* ``broadcast.py``   -- ``reduce_grad_to_input``, the one place where broadcasting is undone;
+* ``engine.py``      -- ``run_backward``: the graph run backwards, node by node (iterative);
+* ``versions.py``    -- version counters and views: refusing to differentiate a value that an
+  in-place op has changed since it was saved (skip it on a first reading);
+* ``saved_memory.py`` -- bytes held for backward (read by the benchmark).
+"""
+from __future__ import annotations
+
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                        no_grad, set_grad_enabled, _set_mode, _state)
+from .saved_memory import SavedMemory, _nbytes
+from .versions import _check_saved, _link_view, _root, _saved_versions, _tensor_roots, unshare_saved
+from .broadcast import accumulation_dtype, reduce_grad_to_input, sum_rows
+from .function import ArrayFunction, Context, _creation_order, _freed_error
+from .engine import _backward_observers, run_backward
+from . import engine as _engine, function as _function, versions as _versions
+
+
+
+
+def _bind_tensor(tensor_cls, view_cls) -> None:
+    """Called once by tensor.py: the engine's modules refer to Tensor, which imports them."""
+    for m in (_engine, _function, _versions):
+        m.Tensor, m._View = tensor_cls, view_cls

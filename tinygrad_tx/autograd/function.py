@@ -1,0 +1,201 @@
+"""``ArrayFunction`` and its ``Context``: how one op records a graph node.
+
+Every op of the engine is a subclass of :class:`ArrayFunction` with two static methods written
+in NumPy::
+
+    class Mul(ArrayFunction):
+        @staticmethod
+        def forward(ctx, a, b):            # arrays in, one array out
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, grad):           # dL/d(out) in, one dL/d(input) per input out
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a
+
+``Mul.apply(x, y)`` unwraps the Tensor arguments, runs ``forward`` and, when any input requires
+grad (and grad mode is on), records a :class:`Context` on the output Tensor. That context is the
+graph node: it remembers whatever ``forward`` saved and, per input, the node behind it -- the
+input's own Context when the input was computed by an op, the Tensor itself when it is a leaf.
+The graph links contexts, not the intermediate Tensors: an intermediate array stays alive only
+while its Tensor is in use or an op saved it for backward (as in PyTorch, whose graph links
+``grad_fn`` nodes).
+
+(``tinygrad_tx.autograd.Function`` is PyTorch's kind of custom Function, whose forward receives
+Tensors: ``custom.py``. The engine's own ops are ArrayFunctions: NumPy in, NumPy out.)
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .grad_mode import _state
+from .saved_memory import SavedMemory, _nbytes
+from .versions import _check_saved, _link_view, _saved_versions, _tensor_roots
+
+_creation_order = itertools.count()
+
+
+class Context:
+    """A node of the graph: what a Function's forward leaves for its backward (torch's ``ctx``
+    and ``grad_fn`` in one).
+
+    ``needs_input_grad[i]`` is True when positional input ``i`` is a Tensor that
+    requires grad; a backward may return ``None`` for inputs that do not.
+    ``input_nodes[i]`` is the graph node behind positional input ``i``: the
+    Context that produced it (a non-leaf Tensor), the Tensor itself (a leaf,
+    including constants that need no grad), or None (not a Tensor).
+    ``seq`` numbers the nodes in creation order (the backward visits them in reverse).
+    ``out_shape``/``out_dtype`` describe the output, so that a consumer can reduce
+    its gradient to it without keeping the output array alive. A non-leaf Tensor's
+    hooks, ``retain_grad()`` (a weak reference to it) and ``name`` live here too,
+    because the node outlives the Tensor object.
+    """
+
+    __slots__ = ("fn", "seq", "input_nodes", "needs_input_grad", "out_shape", "out_dtype", "hooks",
+                 "retained", "name", "_saved", "_saved_bytes", "_freed", "_versions", "__dict__")
+
+    def __init__(self, fn, input_nodes, needs_input_grad):
+        self.fn = fn
+        self.seq = next(_creation_order)   # larger than the seq of every input's node
+        self.input_nodes = input_nodes
+        self.needs_input_grad = needs_input_grad
+        self.hooks = ()
+        self.retained = None
+        self.name = None
+        self._saved = ()
+        self._saved_bytes = 0
+        self._freed = False
+        self._versions = ()
+
+    def save_for_backward(self, *arrays):
+        if self._saved_bytes:
+            self._release()
+        self._saved = arrays
+        self._saved_bytes = n = _nbytes(arrays)
+        if n:
+            memory = SavedMemory
+            memory.current += n
+            if memory.current > memory.peak:
+                memory.peak = memory.current
+
+    @property
+    def saved_tensors(self):
+        if self._freed:
+            raise _freed_error(self, "its saved arrays were freed after the first backward")
+        if self._versions:
+            _check_saved(self)
+        return self._saved
+
+    @property
+    def saved_bytes(self) -> int:
+        return self._saved_bytes
+
+    def _release(self):
+        if self._saved_bytes:
+            SavedMemory.current -= self._saved_bytes
+            self._saved_bytes = 0
+        self._saved = ()
+
+    def free(self):
+        """Drop the saved arrays and the links to the inputs (after backward)."""
+        self._release()
+        self.__dict__.clear()
+        self.input_nodes = ()
+        self._freed = True
+
+    def __del__(self):
+        if self._saved_bytes:
+            SavedMemory.current -= self._saved_bytes
+
+
+class _NothingNeeded:
+    """``needs_input_grad`` of a forward that records no graph: False for every input."""
+
+    def __getitem__(self, i):
+        return False
+
+
+class _NoGradContext:
+    """Stand-in ctx used when no graph is recorded: saving is a no-op."""
+
+    needs_input_grad = _NothingNeeded()
+
+    def save_for_backward(self, *arrays):
+        pass
+
+
+class ArrayFunction:
+    """Base class of every differentiable op. Subclasses define ``forward`` and ``backward``.
+
+    ``forward(ctx, *args, **kwargs)`` receives the NumPy arrays of Tensor
+    arguments (other arguments unchanged) and returns one NumPy array.
+    ``backward(ctx, grad)`` receives dL/d(output) and returns one gradient per
+    positional argument of forward (a single array when there is one argument),
+    ``None`` for arguments that are not Tensors or need no grad. Gradients may
+    have the broadcast shape of the forward; the engine reduces them.
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, grad):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        needs = None
+        if _state.enabled:
+            needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+            if True not in needs:
+                needs = None
+        if needs is None:
+            out = cls.forward(_NoGradContext(), *arrays, **kwargs)
+            if not isinstance(out, np.ndarray):
+                out = np.asarray(out)
+            t = Tensor._from_op(out, None)
+            if out.base is not None or (arrays and out is arrays[0]):
+                _link_view(t, cls, args, _tensor_roots(args, arrays), kwargs)
+            return t
+        for a in args:   # a view whose base changed in place since its node was built: rebuild it
+            if isinstance(a, Tensor) and a._view is not None and a._view.version != a._view.base._version:
+                a._refresh_view()
+        # the node behind each input: its producer's Context, or the Tensor itself for a leaf
+        nodes = tuple([(a if a._ctx is None else a._ctx) if isinstance(a, Tensor) else None for a in args])
+        ctx = Context(cls, nodes, needs)
+        roots = None
+        out = cls.forward(ctx, *arrays, **kwargs)
+        if not isinstance(out, np.ndarray):
+            out = np.asarray(out)
+        if out.dtype.kind not in "fc":
+            ctx.free()   # as in torch, integer and bool outputs (x.long(), x > 0) are not differentiable
+            t = Tensor._from_op(out, None)
+        else:
+            ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
+            t = Tensor._from_op(out, ctx)
+            if ctx._saved:
+                roots = _tensor_roots(args, arrays)
+                ctx._versions = _saved_versions(ctx._saved, roots, out, t)
+        if out.base is not None or (arrays and out is arrays[0]):
+            if roots is None:
+                roots = _tensor_roots(args, arrays)
+            _link_view(t, cls, args, roots, kwargs)
+        return t
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.__name__
+
+
+def _freed_error(ctx, what: str = "the graph was freed by the first backward"):
+    return RuntimeError(
+        f"Trying to backward through the graph a second time (through {ctx.fn.__name__}): {what}. "
+        "Call .backward(retain_graph=True) the first time if you need to backward twice.")
+
+
+Tensor = _View = None   # bound by tensor.py once Tensor exists (``_bind_tensor``)

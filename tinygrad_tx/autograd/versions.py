@@ -1,0 +1,107 @@
+"""Version counters and views: how an in-place change to a saved array is caught.
+
+When a node saves arrays, ``ArrayFunction.apply`` records, for each saved array that is (a view of)
+an input's or the output's memory, that tensor's version counter and its value
+(:func:`_saved_versions`). Every in-place write bumps the counter (``ops/inplace.py``, the
+optimizers, ``nn.init``, ``load_state_dict``); reading ``ctx.saved_tensors`` in backward compares
+the values and raises torch's "modified by an inplace operation" error on a change
+(:func:`_check_saved`), so a stale saved value never becomes a gradient. An output whose array
+shares an input's memory is a view: it shares the input's version counter (:func:`_link_view`).
+
+A learner reading the engine can skip this file: it changes no gradient, it only refuses to
+compute one from a value that is no longer there.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+def _root(a: np.ndarray) -> np.ndarray:
+    """The array that owns ``a``'s memory (``a`` itself when it owns it). NumPy points a view's
+    ``base`` at the owner already, so this is one step but for views built on foreign buffers."""
+    b = a.base
+    if not isinstance(b, np.ndarray):   # owns its memory, or wraps a foreign buffer (memoryview, bytes)
+        return a
+    while True:
+        nb = b.base
+        if not isinstance(nb, np.ndarray):
+            return b
+        b = nb
+
+
+def _tensor_roots(args, arrays) -> list:
+    """``(position, tensor, root array)`` for each Tensor argument (computed once per op, shared
+    by the view link and the saved-array records)."""
+    return [(pos, a, _root(arr)) for pos, (a, arr) in enumerate(zip(args, arrays)) if isinstance(a, Tensor)]
+
+
+def _link_view(t, fn, args, roots, kwargs) -> None:
+    """``t``'s array shares memory with a Tensor input's: ``t`` is a view of it. Give ``t`` that
+    input's version counter (an in-place change through either is a change of both) and
+    remember how to rebuild ``t`` from the base (``tensor._View``)."""
+    root = _root(t._data)
+    for pos, a, r in roots:
+        if r is root:
+            t._vc = a._counter()
+            step = (fn, pos, tuple(args), kwargs)
+            if a._view is None:
+                t._view = _View(a, (step,), a._vc.value)
+            else:
+                t._view = _View(a._view.base, a._view.steps + (step,), a._vc.value)
+            return
+
+
+def _saved_versions(saved, roots, out, t_out) -> tuple:
+    """For each saved array that is (a view of) an input's or the output's array: (position,
+    that tensor's version counter, its value now, the tensor's producer). Arrays computed in the
+    forward belong to no tensor and cannot be changed from outside."""
+    records = []
+    out_root = None
+    for k, s in enumerate(saved):
+        if not isinstance(s, np.ndarray):
+            continue
+        if s is out:
+            owner = t_out
+        else:
+            root = _root(s)
+            owner = None
+            for _, a, r in roots:
+                if r is root:
+                    owner = a
+                    break
+            if owner is None and s.base is not None:
+                if out_root is None:
+                    out_root = _root(out)
+                if root is out_root:
+                    owner = t_out
+        if owner is not None:
+            vc = owner._counter()
+            records.append((k, vc, vc.value, owner._ctx.fn if owner._ctx is not None else None))
+    return tuple(records)
+
+
+def _check_saved(ctx) -> None:
+    """Raise, as torch does, when an array this node saved was changed in place since."""
+    for k, vc, value, producer in ctx._versions:
+        if vc.value != value:
+            s = ctx._saved[k]
+            what = f"output 0 of {producer.__name__}" if producer else "a leaf or an input"
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{s.dtype} tensor of shape {list(s.shape)}], which is {what}, is at version "
+                f"{vc.value}; expected version {value} instead (needed by {ctx.fn.__name__}'s backward). "
+                "Use an out-of-place op (x = x + 1, not x += 1) on tensors that backward still needs.")
+
+
+def unshare_saved(ctx, counter) -> None:
+    """Give ``ctx`` its own copies of the saved arrays that belong to ``counter``'s tensor: an
+    in-place op saves its input's original value (torch's ``original_self``) before writing over it."""
+    keep, saved = [], list(ctx._saved)
+    for rec in ctx._versions:
+        if rec[1] is counter:
+            saved[rec[0]] = np.array(saved[rec[0]], copy=True)
+        else:
+            keep.append(rec)
+    ctx._saved, ctx._versions = tuple(saved), tuple(keep)
+
+
+Tensor = _View = None   # bound by tensor.py once Tensor exists (``_bind_tensor``)
