@@ -45,7 +45,7 @@ class BigramCountModel(TwinModule):
     def _pairs(self, sequences, stoi, boundary):
         """Every consecutive (previous, next) id pair of the sequences, as two long tensors."""
         pairs = bigram_pairs(encode_sequences(sequences, stoi, boundary), self.vocab_size)
-        return tuple(torch.tensor(p, dtype=torch.long) for p in pairs)
+        return tuple(torch.tensor(p, dtype=torch.long, device=self.counts.device) for p in pairs)
 
     @property
     def probs(self):

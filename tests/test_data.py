@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tinygrad_tx.data import (IGNORE_INDEX, ArrayDataset, CharAutoregressiveDataset, CharVocab, DataLoader,
                               FullSequenceDataset, load_census_first_names, load_census_last_names, load_names,
                               split_names)
+from reference.testing import DEVICE
 
 NAMES_TXT = Path(__file__).resolve().parents[2] / "shared" / "data" / "names.txt"
 needs_names_txt = pytest.mark.skipif(not NAMES_TXT.exists(), reason=f"{NAMES_TXT} not present")
@@ -283,7 +284,7 @@ def test_full_sequence_long_names_error():
 
 # ---------------------------------------------------------------------------- DataLoader
 def _torch_batches(dataset, batch_size, drop_last):
-    tds = torch.utils.data.TensorDataset(*(torch.from_numpy(a) for a in dataset.arrays))
+    tds = torch.utils.data.TensorDataset(*(torch.from_numpy(a).to(DEVICE) for a in dataset.arrays))
     loader = torch.utils.data.DataLoader(tds, batch_size=batch_size, shuffle=False, drop_last=drop_last)
     return len(loader), [tuple(t.numpy() for t in batch) for batch in loader]
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import tinygrad_tx as tt
+from reference.testing import DEVICE
 
 NAMES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
 PAIRS = list(itertools.product(NAMES, NAMES))
@@ -25,7 +26,7 @@ def _operands(name, kind, side):
         v = {"b": True, "u": 3, "i": 3, "f": 2.5}[np.dtype(name).kind]
         return v, v
     arr = values if kind == "t" else np.array(values[0])
-    return tt.from_numpy(arr.copy()), torch.from_numpy(arr.copy())
+    return tt.from_numpy(arr.copy()), torch.from_numpy(arr.copy()).to(DEVICE)
 
 
 def _torch_name(d) -> str:
@@ -76,7 +77,7 @@ def test_result_type_and_operators_match_torch(a, ka, b, kb):
             got = op(oa, ob)
         assert _our_name(got.dtype) == _torch_name(want.dtype), (a, ka, b, kb)
         assert got.shape == tuple(want.shape)
-        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        np.testing.assert_array_equal(got.numpy(), want.cpu().numpy())
 
 
 @pytest.mark.parametrize("a,ka,b,kb", [c for c in CASES if "bool" in c.id])
@@ -92,13 +93,13 @@ def test_subtraction_with_a_bool_operand_refused_as_torch(a, ka, b, kb):
     else:
         got = oa - ob
         assert _our_name(got.dtype) == _torch_name(want.dtype)
-        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        np.testing.assert_array_equal(got.numpy(), want.cpu().numpy())
 
 
 def test_the_three_reported_promotions():
     u8 = np.array([200, 100], dtype=np.uint8)
     assert tt.from_numpy(u8).sum().dtype == tt.int64 == np.int64
-    assert tt.from_numpy(u8).sum().item() == torch.from_numpy(u8).sum().item() == 300
+    assert tt.from_numpy(u8).sum().item() == torch.from_numpy(u8).to(DEVICE).sum().item() == 300
     h = np.array([2.0, 4.0], dtype=np.float16)
     assert (tt.from_numpy(u8) / tt.from_numpy(h)).dtype == tt.float16
     i32 = tt.from_numpy(np.array([1, 2], dtype=np.int32))
@@ -110,20 +111,20 @@ def test_the_three_reported_promotions():
 
 def test_int_scalar_wraps_into_uint8_as_torch():
     u8 = np.array([250, 1], dtype=np.uint8)
-    np.testing.assert_array_equal((tt.from_numpy(u8) + 300).numpy(), (torch.from_numpy(u8) + 300).numpy())
+    np.testing.assert_array_equal((tt.from_numpy(u8) + 300).numpy(), (torch.from_numpy(u8).to(DEVICE) + 300).cpu().numpy())
 
 
 def test_cat_and_where_promote_as_torch():
     i64 = np.array([1, 2])
     h = np.array([0.5, 1.5], dtype=np.float16)
     got = tt.cat([tt.from_numpy(i64), tt.from_numpy(h)])
-    want = torch.cat([torch.from_numpy(i64), torch.from_numpy(h)])
+    want = torch.cat([torch.from_numpy(i64).to(DEVICE), torch.from_numpy(h).to(DEVICE)])
     assert _our_name(got.dtype) == _torch_name(want.dtype) == "float16"   # NumPy would say float64
     c = np.array([True, False])
     got = tt.where(tt.from_numpy(c), tt.from_numpy(i64.astype(np.int32)), 2.5)
-    want = torch.where(torch.from_numpy(c), torch.from_numpy(i64.astype(np.int32)), 2.5)
+    want = torch.where(torch.from_numpy(c).to(DEVICE), torch.from_numpy(i64.astype(np.int32)).to(DEVICE), 2.5)
     assert _our_name(got.dtype) == _torch_name(want.dtype)
-    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(got.numpy(), want.cpu().numpy())
 
 
 def test_result_type_refuses_what_is_not_a_number():

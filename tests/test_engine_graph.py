@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import tinygrad_tx as tg
 from tinygrad_tx import SavedMemory
 from tinygrad_tx.autograd import reduce_grad_to_input, sum_rows
+from reference.testing import DEVICE
 
 
 # ============================================================================ what the graph keeps alive
@@ -72,11 +73,11 @@ def test_second_backward_raises_without_retain_graph_and_works_with_it():
     assert SavedMemory.current > start            # retained: the arrays are still held
     y.backward(g)                                 # second pass accumulates, then frees
     assert SavedMemory.current == start
-    xt = torch.tensor(x0, requires_grad=True)
+    xt = torch.tensor(x0, requires_grad=True, device=DEVICE)
     yt = (xt * xt).exp()
-    yt.backward(torch.tensor(g), retain_graph=True)
-    yt.backward(torch.tensor(g))
-    np.testing.assert_allclose(x.grad, xt.grad.numpy(), rtol=1e-14)
+    yt.backward(torch.tensor(g, device=DEVICE), retain_graph=True)
+    yt.backward(torch.tensor(g, device=DEVICE))
+    np.testing.assert_allclose(x.grad, xt.grad.cpu().numpy(), rtol=1e-14)
     with pytest.raises(RuntimeError, match="second time.*retain_graph=True"):
         y.backward(g)
     del y
@@ -124,11 +125,11 @@ def test_input_used_directly_and_through_another_path():
     x0, g = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
     for through_exp in (False, True):
         x = tg.Tensor(x0, requires_grad=True)
-        xt = torch.tensor(x0, requires_grad=True)
+        xt = torch.tensor(x0, requires_grad=True, device=DEVICE)
         e, et = (x.exp(), xt.exp()) if through_exp else (x, xt)
         (e / e.sum(1, keepdim=True)).backward(g)
-        (et / et.sum(1, keepdim=True)).backward(torch.tensor(g))
-        np.testing.assert_allclose(x.grad, xt.grad.numpy(), rtol=1e-13)
+        (et / et.sum(1, keepdim=True)).backward(torch.tensor(g, device=DEVICE))
+        np.testing.assert_allclose(x.grad, xt.grad.cpu().numpy(), rtol=1e-13)
 
 
 _OPS = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "sub": lambda a, b: a - b,
@@ -153,7 +154,7 @@ def test_random_dags_match_torch(program, seed):
         out = pool[-1]
         for extra in pool[len(leaves):-1:3]:      # several outputs feed the root
             out = out + extra
-        out.backward(torch.tensor(g) if m is torch else g)
+        out.backward(torch.tensor(g, device=DEVICE) if m is torch else g)
         grads.append([np.zeros((3, 4)) if t.grad is None else np.asarray(t.grad) for t in leaves])
     for ours, theirs in zip(*grads):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
@@ -187,8 +188,8 @@ def test_reduce_grad_to_input_sums_the_broadcast_axes(grad_shape, shape, dtype):
     rng = np.random.default_rng(3)
     g = rng.standard_normal(grad_shape).astype(dtype)
     got = reduce_grad_to_input(g, shape, np.dtype(dtype), "Op")
-    t = torch.tensor(g.astype(np.float64))
-    expect = t.sum_to_size(shape).numpy() if shape else t.sum().numpy()
+    t = torch.tensor(g.astype(np.float64), device=DEVICE)
+    expect = t.sum_to_size(shape).cpu().numpy() if shape else t.sum().cpu().numpy()
     assert got.shape == shape and got.dtype == dtype
     np.testing.assert_allclose(got, expect, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
     gt = np.ascontiguousarray(np.swapaxes(g, 0, -1)).swapaxes(0, -1)   # same values, not C-contiguous
@@ -209,5 +210,5 @@ def test_embedding_backward_dense_and_sparse_paths_match_torch(n_ids, vocab, dty
     ids = rng.integers(0, min(vocab, 50), n_ids).reshape(-1, 8)    # at most 50 distinct rows: repeats
     w = rng.standard_normal((vocab, 16))
     check_parity("F.embedding", lambda t: F.embedding(ids, t, padding_idx=3),
-                 lambda t: torch.nn.functional.embedding(torch.from_numpy(ids), t, padding_idx=3),
+                 lambda t: torch.nn.functional.embedding(torch.from_numpy(ids).to(DEVICE), t, padding_idx=3),
                  [w], dtype, seed=7)

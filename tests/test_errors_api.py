@@ -25,6 +25,7 @@ from tinygrad_tx.optim import SGD, Adam, AdamW
 from tinygrad_tx.optim.optimizer import ReadOnlyParameterError
 from tinygrad_tx.tokenizers import BPETokenizer as BPE
 from tinygrad_tx.tokenizers import WordPieceTokenizer as WP
+from reference.testing import DEVICE
 
 hf = pytest.importorskip("tokenizers")
 
@@ -499,10 +500,10 @@ def test_parameter_of_a_read_only_array_owns_writable_memory(make, Opt):
     assert p._data.flags.writeable and not np.shares_memory(p._data, arr)
     p.grad = tg.tensor(g)
     Opt([p], lr=0.1).step()
-    t = torch.nn.Parameter(torch.tensor(np.array(arr)))
-    t.grad = torch.tensor(g)
+    t = torch.nn.Parameter(torch.tensor(np.array(arr), device=DEVICE))
+    t.grad = torch.tensor(g, device=DEVICE)
     getattr(torch.optim, Opt.__name__)([t], lr=0.1).step()
-    np.testing.assert_allclose(p._data, t.detach().numpy(), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(p._data, t.detach().cpu().numpy(), rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("make", list(READ_ONLY))

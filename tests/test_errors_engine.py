@@ -16,6 +16,7 @@ import torch
 
 import tinygrad_tx as tt
 from tinygrad_tx import optim
+from reference.testing import DEVICE
 
 OURS = (ValueError, TypeError, IndexError, RuntimeError)
 
@@ -111,7 +112,7 @@ def test_tensor_refuses_what_torch_tensor_refuses(data, words):
     if not (isinstance(data, np.ndarray) and data.dtype.kind == "c") and not (
             isinstance(data, list) and any(isinstance(v, complex) for v in data)):
         with pytest.raises(Exception):
-            torch.tensor(data)
+            torch.tensor(data, device=DEVICE)
     raised_by_us(lambda: tt.Tensor(data), *words)
 
 
@@ -133,12 +134,12 @@ def test_factories_refuse_complex_data():
 
 def test_tensor_copies_as_torch_tensor_and_from_numpy_shares():
     a = np.ones(3)
-    t, ref = tt.Tensor(a), torch.tensor(a)
-    shared, ref_shared = tt.from_numpy(a), torch.from_numpy(a)
+    t, ref = tt.Tensor(a), torch.tensor(a, device=DEVICE)
+    shared, ref_shared = tt.from_numpy(a), torch.from_numpy(a).to(DEVICE)
     a[0] = 5.0
-    np.testing.assert_array_equal(t.numpy(), ref.numpy())         # a copy: unchanged
+    np.testing.assert_array_equal(t.numpy(), ref.cpu().numpy())         # a copy: unchanged
     assert t.numpy()[0] == 1.0
-    np.testing.assert_array_equal(shared.numpy(), ref_shared.numpy())   # shares: sees the edit
+    np.testing.assert_array_equal(shared.numpy(), ref_shared.cpu().numpy())   # shares: sees the edit
     assert shared.numpy()[0] == 5.0
     src = tt.Tensor(np.arange(3.0))
     again = tt.Tensor(src)
@@ -152,9 +153,9 @@ def test_tensor_copies_as_torch_tensor_and_from_numpy_shares():
 
 def test_tensor_of_a_transposed_or_strided_array_keeps_the_layout_torch_tensor_keeps():
     a = np.arange(12.0).reshape(3, 4)[:, ::2].T
-    t, ref = tt.Tensor(a), torch.tensor(a)
+    t, ref = tt.Tensor(a), torch.tensor(a, device=DEVICE)
     assert t.is_contiguous() == ref.is_contiguous() and t.stride() == ref.stride()
-    np.testing.assert_array_equal(t.numpy(), ref.numpy())
+    np.testing.assert_array_equal(t.numpy(), ref.cpu().numpy())
 
 
 @pytest.mark.parametrize("make", [
@@ -164,11 +165,11 @@ def test_tensor_of_a_transposed_or_strided_array_keeps_the_layout_torch_tensor_k
 def test_optimizer_steps_on_parameters_built_from_read_only_or_broadcast_arrays(make):
     """Tensor(a) copies, so the parameter owns a writable array and the step updates it."""
     p = tt.Tensor(make(), requires_grad=True)
-    q = torch.tensor(make(), requires_grad=True)
+    q = torch.tensor(make(), requires_grad=True, device=DEVICE)
     for lib, w, opt in ((tt, p, optim.SGD([p], lr=0.5)), (torch, q, torch.optim.SGD([q], lr=0.5))):
         (w * lib.tensor([1.0, 2.0, 3.0], dtype=w.dtype)).sum().backward()
         opt.step()
-    np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    np.testing.assert_array_equal(p.detach().numpy(), q.detach().cpu().numpy())
 
 
 # ============================================================================ silent wrong values
@@ -209,7 +210,7 @@ def test_float32_variance_without_overflow(op):
     result (5.77e19 for std, not inf) says it must; gradients with a random cotangent agree."""
     x = np.array([[0.0, 0.0, 1e20], [1.0, 2.0, 4.0]], dtype=np.float32)
     ours = getattr(tt.from_numpy(x), op)(1).numpy()
-    want = getattr(torch.from_numpy(x), op)(1).numpy()
+    want = getattr(torch.from_numpy(x).to(DEVICE), op)(1).cpu().numpy()
     assert np.isfinite(ours).all() if op == "std" else True
     np.testing.assert_allclose(ours, want, rtol=2e-7)
     y = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32) * 1e19

@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from reference.testing import check_parity
+from reference.testing import DEVICE, check_parity
 from tinygrad_tx.testing.strategies import non_contiguous, seeds, shapes
 from tinygrad_tx import factories, generator as gen_mod, gradcheck
 from tinygrad_tx.random_factories import BernoulliSample, NormalSample, PoissonSample
@@ -46,7 +46,7 @@ def assert_like_torch(expr, values="exact", ulps=4):
     assert tuple(ours.shape) == tuple(ref.shape), (ours.shape, ref.shape)
     assert np.dtype(ours.dtype) == _np_dtype(ref), (ours.dtype, ref.dtype)
     assert ours.requires_grad == ref.requires_grad
-    a, b = ours._data, ref.detach().numpy()
+    a, b = ours._data, ref.detach().cpu().numpy()
     if values == "exact":
         np.testing.assert_array_equal(a, b)
     elif values == "approx":
@@ -273,7 +273,7 @@ def test_tensor_copies_from_numpy_shares():
                     max_leaves=12))
 def test_tensor_nested_lists_like_torch(data):
     try:
-        ref = torch.tensor(data)
+        ref = torch.tensor(data, device=DEVICE)
     except (ValueError, TypeError):
         with pytest.raises(ValueError):   # ragged: both refuse
             tg.tensor(data)
@@ -305,9 +305,9 @@ def test_linspace_like_torch(start, end, steps, dtype):
     ours, ref = assert_like_torch(lambda M: M.linspace(start, end, steps, dtype=getattr(M, dtype)),
                                   None if exact else "approx", ulps=8)
     if exact:   # torch truncates in double; a value a hair from an integer may round either way
-        assert np.abs(ours._data - ref.numpy()).max(initial=0) <= 1
+        assert np.abs(ours._data - ref.cpu().numpy()).max(initial=0) <= 1
     if steps:
-        assert ours._data[-1] == ref.numpy()[-1]
+        assert ours._data[-1] == ref.cpu().numpy()[-1]
 
 
 @given(st.floats(-3, 3), st.floats(-3, 3), st.integers(0, 40), st.sampled_from([10.0, 2.0, 0.5]))
@@ -651,20 +651,20 @@ def test_sample_functions_gradcheck():
 
 
 KERNEL_ERRORS = {   # the draw_* kernels refuse what torch's in-place fills refuse
-    "exponential lambda 0": (lambda: factories.draw_exponential((3,), None, 0.0), lambda: torch.empty(3).exponential_(0),
+    "exponential lambda 0": (lambda: factories.draw_exponential((3,), None, 0.0), lambda: torch.empty(3, device=DEVICE).exponential_(0),
                              ValueError),
-    "normal std < 0": (lambda: factories.draw_normal((3,), None, 0.0, -1.0), lambda: torch.empty(3).normal_(0, -1),
+    "normal std < 0": (lambda: factories.draw_normal((3,), None, 0.0, -1.0), lambda: torch.empty(3, device=DEVICE).normal_(0, -1),
                        ValueError),
-    "uniform low > high": (lambda: factories.draw_uniform((3,), None, 2.0, 1.0), lambda: torch.empty(3).uniform_(2, 1),
+    "uniform low > high": (lambda: factories.draw_uniform((3,), None, 2.0, 1.0), lambda: torch.empty(3, device=DEVICE).uniform_(2, 1),
                            ValueError),
-    "bernoulli p > 1": (lambda: factories.draw_bernoulli(1.5, (3,)), lambda: torch.empty(3).bernoulli_(1.5), ValueError),
+    "bernoulli p > 1": (lambda: factories.draw_bernoulli(1.5, (3,)), lambda: torch.empty(3, device=DEVICE).bernoulli_(1.5), ValueError),
     "bernoulli array p": (lambda: factories.draw_bernoulli(np.array([0.5, -1.0]), (2,)),
-                          lambda: torch.empty(2).bernoulli_(torch.tensor([0.5, -1.0])), ValueError),
-    "normal int dtype": (lambda: factories.draw_normal((3,), tg.int64), lambda: torch.empty(3, dtype=torch.int64).normal_(),
+                          lambda: torch.empty(2, device=DEVICE).bernoulli_(torch.tensor([0.5, -1.0], device=DEVICE)), ValueError),
+    "normal int dtype": (lambda: factories.draw_normal((3,), tg.int64), lambda: torch.empty(3, dtype=torch.int64, device=DEVICE).normal_(),
                          TypeError),
-    "geometric p 0": (lambda: factories.draw_geometric((3,), None, 0.0), lambda: torch.empty(3).geometric_(0), ValueError),
-    "geometric p 1": (lambda: factories.draw_geometric((3,), None, 1.0), lambda: torch.empty(3).geometric_(1), ValueError),
-    "integers empty": (lambda: factories.draw_integers((3,), tg.int64, 5, 5), lambda: torch.empty(3).random_(5, 5),
+    "geometric p 0": (lambda: factories.draw_geometric((3,), None, 0.0), lambda: torch.empty(3, device=DEVICE).geometric_(0), ValueError),
+    "geometric p 1": (lambda: factories.draw_geometric((3,), None, 1.0), lambda: torch.empty(3, device=DEVICE).geometric_(1), ValueError),
+    "integers empty": (lambda: factories.draw_integers((3,), tg.int64, 5, 5), lambda: torch.empty(3, device=DEVICE).random_(5, 5),
                        ValueError),
 }
 

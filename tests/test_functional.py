@@ -22,7 +22,7 @@ import tinygrad_tx as tg
 import tinygrad_tx.functional as F
 from tinygrad_tx.functional import _util
 from tinygrad_tx.functional._util import from_rows, keep_mask, row_blocks, row_sums, to_rows
-from reference.testing import check_parity, rel_err, to_torch
+from reference.testing import DEVICE, check_parity, rel_err, to_torch
 from tinygrad_tx.testing.strategies import float_dtypes, non_contiguous, seeds, shapes, values
 
 F64_RTOL = 1e-10
@@ -121,7 +121,7 @@ def test_softmax_extreme_logits(name, torch_fn, dtype):
 def test_softmax_all_minus_inf_row_is_nan_like_torch(name, torch_fn):
     x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, 1.0, 2.0]])
     ours = getattr(F, name)(tg.Tensor(x), 1)._data
-    theirs = torch_fn(torch.tensor(x), 1).numpy()
+    theirs = torch_fn(torch.tensor(x, device=DEVICE), 1).cpu().numpy()
     np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
     assert np.isnan(ours[0]).all() and np.allclose(ours[1], theirs[1], rtol=1e-15)
 
@@ -130,7 +130,7 @@ def test_softmax_all_minus_inf_row_is_nan_like_torch(name, torch_fn):
 def test_softmax_zero_dim_input(name):
     x = tg.Tensor(np.array(3.0), requires_grad=True)
     out = getattr(F, name)(x, 0)
-    assert out.item() == getattr(TF, name)(torch.tensor(3.0, dtype=torch.float64), 0).item()
+    assert out.item() == getattr(TF, name)(torch.tensor(3.0, dtype=torch.float64, device=DEVICE), 0).item()
     out.backward()
     assert x.grad.shape == () and x.grad == 0.0
 
@@ -206,13 +206,13 @@ def test_cross_entropy_all_targets_ignored(name, label_smoothing, weighted):
         ours_x = tg.Tensor(x, requires_grad=True)
         out = getattr(F, name)(ours_x, t, weight=None if w is None else tg.Tensor(w), reduction=reduction,
                                label_smoothing=label_smoothing)
-        tx = torch.tensor(x, requires_grad=True)
-        ref = TF.cross_entropy(tx, torch.tensor(t), weight=None if w is None else torch.tensor(w),
+        tx = torch.tensor(x, requires_grad=True, device=DEVICE)
+        ref = TF.cross_entropy(tx, torch.tensor(t, device=DEVICE), weight=None if w is None else torch.tensor(w, device=DEVICE),
                                reduction=reduction, label_smoothing=label_smoothing)
-        np.testing.assert_array_equal(out._data, ref.detach().numpy())  # nan == nan here
+        np.testing.assert_array_equal(out._data, ref.detach().cpu().numpy())  # nan == nan here
         g = np.ones(out.shape)
         out.backward(g)
-        (ref_grad,) = torch.autograd.grad(ref, tx, torch.tensor(g))
+        (ref_grad,) = torch.autograd.grad(ref, tx, torch.tensor(g, device=DEVICE))
         np.testing.assert_array_equal(ours_x.grad, ref_grad.numpy())
         assert not ours_x.grad.any()
     assert np.isnan(getattr(F, name)(tg.Tensor(x), t).item())
@@ -477,7 +477,7 @@ def test_pointwise_wrappers(name, torch_fn, case, seed):
 def test_dropout_against_torch_with_the_same_mask(shape, p, seed, dtype):
     """Given the mask, dropout is x ∘ m / (1 - p): the torch twin multiplies by the same mask."""
     x = vals(shape, seed)
-    keep = torch.tensor(keep_mask(shape, p, np.random.default_rng(seed)))
+    keep = torch.tensor(keep_mask(shape, p, np.random.default_rng(seed)), device=DEVICE)
     keep_all_dropped = not keep.any()
     for name in ("dropout", "dropout_composite"):
         check_parity(f"F.{name}", lambda t, fn=getattr(F, name): fn(t, p, generator=np.random.default_rng(seed)),
@@ -495,7 +495,7 @@ def test_dropout_statistics_and_scaling_match_torch(p):
     x = np.random.default_rng(0).uniform(1.0, 2.0, n)
     ours = F.dropout(tg.Tensor(x), p, generator=np.random.default_rng(1))._data
     torch.manual_seed(0)
-    theirs = TF.dropout(torch.tensor(x), p).numpy()
+    theirs = TF.dropout(torch.tensor(x, device=DEVICE), p).cpu().numpy()
     for y in (ours, theirs):
         dropped = y == 0
         assert abs(dropped.mean() - p) < 5 * np.sqrt(p * (1 - p) / n)
@@ -509,7 +509,7 @@ def test_dropout_modes(name):
     assert fn(x, 0.5, training=False) is x
     assert fn(x, 0.0) is x
     out = fn(x, 1.0)                                     # torch: all zeros
-    np.testing.assert_array_equal(out._data, TF.dropout(torch.tensor(x._data), 1.0).numpy())
+    np.testing.assert_array_equal(out._data, TF.dropout(torch.tensor(x._data, device=DEVICE), 1.0).cpu().numpy())
     out.backward(np.ones(out.shape))
     assert not x.grad.any()
     tg.manual_seed(7)                                    # the default generator is the global one
@@ -622,9 +622,9 @@ def test_attention_fully_masked_rows_are_zero(name, kind):
     tt = [to_torch(a, requires_grad=True) for a in (q, k, v)]
     ref = TF.scaled_dot_product_attention(*tt, attn_mask=to_torch(mask))
     ref_grads = torch.autograd.grad(ref, tt, to_torch(g))
-    assert rel_err(out._data, ref.detach().numpy()) <= F64_RTOL
+    assert rel_err(out._data, ref.detach().cpu().numpy()) <= F64_RTOL
     for ours_t, theirs in zip(ts, ref_grads):
-        assert rel_err(ours_t.grad, theirs.numpy()) <= F64_RTOL
+        assert rel_err(ours_t.grad, theirs.cpu().numpy()) <= F64_RTOL
     # every row masked: all zeros, all gradients zero
     none = np.zeros((3, 5), dtype=bool) if kind == "bool" else np.full((3, 5), -np.inf)
     ts = [tg.Tensor(a, requires_grad=True) for a in (q, k, v)]
@@ -772,7 +772,7 @@ def test_softmax_family_nan_and_minus_inf_rows_in_blocks(small_blocks, name, tor
     x[2] = -np.inf
     x[5, 1] = np.nan
     ours = getattr(F, name)(tg.Tensor(x), 1)._data
-    theirs = torch_fn(torch.tensor(x), 1).numpy()
+    theirs = torch_fn(torch.tensor(x, device=DEVICE), 1).cpu().numpy()
     np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
     ok = ~np.isnan(theirs)
     np.testing.assert_allclose(ours[ok], theirs[ok], rtol=1e-14, atol=1e-300)
@@ -787,7 +787,7 @@ def test_softmax_family_empty_inputs(name, torch_fn, shape, dim):
         warnings.simplefilter("error")
         y = getattr(F, name)(x, dim)
         y.backward(np.ones(shape))
-    assert y.shape == tuple(torch_fn(torch.zeros(shape), dim).shape) and x.grad.shape == shape
+    assert y.shape == tuple(torch_fn(torch.zeros(shape, device=DEVICE), dim).shape) and x.grad.shape == shape
 
 
 CE_BLOCK_CASES = [((7, 5), "mean", 0.0, False), ((7, 5), "sum", 0.2, True), ((1, 9), "none", 0.1, False),
@@ -847,10 +847,10 @@ def test_layer_norm_in_small_blocks(small_blocks, shape, normalized, affine, dty
 def test_layer_norm_computes_only_the_gradients_asked_for(small_blocks, needs):
     x, w, b = vals((7, 6), 51), vals((6,), 52), vals((6,), 53)
     ours = [tg.Tensor(a, requires_grad=n) for a, n in zip((x, w, b), needs)]
-    theirs = [torch.tensor(a, requires_grad=n) for a, n in zip((x, w, b), needs)]
+    theirs = [torch.tensor(a, requires_grad=n, device=DEVICE) for a, n in zip((x, w, b), needs)]
     g = np.random.default_rng(54).standard_normal((7, 6))
     F.layer_norm(ours[0], 6, ours[1], ours[2]).backward(g)
-    TF.layer_norm(theirs[0], (6,), theirs[1], theirs[2]).backward(torch.tensor(g))
+    TF.layer_norm(theirs[0], (6,), theirs[1], theirs[2]).backward(torch.tensor(g, device=DEVICE))
     for o, t, n in zip(ours, theirs, needs):
         assert (o.grad is not None) == n
         if n:

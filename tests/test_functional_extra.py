@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import tinygrad_tx as tg
 import tinygrad_tx.functional as F
-from reference.testing import check_parity, to_torch
+from reference.testing import DEVICE, check_parity, to_torch
 from tinygrad_tx.testing.strategies import float_dtypes, non_contiguous, seeds, shapes, values
 
 DTYPES = [np.float64, np.float32]
@@ -103,16 +103,16 @@ def test_activation_kink_sides_match_torch():
         ours, theirs = ACTIVATIONS[name][:2]
         t = tg.Tensor(x, requires_grad=True)
         ours(t).backward(np.ones(6))
-        tx = torch.tensor(x, requires_grad=True)
+        tx = torch.tensor(x, requires_grad=True, device=DEVICE)
         (ref,) = torch.autograd.grad(theirs(tx).sum(), tx)
-        np.testing.assert_allclose(np.asarray(t.grad), ref.numpy(), rtol=1e-15, atol=0, err_msg=name)
+        np.testing.assert_allclose(np.asarray(t.grad), ref.cpu().numpy(), rtol=1e-15, atol=0, err_msg=name)
 
 
 def test_activation_extreme_inputs_are_finite_like_torch():
     x = np.array([-1000.0, -50.0, 0.0, 50.0, 1000.0])
     for name in ("silu", "softplus", "mish", "logsigmoid", "elu", "selu", "softsign", "tanhshrink"):
         ours, theirs = ACTIVATIONS[name][:2]
-        np.testing.assert_allclose(ours(tg.Tensor(x))._data, theirs(torch.tensor(x)).numpy(),
+        np.testing.assert_allclose(ours(tg.Tensor(x))._data, theirs(torch.tensor(x, device=DEVICE)).cpu().numpy(),
                                    rtol=1e-14, atol=0, err_msg=name)
 
 
@@ -125,12 +125,12 @@ def test_activation_dtypes_and_errors():
     # ... but relu6/hardtanh clamp integers, and softsign/tanhshrink compute them in float32
     for name in ("relu6", "hardtanh"):
         out = getattr(F, name)(tg.Tensor(ints))
-        ref = getattr(TF, name)(torch.tensor(ints))
+        ref = getattr(TF, name)(torch.tensor(ints, device=DEVICE))
         assert out.dtype == np.int64 and out.tolist() == ref.tolist()
     for name in ("softsign", "tanhshrink"):
         out = getattr(F, name)(tg.Tensor(ints))
-        ref = getattr(TF, name)(torch.tensor(ints))
-        assert out.dtype == np.float32 and np.allclose(out._data, ref.numpy())
+        ref = getattr(TF, name)(torch.tensor(ints, device=DEVICE))
+        assert out.dtype == np.float32 and np.allclose(out._data, ref.cpu().numpy())
     with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
         F.hardtanh(tg.Tensor(np.zeros(2)), 2.0, 1.0)
     with pytest.raises(ValueError, match="alpha cannot be 0"):
@@ -165,7 +165,7 @@ def test_glu_gradcheck_and_errors():
     with pytest.raises(ValueError, match="scalars"):
         F.glu(tg.Tensor(np.array(1.0)))
     with pytest.raises(IndexError):
-        TF.glu(torch.zeros(2, 4), 5)
+        TF.glu(torch.zeros(2, 4, device=DEVICE), 5)
     with pytest.raises((IndexError, ValueError), match="out of range"):
         F.glu(tg.Tensor(np.zeros((2, 4))), 5)
 
@@ -198,9 +198,9 @@ def test_softmax_dtype_argument(name):
                  lambda t: getattr(TF, name)(t, 1, dtype=torch.float64), [x], np.float32)
     ints = np.array([[1, 2, 3], [0, 0, 5]])
     out = getattr(F, name)(tg.Tensor(ints), 1, dtype=np.float32)
-    ref = getattr(TF, name)(torch.tensor(ints), 1, dtype=torch.float32)
+    ref = getattr(TF, name)(torch.tensor(ints, device=DEVICE), 1, dtype=torch.float32)
     assert out.dtype == np.float32
-    np.testing.assert_allclose(out._data, ref.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(out._data, ref.cpu().numpy(), rtol=1e-6)
     with pytest.raises(TypeError, match="floating point"):
         getattr(F, name)(tg.Tensor(ints), 1)
     with pytest.raises(TypeError, match="floating point dtype"):
@@ -215,20 +215,20 @@ def test_softmax_implicit_dim_warns_like_torch(ndim):
             ours = getattr(F, name)(tg.Tensor(x))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = getattr(TF, name)(torch.tensor(x))
-        np.testing.assert_allclose(ours._data, ref.numpy(), rtol=1e-12)
+            ref = getattr(TF, name)(torch.tensor(x, device=DEVICE))
+        np.testing.assert_allclose(ours._data, ref.cpu().numpy(), rtol=1e-12)
 
 
 def test_softmax_methods_and_top_level():
     x = _rng(0).standard_normal((3, 4))
     t = tg.Tensor(x)
-    ref = torch.tensor(x)
-    np.testing.assert_allclose(t.softmax(1)._data, ref.softmax(1).numpy(), rtol=1e-14)
-    np.testing.assert_allclose(t.log_softmax(0)._data, ref.log_softmax(0).numpy(), rtol=1e-14)
+    ref = torch.tensor(x, device=DEVICE)
+    np.testing.assert_allclose(t.softmax(1)._data, ref.softmax(1).cpu().numpy(), rtol=1e-14)
+    np.testing.assert_allclose(t.log_softmax(0)._data, ref.log_softmax(0).cpu().numpy(), rtol=1e-14)
     assert t.softmax(1, tg.float32).dtype == np.float32
-    np.testing.assert_allclose(tg.softmax(t, 0)._data, torch.softmax(ref, 0).numpy(), rtol=1e-14)
+    np.testing.assert_allclose(tg.softmax(t, 0)._data, torch.softmax(ref, 0).cpu().numpy(), rtol=1e-14)
     np.testing.assert_allclose(tg.log_softmax(t, 1, dtype=tg.float32)._data,
-                               torch.log_softmax(ref, 1, dtype=torch.float32).numpy(), rtol=1e-6)
+                               torch.log_softmax(ref, 1, dtype=torch.float32).cpu().numpy(), rtol=1e-6)
     with pytest.raises(TypeError):
         t.softmax()     # torch's method requires dim too
     with pytest.raises(TypeError):
@@ -280,11 +280,11 @@ def test_regression_loss_broadcast_int_target_and_errors():
                      [x, t], np.float64)
     ints = np.array([[1, 0, 2, 1]] * 3)
     out = F.l1_loss(tg.Tensor(x.astype(np.float32)), tg.Tensor(ints))
-    ref = TF.l1_loss(torch.tensor(x.astype(np.float32)), torch.tensor(ints))
+    ref = TF.l1_loss(torch.tensor(x.astype(np.float32), device=DEVICE), torch.tensor(ints, device=DEVICE))
     assert out.dtype == np.float32 and abs(out.item() - ref.item()) < 1e-6
     out = F.mse_loss(tg.Tensor(x.astype(np.float32)), tg.Tensor(x))     # float32 with float64: float64
     assert out.dtype == np.float64
-    assert TF.mse_loss(torch.tensor(x.astype(np.float32)), torch.tensor(x)).dtype == torch.float64
+    assert TF.mse_loss(torch.tensor(x.astype(np.float32), device=DEVICE), torch.tensor(x, device=DEVICE)).dtype == torch.float64
     with pytest.raises(ValueError, match="'avg' is not a valid value for reduction"):
         F.mse_loss(tg.Tensor(x), tg.Tensor(x), reduction="avg")
     with pytest.raises(ValueError, match="does not broadcast"):
@@ -294,7 +294,7 @@ def test_regression_loss_broadcast_int_target_and_errors():
     with pytest.raises(ValueError, match="same size"):
         F.mse_loss(tg.Tensor(x), tg.Tensor(x), weight=tg.Tensor(np.ones(4)))
     with pytest.raises(ValueError, match="Weights and input must have the same size"):
-        TF.mse_loss(torch.tensor(x), torch.tensor(x), weight=torch.ones(4))
+        TF.mse_loss(torch.tensor(x, device=DEVICE), torch.tensor(x, device=DEVICE), weight=torch.ones(4, device=DEVICE))
     with pytest.raises(ValueError, match="beta must be non-negative"):
         F.smooth_l1_loss(tg.Tensor(x), tg.Tensor(x), beta=-1.0)
     with pytest.raises(ValueError, match="delta must be positive"):
@@ -353,8 +353,8 @@ def test_nll_loss_degenerate_means_like_torch():
         ours = tg.Tensor(x, requires_grad=True)
         out = F.nll_loss(ours, t, weight=None if w is None else tg.Tensor(w))
         out.backward()
-        tx = torch.tensor(x, requires_grad=True)
-        ref = TF.nll_loss(tx, torch.tensor(t), weight=None if w is None else torch.tensor(w))
+        tx = torch.tensor(x, requires_grad=True, device=DEVICE)
+        ref = TF.nll_loss(tx, torch.tensor(t, device=DEVICE), weight=None if w is None else torch.tensor(w, device=DEVICE))
         (ref_grad,) = torch.autograd.grad(ref, tx)
         assert np.isnan(out.item()) and np.isnan(ref.item())
         np.testing.assert_array_equal(np.asarray(ours.grad), ref_grad.numpy())
@@ -365,7 +365,7 @@ def test_nll_loss_errors():
     with pytest.raises(IndexError, match=r"target values \[7\] are out of range"):
         F.nll_loss(x, np.array([1, 7, 0]))
     with pytest.raises(IndexError, match="out of bounds"):
-        TF.nll_loss(torch.zeros(3, 5), torch.tensor([1, 7, 0]))
+        TF.nll_loss(torch.zeros(3, 5, device=DEVICE), torch.tensor([1, 7, 0], device=DEVICE))
     with pytest.raises(IndexError, match=r"\[-3\]"):
         F.nll_loss(x, np.array([1, -3, 0]))
     with pytest.raises(ValueError, match="target shape"):
@@ -424,7 +424,7 @@ def test_cross_entropy_probability_gradcheck_and_errors():
         with pytest.raises(TypeError, match="label_smoothing must be a float"):
             F.cross_entropy(z, np.array([0, 1, 2]), label_smoothing=bad)
         with pytest.raises(TypeError, match="label_smoothing"):
-            TF.cross_entropy(torch.tensor(x), torch.tensor([0, 1, 2]), label_smoothing=bad)
+            TF.cross_entropy(torch.tensor(x, device=DEVICE), torch.tensor([0, 1, 2], device=DEVICE), label_smoothing=bad)
     with pytest.raises(ValueError, match="label_smoothing must be in"):
         F.cross_entropy(z, q, label_smoothing=1.5)
     with pytest.raises(ValueError, match="ignore_index is not supported"):
@@ -501,8 +501,8 @@ def test_binary_losses_edges_like_torch():
         ta, tb = tg.Tensor(np.array(a), requires_grad=True), tg.Tensor(np.array(b), requires_grad=True)
         out = ours(ta, tb, reduction="sum")
         out.backward()
-        ra = torch.tensor(a, dtype=torch.float64, requires_grad=True)
-        rb = torch.tensor(b, dtype=torch.float64, requires_grad=True)
+        ra = torch.tensor(a, dtype=torch.float64, requires_grad=True, device=DEVICE)
+        rb = torch.tensor(b, dtype=torch.float64, requires_grad=True, device=DEVICE)
         ref = theirs(ra, rb, reduction="sum")
         ga, gb = torch.autograd.grad(ref, [ra, rb])
         np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-14)
@@ -510,9 +510,9 @@ def test_binary_losses_edges_like_torch():
         np.testing.assert_allclose(np.asarray(tb.grad), gb.numpy(), rtol=1e-14)
     x = np.array([-200.0, 0.0, 200.0])
     out = F.binary_cross_entropy_with_logits(tg.Tensor(x), tg.Tensor(np.array([1.0, 0.5, 0.0])), reduction="none")
-    ref = TF.binary_cross_entropy_with_logits(torch.tensor(x), torch.tensor([1.0, 0.5, 0.0], dtype=torch.float64),
+    ref = TF.binary_cross_entropy_with_logits(torch.tensor(x, device=DEVICE), torch.tensor([1.0, 0.5, 0.0], dtype=torch.float64, device=DEVICE),
                                               reduction="none")
-    np.testing.assert_allclose(out._data, ref.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(out._data, ref.cpu().numpy(), rtol=1e-14)
 
 
 def test_binary_losses_errors():
@@ -543,9 +543,9 @@ def test_binary_losses_errors():
 def test_one_hot_exact_and_errors():
     for ids, n in (([0, 2, 1], -1), ([0, 2, 1], 5), ([[3, 0], [1, 1]], -1), (2, 4), ([], 3)):
         ours = F.one_hot(tg.Tensor(np.array(ids, dtype=np.int64)), n)
-        ref = TF.one_hot(torch.tensor(ids, dtype=torch.long), n)
+        ref = TF.one_hot(torch.tensor(ids, dtype=torch.long, device=DEVICE), n)
         assert ours.dtype == np.int64 and ours.shape == tuple(ref.shape)
-        np.testing.assert_array_equal(ours._data, ref.numpy())
+        np.testing.assert_array_equal(ours._data, ref.cpu().numpy())
     ids = tg.Tensor(np.array([0, 2, 1]))
     with pytest.raises(ValueError, match="smaller than num_classes=2"):
         F.one_hot(ids, 2)
@@ -593,7 +593,7 @@ def test_pad_gradcheck(mode):
 
 def test_pad_integer_value_and_errors():
     out = F.pad(tg.Tensor(np.array([1, 2])), (1, 1), value=2.5)
-    ref = TF.pad(torch.tensor([1, 2]), (1, 1), value=2.5)
+    ref = TF.pad(torch.tensor([1, 2], device=DEVICE), (1, 1), value=2.5)
     assert out.dtype == np.int64 and out.tolist() == ref.tolist()
     x = tg.Tensor(np.zeros((3, 4)))
     assert F.pad(x, (-2, -2)).shape == (3, 0)
@@ -616,7 +616,7 @@ def test_pad_integer_value_and_errors():
     with pytest.raises(NotImplementedError, match="3-D or 4-D input"):
         F.pad(tg.Tensor(np.zeros((3, 4))), (1, 1, 1, 1), mode="replicate")
     with pytest.raises(NotImplementedError):
-        TF.pad(torch.zeros(3, 4), (1, 1, 1, 1), mode="replicate")
+        TF.pad(torch.zeros(3, 4, device=DEVICE), (1, 1, 1, 1), mode="replicate")
 
 
 # ============================================================================ normalize, cosine_similarity, pairwise_distance
@@ -667,9 +667,9 @@ def test_distances_gradcheck_zero_vectors_and_errors():
         t = tg.Tensor(zeros, requires_grad=True)
         out = ours(t)
         out.backward(np.ones(out.shape))
-        rt = torch.tensor(zeros, requires_grad=True)
+        rt = torch.tensor(zeros, requires_grad=True, device=DEVICE)
         rout = theirs(rt)
-        (rg,) = torch.autograd.grad(rout, rt, torch.ones(rout.shape, dtype=torch.float64))
+        (rg,) = torch.autograd.grad(rout, rt, torch.ones(rout.shape, dtype=torch.float64, device=DEVICE))
         np.testing.assert_allclose(out._data, rout.detach().numpy(), atol=1e-15)
         np.testing.assert_allclose(np.asarray(t.grad), rg.numpy(), atol=1e-12)
     with pytest.raises((IndexError, ValueError), match="out of range"):
@@ -686,20 +686,20 @@ def test_top_level_functions_follow_torch_signatures():
     rng = _rng(0)
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
     np.testing.assert_allclose(tg.cosine_similarity(tg.Tensor(a), tg.Tensor(b))._data,
-                               torch.cosine_similarity(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-13)
+                               torch.cosine_similarity(torch.tensor(a, device=DEVICE), torch.tensor(b, device=DEVICE)).cpu().numpy(), rtol=1e-13)
     np.testing.assert_allclose(tg.pairwise_distance(tg.Tensor(a), tg.Tensor(b))._data,
-                               torch.pairwise_distance(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-13)
-    np.testing.assert_allclose(tg.selu(tg.Tensor(a))._data, torch.selu(torch.tensor(a)).numpy(), rtol=1e-14)
-    np.testing.assert_allclose(tg.celu(tg.Tensor(a), 2.0)._data, torch.celu(torch.tensor(a), 2.0).numpy(),
+                               torch.pairwise_distance(torch.tensor(a, device=DEVICE), torch.tensor(b, device=DEVICE)).cpu().numpy(), rtol=1e-13)
+    np.testing.assert_allclose(tg.selu(tg.Tensor(a))._data, torch.selu(torch.tensor(a, device=DEVICE)).cpu().numpy(), rtol=1e-14)
+    np.testing.assert_allclose(tg.celu(tg.Tensor(a), 2.0)._data, torch.celu(torch.tensor(a, device=DEVICE), 2.0).cpu().numpy(),
                                rtol=1e-14)
     np.testing.assert_allclose(tg.layer_norm(tg.Tensor(a), [4])._data,
-                               torch.layer_norm(torch.tensor(a), [4]).numpy(), rtol=1e-12)
+                               torch.layer_norm(torch.tensor(a, device=DEVICE), [4]).cpu().numpy(), rtol=1e-12)
     assert tg.dropout(tg.Tensor(a), 0.5, False)._data is not None
     np.testing.assert_array_equal(tg.dropout(tg.Tensor(a), 0.5, False)._data, a)
     table = rng.standard_normal((5, 3))
     ids = np.array([1, 4, 1])
     np.testing.assert_array_equal(tg.embedding(tg.Tensor(table), ids)._data,
-                                  torch.embedding(torch.tensor(table), torch.tensor(ids)).numpy())
+                                  torch.embedding(torch.tensor(table, device=DEVICE), torch.tensor(ids, device=DEVICE)).cpu().numpy())
     w = tg.Tensor(table, requires_grad=True)
     tg.embedding(w, ids, padding_idx=1).sum().backward()
     assert not np.asarray(w.grad)[1].any() and np.asarray(w.grad)[4].all()
@@ -738,10 +738,10 @@ def test_attention_zero_keys_gqa_gradcheck_and_errors():
         fn = getattr(F, name)
         tq = tg.Tensor(q, requires_grad=True)
         out = fn(tq, tg.Tensor(np.zeros((2, 3, 0, 4))), tg.Tensor(np.zeros((2, 3, 0, 6))))
-        ref = TF.scaled_dot_product_attention(torch.tensor(q), torch.zeros(2, 3, 0, 4, dtype=torch.float64),
-                                              torch.zeros(2, 3, 0, 6, dtype=torch.float64))
+        ref = TF.scaled_dot_product_attention(torch.tensor(q, device=DEVICE), torch.zeros(2, 3, 0, 4, dtype=torch.float64, device=DEVICE),
+                                              torch.zeros(2, 3, 0, 6, dtype=torch.float64, device=DEVICE))
         assert out.shape == tuple(ref.shape) == (2, 3, 5, 6)
-        np.testing.assert_array_equal(out._data, ref.numpy())
+        np.testing.assert_array_equal(out._data, ref.cpu().numpy())
         out.backward(np.ones(out.shape))
         assert not np.asarray(tq.grad).any()
     k, v = rng.standard_normal((2, 1, 3, 4)), rng.standard_normal((2, 1, 3, 2))
@@ -754,8 +754,8 @@ def test_attention_zero_keys_gqa_gradcheck_and_errors():
     with pytest.raises(ValueError, match="batch dimensions"):
         F.scaled_dot_product_attention(x, tg.Tensor(np.zeros((2, 2, 5, 4))), tg.Tensor(np.zeros((2, 2, 5, 4))))
     with pytest.raises(RuntimeError):
-        TF.scaled_dot_product_attention(torch.tensor(q), torch.zeros(2, 2, 5, 4, dtype=torch.float64),
-                                        torch.zeros(2, 2, 5, 4, dtype=torch.float64))
+        TF.scaled_dot_product_attention(torch.tensor(q, device=DEVICE), torch.zeros(2, 2, 5, 4, dtype=torch.float64, device=DEVICE),
+                                        torch.zeros(2, 2, 5, 4, dtype=torch.float64, device=DEVICE))
     with pytest.raises(ValueError, match="either attn_mask or is_causal"):
         F.scaled_dot_product_attention(x, x, x, attn_mask=np.ones((5, 5), bool), is_causal=True)
     with pytest.raises(TypeError, match="scale must be a float"):

@@ -11,6 +11,7 @@ from scipy.special import ndtr
 
 import tinygrad_tx as tg
 from tinygrad_tx.ops import normal
+from reference.testing import DEVICE
 
 
 def _oracle(x):
@@ -45,10 +46,10 @@ def test_float32_against_oracle_and_torch():
               np.random.default_rng(0).standard_normal(300_000).astype(np.float32) * 3):
         y, d = normal.gelu_float32(x, True)
         y64, d64 = _oracle(x)
-        X = torch.from_numpy(x).requires_grad_()
+        X = torch.from_numpy(x).to(DEVICE).requires_grad_()
         Y = torch.nn.functional.gelu(X)
         (D,) = torch.autograd.grad(Y, X, torch.ones_like(Y))
-        for ours, theirs, exact in ((y, Y.detach().numpy(), y64), (d, D.numpy(), d64)):
+        for ours, theirs, exact in ((y, Y.detach().cpu().numpy(), y64), (d, D.numpy(), d64)):
             e_ours = np.max(np.abs(ours - exact)) / np.max(np.abs(exact))
             e_torch = np.max(np.abs(theirs - exact)) / np.max(np.abs(exact))
             assert e_ours <= max(e_torch, 6e-8), (e_ours, e_torch)
@@ -91,14 +92,14 @@ def test_special_values_match_torch(dtype):
     with np.errstate(over="raise", invalid="raise", divide="raise"):  # no warnings leak out of the op
         y = t.gelu()
         y.backward(np.ones_like(vals))
-    X = torch.from_numpy(vals.copy()).requires_grad_()
+    X = torch.from_numpy(vals.copy()).to(DEVICE).requires_grad_()
     Y = torch.nn.functional.gelu(X)
     (D,) = torch.autograd.grad(Y, X, torch.ones_like(Y))
-    ref_y, ref_d = Y.detach().numpy(), D.numpy()
+    ref_y, ref_d = Y.detach().cpu().numpy(), D.numpy()
     if dtype == np.float32:
         # torch 2.13's float32 CPU kernel gives gelu(+inf) = nan (and a nan slope) where its float64
         # kernel, and the exact GELU, give +inf (slope 1): there we follow the float64 oracle.
-        X64 = torch.from_numpy(vals.astype(np.float64)).requires_grad_()
+        X64 = torch.from_numpy(vals.astype(np.float64)).to(DEVICE).requires_grad_()
         Y64 = torch.nn.functional.gelu(X64)
         (D64,) = torch.autograd.grad(Y64, X64, torch.ones_like(Y64))
         assert Y64[0].item() == np.inf

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import reference as R
 import reference.generation as RG
 import tinygrad_tx as tg
-from reference.testing import rel_err
+from reference.testing import DEVICE, rel_err
 from tinygrad_tx.testing.strategies import seeds
 from tinygrad_tx import generation as G
 from tinygrad_tx import models as M
@@ -94,7 +94,7 @@ def _near_cdf_boundary(probs, u) -> np.ndarray:
 
 
 def _twin(fn, logits, **kw):
-    return fn(torch.from_numpy(logits.copy()), **kw).numpy()
+    return fn(torch.from_numpy(logits.copy()).to(DEVICE), **kw).cpu().numpy()
 
 
 def _both_or_neither_raise(logits, kw):
@@ -103,7 +103,7 @@ def _both_or_neither_raise(logits, kw):
         ours = G.filter_logits(logits, **kw)
     except ValueError as e:
         with pytest.raises(ValueError, match="overflows"):
-            RG.filter_logits(torch.from_numpy(logits), **kw)
+            RG.filter_logits(torch.from_numpy(logits).to(DEVICE), **kw)
         assert "overflows" in str(e)
         return None
     return ours
@@ -182,10 +182,10 @@ def test_top_k_is_the_tutorials_code_and_keeps_ties():
     z = np.array([[1.0, 3.0, 2.0, 3.0, 2.0, 0.0]])
     kept = np.isfinite(G.filter_logits(z, top_k=3))
     assert kept.tolist() == [[False, True, True, True, True, False]]
-    logits = torch.from_numpy(z.copy())
+    logits = torch.from_numpy(z.copy()).to(DEVICE)
     v, _ = torch.topk(logits, 3)
     logits[logits < v[:, [-1]]] = -float("Inf")
-    assert np.abs(G.next_token_probs(z, top_k=3) - torch.softmax(logits, -1).numpy()).max() <= PROB_TOL
+    assert np.abs(G.next_token_probs(z, top_k=3) - torch.softmax(logits, -1).cpu().numpy()).max() <= PROB_TOL
     assert np.isfinite(G.filter_logits(z, top_k=100)).all()
 
 
@@ -211,7 +211,7 @@ def test_inverse_cdf_gives_each_token_its_probability():
         picks = G.inverse_cdf(np.repeat(row[None], N, axis=0), u)
         counts = np.bincount(picks, minlength=len(row))
         assert np.abs(counts - N * row).max() <= 1, counts
-        twin = RG.inverse_cdf(torch.from_numpy(np.repeat(row[None], N, axis=0)), torch.from_numpy(u)).numpy()
+        twin = RG.inverse_cdf(torch.from_numpy(np.repeat(row[None], N, axis=0)).to(DEVICE), torch.from_numpy(u).to(DEVICE)).cpu().numpy()
         assert np.array_equal(picks, twin)
     # u just below 1 with a cumsum that rounds under u * total can never select a 0-probability tail
     tail = np.array([[0.6, 0.4, 0.0, 0.0]])
@@ -252,7 +252,7 @@ def test_sample_next_uses_the_generator():
     ({"uniform": [0.2]}, r"shape \(2,\)"),
 ])
 def test_sampling_rejects_bad_arguments(kw, match):
-    for fn, z in ((G.sample_next, np.zeros((2, 3))), (RG.sample_next, torch.zeros(2, 3, dtype=torch.float64))):
+    for fn, z in ((G.sample_next, np.zeros((2, 3))), (RG.sample_next, torch.zeros(2, 3, dtype=torch.float64, device=DEVICE))):
         with pytest.raises(ValueError, match=match):
             fn(z, **kw)
 
@@ -267,7 +267,7 @@ def test_sampling_rejects_bad_logits(z, match):
     with pytest.raises(ValueError, match=match):
         G.sample_next(z)
     with pytest.raises(ValueError, match=match):
-        RG.sample_next(torch.from_numpy(z))
+        RG.sample_next(torch.from_numpy(z).to(DEVICE))
 
 
 def test_sampling_type_errors():
@@ -394,7 +394,7 @@ def test_cache_errors():
 
 def _twin_gpt(model, **kw):
     twin = R.GPTLanguageModel(model.vocab_size, model.blocks[0].attn.d_model, model.blocks[0].attn.n_heads,
-                              len(model.blocks), model.block_size, **kw).double()
+                              len(model.blocks), model.block_size, **kw).double().to(DEVICE)
     twin.load_state_dict(model.state_dict())
     return twin
 
@@ -420,8 +420,8 @@ def test_generate_cached_uncached_and_twin_agree(kw):
     assert cached.shape == (2, 3 + n)
     assert np.array_equal(cached, uncached)
     draws = np.random.default_rng(42).random((n, 2))
-    twin = RG.generate(_twin_gpt(model), torch.from_numpy(prompt), n, stop_token=None, uniforms=draws, **kw)
-    assert np.array_equal(cached, twin.numpy())
+    twin = RG.generate(_twin_gpt(model), torch.from_numpy(prompt).to(DEVICE), n, stop_token=None, uniforms=draws, **kw)
+    assert np.array_equal(cached, twin.cpu().numpy())
     assert np.array_equal(G.generate(model, prompt, n, seed=42, stop_token=None, **kw), cached)  # reproducible
 
 
@@ -475,12 +475,12 @@ def test_generate_seq2seq_cached_uncached_and_twin_agree():
         b = G.generate_seq2seq(model, src, 8, src_padding_mask=pad, seed=1, start_token=2, stop_token=None,
                                use_cache=False, **kw)
         assert a.shape == (2, 9) and (a[:, 0] == 2).all() and np.array_equal(a, b)
-        twin = R.EncoderDecoder(9, 6, 8, 2, 2, 2, 5, 7).double()
+        twin = R.EncoderDecoder(9, 6, 8, 2, 2, 2, 5, 7).double().to(DEVICE)
         twin.load_state_dict(model.state_dict())
-        t = RG.generate_seq2seq(twin, torch.from_numpy(src), 8, src_padding_mask=torch.from_numpy(pad),
+        t = RG.generate_seq2seq(twin, torch.from_numpy(src).to(DEVICE), 8, src_padding_mask=torch.from_numpy(pad).to(DEVICE),
                                 start_token=2, stop_token=None, uniforms=np.random.default_rng(1).random((8, 2)),
                                 **kw)
-        assert np.array_equal(a, t.numpy())
+        assert np.array_equal(a, t.cpu().numpy())
     one = G.generate_seq2seq(model, src[1], 8, seed=1, stop_token=None)
     assert one.ndim == 1 and one[0] == 0
 
@@ -561,13 +561,13 @@ def test_twin_multinomial_path_samples_the_same_support():
     seeded torch.Generator, and it only ever picks tokens our filtered distribution allows."""
     model = _gpt(9, 8, 2, 1, 6, 6)
     twin = _twin_gpt(model)
-    prompt = torch.tensor([[0, 1, 2]])
+    prompt = torch.tensor([[0, 1, 2]], device=DEVICE)
     kw = dict(temperature=0.8, top_k=3, top_p=0.9)
-    a = RG.generate(twin, prompt, 5, stop_token=None, generator=torch.Generator().manual_seed(0), **kw)
-    b = RG.generate(twin, prompt, 5, stop_token=None, generator=torch.Generator().manual_seed(0), **kw)
+    a = RG.generate(twin, prompt, 5, stop_token=None, generator=torch.Generator(device=DEVICE).manual_seed(0), **kw)
+    b = RG.generate(twin, prompt, 5, stop_token=None, generator=torch.Generator(device=DEVICE).manual_seed(0), **kw)
     assert torch.equal(a, b) and a.shape == (1, 8)
     with tg.no_grad():
         for t in range(3, 8):
-            allowed = G.next_token_probs(model(a[:, max(0, t - 6):t].numpy())[0]._data[:, -1], **kw) > 0
+            allowed = G.next_token_probs(model(a[:, max(0, t - 6):t].cpu().numpy())[0]._data[:, -1], **kw) > 0
             assert allowed[0, a[0, t].item()]
     assert twin.training  # the mode it had before

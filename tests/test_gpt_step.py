@@ -11,6 +11,7 @@ import reference
 import tinygrad_tx as tg
 from tinygrad_tx import SavedMemory, optim
 from tinygrad_tx.models import CausalSelfAttention, GPTLanguageModel
+from reference.testing import DEVICE
 
 
 def test_causal_mask_is_derived_once_and_still_follows_the_buffer():
@@ -39,8 +40,8 @@ def test_gpt_training_steps_match_torch(attn_impl):
     tg.manual_seed(0)
     ours = GPTLanguageModel(11, d_model=16, n_heads=2, n_layers=2, block_size=8, dropout=0.0,
                             attn_impl=attn_impl).double()
-    twin = reference.GPTLanguageModel(11, d_model=16, n_heads=2, n_layers=2, block_size=8, dropout=0.0).double()
-    twin.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()})
+    twin = reference.GPTLanguageModel(11, d_model=16, n_heads=2, n_layers=2, block_size=8, dropout=0.0).double().to(DEVICE)
+    twin.load_state_dict({k: torch.from_numpy(v).to(DEVICE) for k, v in ours.state_dict().items()})
     groups = lambda m: [{"params": [p for n, p in m.named_parameters() if p.ndim >= 2], "weight_decay": 0.1},  # noqa: E731
                         {"params": [p for n, p in m.named_parameters() if p.ndim < 2], "weight_decay": 0.0}]
     opt = optim.AdamW(groups(ours), lr=3e-3)
@@ -55,10 +56,10 @@ def test_gpt_training_steps_match_torch(attn_impl):
         opt.step()
         assert SavedMemory.current == start
         topt.zero_grad()
-        twin(torch.from_numpy(idx), torch.from_numpy(tgt))[1].backward()
+        twin(torch.from_numpy(idx).to(DEVICE), torch.from_numpy(tgt).to(DEVICE))[1].backward()
         topt.step()
     assert len(opt._flat_states) == 2 and all(f.params.valid() for f in opt._flat_states.values())
     theirs = dict(twin.named_parameters())
     for name, p in ours.named_parameters():
-        t = theirs[name].detach().numpy()
+        t = theirs[name].detach().cpu().numpy()
         assert np.abs(p._data - t).max() <= 1e-10 * np.abs(t).max(), name

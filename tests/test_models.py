@@ -538,7 +538,7 @@ STOI = {c: i for i, c in enumerate("$abcdefghijklmnopqrstuvwxyz")}
 
 def _bigram_pair(names, alpha):
     ours = M.BigramCountModel(27, alpha).fit(names, stoi=STOI, boundary="$")
-    twin = R.BigramCountModel(27, alpha).fit(names, stoi=STOI, boundary="$")
+    twin = R.BigramCountModel(27, alpha).to(DEVICE).fit(names, stoi=STOI, boundary="$")
     return ours, twin
 
 
@@ -557,7 +557,7 @@ def test_bigram_count_model_matches_reference(alpha):
     assert ours.nll(held_out, STOI, "$") == pytest.approx(twin.nll(held_out, STOI, "$"), rel=1e-6)
     idx, targets = np.array([[0, 19, 1], [0, 5, 13]]), np.array([[19, 1, 4], [5, 13, 13]])
     lo, loss = ours(idx, targets)
-    lt, loss_t = twin(torch.tensor(idx), torch.tensor(targets))
+    lt, loss_t = twin(torch.tensor(idx, device=DEVICE), torch.tensor(targets, device=DEVICE))
     np.testing.assert_allclose(lo._data, to_numpy(lt), rtol=1e-6)
     assert loss.item() == pytest.approx(loss_t.item(), rel=1e-5)
 
@@ -683,7 +683,7 @@ def test_attention_dropout_in_training(impl):
 # ============================================================================ bad input
 
 def _tensor(lib, a):
-    return tg.Tensor(a) if lib is M else torch.tensor(a)
+    return tg.Tensor(a) if lib is M else torch.tensor(a, device=DEVICE)
 
 
 LIBS = pytest.mark.parametrize("lib", [M, R], ids=["ours", "reference"])

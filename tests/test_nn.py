@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from reference.testing import F32_FLOOR, F32_RATIO, F64_RTOL, check_parity, rel_err, to_numpy
+from reference.testing import DEVICE, F32_FLOOR, F32_RATIO, F64_RTOL, check_parity, rel_err, to_numpy
 from tinygrad_tx.testing.strategies import float_dtypes, seeds, values
 from test_models import check_parity_model  # float32 of whole models: judged over neighbouring inputs
 from tinygrad_tx import nn
@@ -34,7 +34,7 @@ tnn = torch.nn
 
 def torch_state(module):
     """Our state dict as torch tensors (what a torch twin loads)."""
-    return OrderedDict((k, torch.from_numpy(np.ascontiguousarray(v))) for k, v in module.state_dict().items())
+    return OrderedDict((k, torch.from_numpy(np.ascontiguousarray(v)).to(DEVICE)) for k, v in module.state_dict().items())
 
 
 def cotangent_seed(seed):
@@ -85,7 +85,7 @@ def lead_shapes(max_dims=2):
 def test_linear_parity(in_f, out_f, bias, lead, dtype, seed):
     tg.manual_seed(seed)
     ours = nn.Linear(in_f, out_f, bias=bias)
-    theirs = tnn.Linear(in_f, out_f, bias=bias)
+    theirs = tnn.Linear(in_f, out_f, bias=bias).to(DEVICE)
     module_parity("nn.Linear", ours, theirs, values(lead + (in_f,), seed), dtype, seed)
 
 
@@ -103,7 +103,7 @@ def test_embedding_parity(case, dtype, seed):
     v, d, padding_idx, shape = case
     tg.manual_seed(seed)
     ours = nn.Embedding(v, d, padding_idx=padding_idx)
-    theirs = tnn.Embedding(v, d, padding_idx=padding_idx)
+    theirs = tnn.Embedding(v, d, padding_idx=padding_idx).to(DEVICE)
     assert ours.padding_idx == theirs.padding_idx
     rng = np.random.default_rng(seed)
     ids = rng.integers(0, v, size=shape)
@@ -129,7 +129,7 @@ def test_embedding_parity(case, dtype, seed):
 def test_conv2d_patch_parity(c, d, kh, kw, hp, wp, b, bias, unbatched, dtype, seed):
     tg.manual_seed(seed)
     ours = nn.Conv2d(c, d, kernel_size=(kh, kw), stride=(kh, kw), bias=bias)
-    theirs = tnn.Conv2d(c, d, kernel_size=(kh, kw), stride=(kh, kw), bias=bias)
+    theirs = tnn.Conv2d(c, d, kernel_size=(kh, kw), stride=(kh, kw), bias=bias).to(DEVICE)
     shape = (c, hp * kh, wp * kw) if unbatched else (b, c, hp * kh, wp * kw)
     module_parity("nn.Conv2d(patch)", ours, theirs, values(shape, seed), dtype, seed)
 
@@ -142,7 +142,7 @@ def test_layernorm_parity(lead, norm, affine, bias, eps, dtype, seed):
     """At least 3 normalised elements (see batchnorm_cases for why 2 is ill-conditioned)."""
     tg.manual_seed(seed)
     ours = nn.LayerNorm(norm, eps=eps, elementwise_affine=affine, bias=bias)
-    theirs = tnn.LayerNorm(norm, eps=eps, elementwise_affine=affine, bias=bias)
+    theirs = tnn.LayerNorm(norm, eps=eps, elementwise_affine=affine, bias=bias).to(DEVICE)
     if affine:  # non-trivial affine parameters (the defaults are ones and zeros)
         rng = np.random.default_rng(seed + 1)
         for p in ours.parameters():
@@ -171,7 +171,7 @@ def test_batchnorm1d_parity(case, dtype, seed):
     kw = dict(eps=case["eps"], momentum=case["momentum"], affine=case["affine"],
               track_running_stats=case["track"], bias=case["bias"])
     ours = nn.BatchNorm1d(case["c"], **kw)
-    theirs = tnn.BatchNorm1d(case["c"], **kw)
+    theirs = tnn.BatchNorm1d(case["c"], **kw).to(DEVICE)
     rng = np.random.default_rng(seed + 1)
     if case["affine"]:
         for p in ours.parameters():
@@ -205,8 +205,8 @@ def test_batchnorm1d_running_stats(c, n, length, momentum, steps, dtype, seed):
     cumulative average), then eval mode uses them."""
     tg.manual_seed(seed)
     ours = nn.BatchNorm1d(c, momentum=momentum, dtype=dtype)
-    theirs = tnn.BatchNorm1d(c, momentum=momentum, dtype=torch.float32 if dtype == np.float32 else torch.float64)
-    oracle = tnn.BatchNorm1d(c, momentum=momentum, dtype=torch.float64)
+    theirs = tnn.BatchNorm1d(c, momentum=momentum, dtype=torch.float32 if dtype == np.float32 else torch.float64).to(DEVICE)
+    oracle = tnn.BatchNorm1d(c, momentum=momentum, dtype=torch.float64).to(DEVICE)
     theirs.load_state_dict(torch_state(ours))
     oracle.load_state_dict(torch_state(ours))
     rng = np.random.default_rng(seed)
@@ -214,8 +214,8 @@ def test_batchnorm1d_running_stats(c, n, length, momentum, steps, dtype, seed):
     for step in range(steps):
         x = (rng.standard_normal(shape) * rng.uniform(0.5, 3.0) + rng.uniform(-2, 2)).astype(dtype)
         ours(tg.Tensor(x))
-        theirs(torch.from_numpy(x))
-        oracle(torch.from_numpy(x.astype(np.float64)))
+        theirs(torch.from_numpy(x).to(DEVICE))
+        oracle(torch.from_numpy(x.astype(np.float64)).to(DEVICE))
         for key in ("running_mean", "running_var"):
             assert_like_torch(f"{key} step {step}", getattr(ours, key)._data, to_numpy(getattr(theirs, key)),
                               to_numpy(getattr(oracle, key)), dtype)
@@ -228,8 +228,8 @@ def test_batchnorm1d_running_stats(c, n, length, momentum, steps, dtype, seed):
     with tg.no_grad():
         y = ours(tg.Tensor(x))._data
     with torch.no_grad():
-        assert_like_torch("eval output", y, to_numpy(theirs(torch.from_numpy(x))),
-                          to_numpy(oracle(torch.from_numpy(x.astype(np.float64)))), dtype)
+        assert_like_torch("eval output", y, to_numpy(theirs(torch.from_numpy(x).to(DEVICE))),
+                          to_numpy(oracle(torch.from_numpy(x.astype(np.float64)).to(DEVICE))), dtype)
     assert int(ours.num_batches_tracked.item()) == steps  # eval does not count
 
 
@@ -237,10 +237,10 @@ def test_batchnorm1d_running_stats(c, n, length, momentum, steps, dtype, seed):
        shape=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), dtype=float_dtypes, seed=seeds)
 def test_parameter_free_layers_parity(kind, shape, dtype, seed):
     ours, theirs = {
-        "gelu": (nn.GELU(), tnn.GELU()), "gelu_tanh": (nn.GELU("tanh"), tnn.GELU("tanh")),
-        "relu": (nn.ReLU(), tnn.ReLU()), "tanh": (nn.Tanh(), tnn.Tanh()),
-        "dropout_eval": (nn.Dropout(0.7).eval(), tnn.Dropout(0.7).eval()),
-        "dropout_p0": (nn.Dropout(0.0), tnn.Dropout(0.0)),
+        "gelu": (nn.GELU(), tnn.GELU().to(DEVICE)), "gelu_tanh": (nn.GELU("tanh"), tnn.GELU("tanh").to(DEVICE)),
+        "relu": (nn.ReLU(), tnn.ReLU().to(DEVICE)), "tanh": (nn.Tanh(), tnn.Tanh().to(DEVICE)),
+        "dropout_eval": (nn.Dropout(0.7).eval(), tnn.Dropout(0.7).to(DEVICE).eval()),
+        "dropout_p0": (nn.Dropout(0.0), tnn.Dropout(0.0).to(DEVICE)),
     }[kind]
     x = values(shape, seed, domain="away_from_zero" if kind == "relu" else "real")
     x.flat[0] = abs(x.flat[0])  # ReLU passes a gradient somewhere
@@ -371,9 +371,9 @@ def tied_net(lib):
             self.lm_head = lib.Linear(d, v, bias=False)
             self.token_embedding.weight = self.lm_head.weight
             self.register_buffer("mask", np.tril(np.ones((3, 3), np.float32)) if ours else
-                                 torch.tril(torch.ones(3, 3)), persistent=False)
-            self.register_buffer("counts", np.zeros(v, np.int32) if ours else torch.zeros(v, dtype=torch.int32))
-            self.scale = lib.Parameter(np.ones(1, np.float32) if ours else torch.ones(1))
+                                 torch.tril(torch.ones(3, 3, device=DEVICE)), persistent=False)
+            self.register_buffer("counts", np.zeros(v, np.int32) if ours else torch.zeros(v, dtype=torch.int32, device=DEVICE))
+            self.scale = lib.Parameter(np.ones(1, np.float32) if ours else torch.ones(1, device=DEVICE))
 
         def forward(self, idx):
             x = self.blocks(self.token_embedding(idx)) * self.scale       # (B, T, d)
@@ -408,15 +408,15 @@ def test_repr_matches_torch():
     assert repr(tied_net(nn)) == repr(tied_net(tnn))
     for ours, theirs in [
         (nn.ModuleList([nn.Linear(2, 2) for _ in range(3)] + [nn.ReLU()]),
-         tnn.ModuleList([tnn.Linear(2, 2) for _ in range(3)] + [tnn.ReLU()])),
-        (nn.ModuleList(), tnn.ModuleList()),
-        (nn.Conv2d(3, 8, 4, stride=4, bias=False), tnn.Conv2d(3, 8, 4, stride=4, bias=False)),
+         tnn.ModuleList([tnn.Linear(2, 2) for _ in range(3)] + [tnn.ReLU()]).to(DEVICE)),
+        (nn.ModuleList(), tnn.ModuleList().to(DEVICE)),
+        (nn.Conv2d(3, 8, 4, stride=4, bias=False), tnn.Conv2d(3, 8, 4, stride=4, bias=False).to(DEVICE)),
         (nn.Conv2d(3, 8, (2, 3), stride=(2, 3), padding="valid"),
-         tnn.Conv2d(3, 8, (2, 3), stride=(2, 3), padding="valid")),
-        (nn.Embedding(10, 3, padding_idx=-2), tnn.Embedding(10, 3, padding_idx=-2)),
-        (nn.LayerNorm((2, 3), eps=1e-3, bias=False), tnn.LayerNorm((2, 3), eps=1e-3, bias=False)),
-        (nn.BatchNorm1d(4, momentum=None, affine=False), tnn.BatchNorm1d(4, momentum=None, affine=False)),
-        (nn.Dropout(0.25), tnn.Dropout(0.25)), (nn.GELU("tanh"), tnn.GELU("tanh")),
+         tnn.Conv2d(3, 8, (2, 3), stride=(2, 3), padding="valid").to(DEVICE)),
+        (nn.Embedding(10, 3, padding_idx=-2), tnn.Embedding(10, 3, padding_idx=-2).to(DEVICE)),
+        (nn.LayerNorm((2, 3), eps=1e-3, bias=False), tnn.LayerNorm((2, 3), eps=1e-3, bias=False).to(DEVICE)),
+        (nn.BatchNorm1d(4, momentum=None, affine=False), tnn.BatchNorm1d(4, momentum=None, affine=False).to(DEVICE)),
+        (nn.Dropout(0.25), tnn.Dropout(0.25).to(DEVICE)), (nn.GELU("tanh"), tnn.GELU("tanh").to(DEVICE)),
     ]:
         assert repr(ours) == repr(theirs)
 
@@ -486,7 +486,7 @@ def test_train_eval_zero_grad_requires_grad():
 def test_embedding_from_pretrained_and_none_buffers():
     table = np.arange(12.0).reshape(4, 3)
     frozen = nn.Embedding.from_pretrained(table)
-    ref = tnn.Embedding.from_pretrained(torch.from_numpy(table))
+    ref = tnn.Embedding.from_pretrained(torch.from_numpy(table).to(DEVICE))
     assert frozen.weight._data is table and not frozen.weight.requires_grad
     assert frozen.weight.requires_grad == ref.weight.requires_grad and repr(frozen) == repr(ref)
     assert np.array_equal(frozen(np.array([3, 0]))._data, table[[3, 0]])
@@ -639,7 +639,7 @@ def test_state_dict_round_trip_with_tied_weights():
     theirs.eval()
     ids = np.array([[0, 3, 6], [2, 2, 1]])
     with torch.no_grad():
-        ref = to_numpy(theirs(torch.from_numpy(ids)))
+        ref = to_numpy(theirs(torch.from_numpy(ids).to(DEVICE)))
     assert rel_err(ours(ids)._data, ref) < 1e-5
 
 
@@ -689,10 +689,10 @@ def test_load_state_dict_keeps_dtype_and_accepts_tensors():
     m = nn.Linear(2, 2)                                 # float32
     w = np.array([[0.1, 0.2], [0.3, 0.4]])              # float64 values
     m.load_state_dict({"weight": tg.Tensor(w), "bias": torch.tensor([1.0, 2.0], dtype=torch.float64,
-                                                                     requires_grad=True)})
+                                                                     requires_grad=True, device=DEVICE)})
     assert m.weight.dtype == np.float32 and np.array_equal(m.weight._data, w.astype(np.float32))
     assert m.bias.dtype == np.float32 and np.array_equal(m.bias._data, [1.0, 2.0])
-    m.load_state_dict({"weight": torch.ones(2, 2, dtype=torch.bfloat16), "bias": np.zeros(2)})
+    m.load_state_dict({"weight": torch.ones(2, 2, dtype=torch.bfloat16, device=DEVICE), "bias": np.zeros(2)})
     assert np.all(m.weight._data == 1)
 
 

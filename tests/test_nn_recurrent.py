@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from reference.testing import F32_FLOOR, F32_RATIO, F64_RTOL, check_parity, rel_err
+from reference.testing import DEVICE, F32_FLOOR, F32_RATIO, F64_RTOL, check_parity, rel_err
 from tinygrad_tx.testing.strategies import float_dtypes, non_contiguous, seeds, values
 from tinygrad_tx import nn
 from tinygrad_tx.nn.rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
@@ -33,7 +33,7 @@ TORCH_DTYPE = {np.dtype(np.float64): torch.float64, np.dtype(np.float32): torch.
 
 def torch_twin(ours, torch_module, dtype):
     """``torch_module`` in torch ``dtype`` holding our parameters (through load_state_dict)."""
-    torch_module.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in ours.state_dict().items()})
+    torch_module.load_state_dict({k: torch.from_numpy(np.array(v)).to(DEVICE) for k, v in ours.state_dict().items()})
     return torch_module.to(dtype)
 
 
@@ -149,10 +149,10 @@ def arr(shape, seed, dtype=np.float64):
 # ============================================================================ cells
 
 CELLS = [
-    ("RNNCell", lambda i, h, b: nn.RNNCell(i, h, bias=b), lambda i, h, b: tnn.RNNCell(i, h, bias=b)),
-    ("RNNCell(relu)", lambda i, h, b: nn.RNNCell(i, h, b, "relu"), lambda i, h, b: tnn.RNNCell(i, h, b, "relu")),
-    ("GRUCell", lambda i, h, b: nn.GRUCell(i, h, b), lambda i, h, b: tnn.GRUCell(i, h, b)),
-    ("LSTMCell", lambda i, h, b: nn.LSTMCell(i, h, b), lambda i, h, b: tnn.LSTMCell(i, h, b)),
+    ("RNNCell", lambda i, h, b: nn.RNNCell(i, h, bias=b), lambda i, h, b: tnn.RNNCell(i, h, bias=b).to(DEVICE)),
+    ("RNNCell(relu)", lambda i, h, b: nn.RNNCell(i, h, b, "relu"), lambda i, h, b: tnn.RNNCell(i, h, b, "relu").to(DEVICE)),
+    ("GRUCell", lambda i, h, b: nn.GRUCell(i, h, b), lambda i, h, b: tnn.GRUCell(i, h, b).to(DEVICE)),
+    ("LSTMCell", lambda i, h, b: nn.LSTMCell(i, h, b), lambda i, h, b: tnn.LSTMCell(i, h, b).to(DEVICE)),
 ]
 
 
@@ -184,7 +184,7 @@ def test_cell_parity(case, n, input_size, hidden, bias, unbatched, give_hx, non_
 SEQ = [
     ("RNN", nn.RNN, tnn.RNN),
     ("RNN(relu)", lambda *a, **k: nn.RNN(*a, nonlinearity="relu", **k),
-     lambda *a, **k: tnn.RNN(*a, nonlinearity="relu", **k)),
+     lambda *a, **k: tnn.RNN(*a, nonlinearity="relu", **k).to(DEVICE)),
     ("GRU", nn.GRU, tnn.GRU),
     ("LSTM", nn.LSTM, tnn.LSTM),
 ]
@@ -223,11 +223,11 @@ def test_sequence_parity(case, steps, n, input_size, hidden, layers, bidirection
 
 
 def test_sequence_shapes_and_names_match_torch():
-    for ours, theirs in [(nn.LSTM(3, 5, 3, bidirectional=True), tnn.LSTM(3, 5, 3, bidirectional=True)),
-                         (nn.GRU(2, 4, 2, bias=False), tnn.GRU(2, 4, 2, bias=False)),
-                         (nn.RNN(2, 4, nonlinearity="relu"), tnn.RNN(2, 4, nonlinearity="relu")),
-                         (nn.GRUCell(3, 2), tnn.GRUCell(3, 2)), (nn.LSTMCell(3, 2, bias=False),
-                                                                  tnn.LSTMCell(3, 2, bias=False))]:
+    for ours, theirs in [(nn.LSTM(3, 5, 3, bidirectional=True), tnn.LSTM(3, 5, 3, bidirectional=True).to(DEVICE)),
+                         (nn.GRU(2, 4, 2, bias=False), tnn.GRU(2, 4, 2, bias=False).to(DEVICE)),
+                         (nn.RNN(2, 4, nonlinearity="relu"), tnn.RNN(2, 4, nonlinearity="relu").to(DEVICE)),
+                         (nn.GRUCell(3, 2), tnn.GRUCell(3, 2).to(DEVICE)), (nn.LSTMCell(3, 2, bias=False),
+                                                                  tnn.LSTMCell(3, 2, bias=False).to(DEVICE))]:
         ours_sd = {k: tuple(np.array(v).shape) for k, v in ours.state_dict().items()}
         torch_sd = {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
         assert ours_sd == torch_sd
@@ -256,13 +256,13 @@ def test_dropout_between_layers():
         nn.GRU(3, 4, dropout=0.5)
     # p = 1 zeroes every layer's output but the last: deterministic, so torch's result is exact
     ours = nn.LSTM(3, 4, num_layers=3, dropout=1.0).to(np.float64)
-    module_parity("LSTM(dropout=1)", ours, lambda: tnn.LSTM(3, 4, num_layers=3, dropout=1.0), [x, None],
+    module_parity("LSTM(dropout=1)", ours, lambda: tnn.LSTM(3, 4, num_layers=3, dropout=1.0).to(DEVICE), [x, None],
                   np.float64, 0, allow_zero=("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
                                              "weight_ih_l1", "weight_hh_l1", "bias_ih_l1", "bias_hh_l1",
                                              "weight_ih_l2"))
     # eval mode: no dropout, torch's eval result
     ours = nn.GRU(3, 4, num_layers=2, dropout=0.5).to(np.float64).eval()
-    module_parity("GRU(dropout=.5).eval()", ours, lambda: tnn.GRU(3, 4, num_layers=2, dropout=0.5).eval(),
+    module_parity("GRU(dropout=.5).eval()", ours, lambda: tnn.GRU(3, 4, num_layers=2, dropout=0.5).to(DEVICE).eval(),
                   [x, None], np.float64, 0)
     # training mode with 0 < p < 1: a random mask, reproducible from the seed, not the eval result
     ours = nn.GRU(3, 4, num_layers=2, dropout=0.5).to(np.float64)
@@ -303,41 +303,41 @@ def test_gradcheck_lstm_sequence():
 
 
 def test_recurrent_errors_like_torch():
-    x = torch.randn(2, 4)
-    cell, tcell = nn.RNNCell(4, 3), tnn.RNNCell(4, 3)
-    raises_like_torch(lambda: cell(tg.randn(2, 5)), lambda: tcell(torch.randn(2, 5)), ValueError)
-    raises_like_torch(lambda: cell(tg.randn(2, 3, 4)), lambda: tcell(torch.randn(2, 3, 4)), ValueError)
-    raises_like_torch(lambda: cell(tg.randn(2, 4), tg.randn(3, 3)), lambda: tcell(x, torch.randn(3, 3)),
+    x = torch.randn(2, 4, device=DEVICE)
+    cell, tcell = nn.RNNCell(4, 3), tnn.RNNCell(4, 3).to(DEVICE)
+    raises_like_torch(lambda: cell(tg.randn(2, 5)), lambda: tcell(torch.randn(2, 5, device=DEVICE)), ValueError)
+    raises_like_torch(lambda: cell(tg.randn(2, 3, 4)), lambda: tcell(torch.randn(2, 3, 4, device=DEVICE)), ValueError)
+    raises_like_torch(lambda: cell(tg.randn(2, 4), tg.randn(3, 3)), lambda: tcell(x, torch.randn(3, 3, device=DEVICE)),
                       ValueError)
-    raises_like_torch(lambda: cell(tg.randn(2, 4), tg.randn(2, 2)), lambda: tcell(x, torch.randn(2, 2)),
+    raises_like_torch(lambda: cell(tg.randn(2, 4), tg.randn(2, 2)), lambda: tcell(x, torch.randn(2, 2, device=DEVICE)),
                       ValueError)
-    raises_like_torch(lambda: cell(tg.randn(4), tg.randn(1, 3)), lambda: tcell(torch.randn(4), torch.randn(1, 3)),
+    raises_like_torch(lambda: cell(tg.randn(4), tg.randn(1, 3)), lambda: tcell(torch.randn(4, device=DEVICE), torch.randn(1, 3, device=DEVICE)),
                       ValueError)
-    gru, tgru = nn.GRU(4, 3, 2), tnn.GRU(4, 3, 2)
-    raises_like_torch(lambda: gru(tg.randn(2, 5)), lambda: tgru(torch.randn(2, 5)), ValueError)
-    raises_like_torch(lambda: gru(tg.randn(2, 3, 4, 1)), lambda: tgru(torch.randn(2, 3, 4, 1)), ValueError)
+    gru, tgru = nn.GRU(4, 3, 2), tnn.GRU(4, 3, 2).to(DEVICE)
+    raises_like_torch(lambda: gru(tg.randn(2, 5)), lambda: tgru(torch.randn(2, 5, device=DEVICE)), ValueError)
+    raises_like_torch(lambda: gru(tg.randn(2, 3, 4, 1)), lambda: tgru(torch.randn(2, 3, 4, 1, device=DEVICE)), ValueError)
     raises_like_torch(lambda: gru(tg.randn(5, 2, 4), tg.randn(2, 3, 3)),
-                      lambda: tgru(torch.randn(5, 2, 4), torch.randn(2, 3, 3)), ValueError)
+                      lambda: tgru(torch.randn(5, 2, 4, device=DEVICE), torch.randn(2, 3, 3, device=DEVICE)), ValueError)
     raises_like_torch(lambda: gru(tg.randn(5, 4), tg.randn(2, 1, 3)),
-                      lambda: tgru(torch.randn(5, 4), torch.randn(2, 1, 3)), ValueError)
-    lstm, tlstm = nn.LSTM(4, 3), tnn.LSTM(4, 3)
+                      lambda: tgru(torch.randn(5, 4, device=DEVICE), torch.randn(2, 1, 3, device=DEVICE)), ValueError)
+    lstm, tlstm = nn.LSTM(4, 3), tnn.LSTM(4, 3).to(DEVICE)
     raises_like_torch(lambda: lstm(tg.randn(5, 2, 4), (tg.randn(1, 2, 3), tg.randn(1, 2, 2))),
-                      lambda: tlstm(torch.randn(5, 2, 4), (torch.randn(1, 2, 3), torch.randn(1, 2, 2))), ValueError)
+                      lambda: tlstm(torch.randn(5, 2, 4, device=DEVICE), (torch.randn(1, 2, 3, device=DEVICE), torch.randn(1, 2, 2, device=DEVICE))), ValueError)
     for kw, exc in [(dict(dropout=1.5), ValueError), (dict(hidden_size=0), ValueError),
                     (dict(num_layers=0), ValueError), (dict(hidden_size=2.0), TypeError),
                     (dict(nonlinearity="x"), ValueError)]:
         args = dict(input_size=4, hidden_size=3)
         args.update(kw)
-        raises_like_torch(lambda: nn.RNN(**args), lambda: tnn.RNN(**args), exc)
-    raises_like_torch(lambda: gru(tg.randn(5, 2, 4).double()), lambda: tgru(torch.randn(5, 2, 4).double()),
+        raises_like_torch(lambda: nn.RNN(**args), lambda: tnn.RNN(**args).to(DEVICE), exc)
+    raises_like_torch(lambda: gru(tg.randn(5, 2, 4).double()), lambda: tgru(torch.randn(5, 2, 4, device=DEVICE).double()),
                       TypeError)
     raises_like_torch(lambda: cell(tg.randn(2, 4), tg.randn(2, 3).double()),
-                      lambda: tcell(x, torch.randn(2, 3).double()), TypeError)
+                      lambda: tcell(x, torch.randn(2, 3, device=DEVICE).double()), TypeError)
     with pytest.raises(TypeError, match="pair"):
         nn.LSTMCell(4, 3)(tg.randn(2, 4), tg.randn(2, 3))
     # torch accepts RNNCell(nonlinearity='x') and fails at the first forward; we refuse it at once
     with pytest.raises(RuntimeError):
-        tnn.RNNCell(4, 3, nonlinearity="x")(x)
+        tnn.RNNCell(4, 3, nonlinearity="x").to(DEVICE)(x)
     with pytest.raises(ValueError, match="nonlinearity"):
         nn.RNNCell(4, 3, nonlinearity="x")
     with pytest.raises(NotImplementedError, match="proj_size"):
@@ -373,18 +373,18 @@ def test_rms_norm_module_parity(norm, affine, dtype, seed):
     ours = nn.RMSNorm(tuple(norm), elementwise_affine=affine)
     if affine:
         ours.weight._data[...] = values(tuple(norm), seed + 5)    # not all ones: a blind weight test otherwise
-    module_parity("RMSNorm", ours, lambda: tnn.RMSNorm(tuple(norm), elementwise_affine=affine),
+    module_parity("RMSNorm", ours, lambda: tnn.RMSNorm(tuple(norm), elementwise_affine=affine).to(DEVICE),
                   [values((3,) + tuple(norm), seed).astype(dtype)], dtype, seed)
 
 
 def test_rms_norm_module_defaults():
-    ours, theirs = nn.RMSNorm([3, 4]), tnn.RMSNorm([3, 4])
+    ours, theirs = nn.RMSNorm([3, 4]), tnn.RMSNorm([3, 4]).to(DEVICE)
     assert repr(ours) == repr(theirs)
     assert np.array_equal(np.array(ours.state_dict()["weight"]), np.ones((3, 4), np.float32))
     assert nn.RMSNorm(4, elementwise_affine=False).weight is None
     x = values((2, 4), 0).astype(np.float32) * 1e-4     # mean(x²) ~ eps: float32's eps matters
     out = nn.RMSNorm(4, elementwise_affine=False)(tg.Tensor(x))._data
-    ref = tnn.RMSNorm(4, elementwise_affine=False)(torch.from_numpy(x)).numpy()
+    ref = tnn.RMSNorm(4, elementwise_affine=False).to(DEVICE)(torch.from_numpy(x).to(DEVICE)).cpu().numpy()
     assert rel_err(out, ref) < 1e-6
 
 
@@ -398,13 +398,13 @@ def test_gradcheck_rms_norm():
 
 def test_rms_norm_errors_like_torch():
     TF = torch.nn.functional
-    x = torch.randn(3, 4)
+    x = torch.randn(3, 4, device=DEVICE)
     raises_like_torch(lambda: rms_norm(tg.randn(3, 4), (3,)), lambda: TF.rms_norm(x, (3,)), ValueError)
     raises_like_torch(lambda: rms_norm(tg.randn(3, 4), (4,), tg.randn(3)),
-                      lambda: TF.rms_norm(x, (4,), torch.randn(3)), ValueError)
-    raises_like_torch(lambda: rms_norm(tg.randn(4), (2, 4)), lambda: TF.rms_norm(torch.randn(4), (2, 4)),
+                      lambda: TF.rms_norm(x, (4,), torch.randn(3, device=DEVICE)), ValueError)
+    raises_like_torch(lambda: rms_norm(tg.randn(4), (2, 4)), lambda: TF.rms_norm(torch.randn(4, device=DEVICE), (2, 4)),
                       ValueError)
-    raises_like_torch(lambda: nn.RMSNorm(4)(tg.randn(2, 3)), lambda: tnn.RMSNorm(4)(torch.randn(2, 3)),
+    raises_like_torch(lambda: nn.RMSNorm(4)(tg.randn(2, 3)), lambda: tnn.RMSNorm(4).to(DEVICE)(torch.randn(2, 3, device=DEVICE)),
                       ValueError)
     with pytest.raises(TypeError):
         rms_norm(tg.Tensor(np.ones((2, 4), np.int64)), (4,))

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from reference.testing import check_parity, to_torch
+from reference.testing import DEVICE, check_parity, to_torch
 from tinygrad_tx.testing.strategies import non_contiguous, seeds, shapes, values
 from tinygrad_tx import gradcheck
 from tinygrad_tx.ops import indexing as I
@@ -162,7 +162,7 @@ def case_views(draw, seed, layout):
         return both(kind)(d, sizes), both(kind)(d, sizes), [x]
     if kind in ("view_as", "reshape_as"):
         other = np.zeros(tuple(reversed(shape)))
-        return (lambda t: getattr(t, kind)(tg.Tensor(other))), (lambda t: getattr(t, kind)(torch.tensor(other))), [x]
+        return (lambda t: getattr(t, kind)(tg.Tensor(other))), (lambda t: getattr(t, kind)(torch.tensor(other, device=DEVICE))), [x]
     if kind in ("movedim", "moveaxis"):
         src = draw(st.lists(st.integers(-nd, nd - 1), min_size=1, max_size=nd, unique_by=lambda d: d % nd))
         dst = draw(st.lists(st.integers(-nd, nd - 1), min_size=len(src), max_size=len(src), unique_by=lambda d: d % nd))
@@ -334,14 +334,14 @@ def _put_index(draw, rng, shape, accumulate):
         return s, s
     if kind == "ints":
         idx = rng.integers(-n0, n0, draw(st.integers(1, 4))) if accumulate else rng.permutation(n0)[:draw(st.integers(1, n0))]
-        return idx.tolist(), torch.tensor(idx)
+        return idx.tolist(), torch.tensor(idx, device=DEVICE)
     if kind == "mask":
         m = rng.random(shape[:1]) < 0.5
-        return tg.Tensor(m), torch.tensor(m)
+        return tg.Tensor(m), torch.tensor(m, device=DEVICE)
     if len(shape) < 2:
         return (Ellipsis, 0), (Ellipsis, 0)
     cols = [0, shape[1] - 1] if shape[1] > 1 else [0]   # no duplicates: torch's += is not accumulating
-    return (slice(None), None, tg.Tensor(np.array(cols))), (slice(None), None, torch.tensor(cols))
+    return (slice(None), None, tg.Tensor(np.array(cols))), (slice(None), None, torch.tensor(cols, device=DEVICE))
 
 
 def case_index_put(draw, seed, layout):
@@ -476,12 +476,12 @@ def test_nonzero_argwhere_where_exact(a, as_float):
     a = a.astype(np.float32) if as_float else a
     ours, ref = tg.Tensor(a), to_torch(a)
     for o, r in [(ours.nonzero(), ref.nonzero()), (tg.argwhere(ours), torch.argwhere(ref))]:
-        assert o.dtype == np.int64 and o.shape == tuple(r.shape) and np.array_equal(o._data, r.numpy())
+        assert o.dtype == np.int64 and o.shape == tuple(r.shape) and np.array_equal(o._data, r.cpu().numpy())
     for o_parts, r_parts in [(ours.nonzero(as_tuple=True), ref.nonzero(as_tuple=True)),
                              (tg.where(ours != 0), torch.where(ref != 0))]:
         assert len(o_parts) == len(r_parts)
         for o, r in zip(o_parts, r_parts):
-            assert o.dtype == np.int64 and np.array_equal(o._data, r.numpy())
+            assert o.dtype == np.int64 and np.array_equal(o._data, r.cpu().numpy())
 
 
 @given(shape=shapes(1, 3, max_side=4), seed=seeds)
@@ -489,31 +489,31 @@ def test_integer_tensors_exact(shape, seed):
     """Shape and indexing ops on int64 tensors (no gradient): exactly torch's values and dtype."""
     rng = np.random.default_rng(seed)
     a = rng.integers(-9, 9, shape)
-    x, tx = tg.Tensor(a), torch.tensor(a)
+    x, tx = tg.Tensor(a), torch.tensor(a, device=DEVICE)
     d = int(rng.integers(0, len(shape)))
     idx = rng.integers(0, shape[d], shape)
     reps = rng.integers(0, 3, shape[d])
     counts = rng.integers(0, 3, shape[0])
     pairs = [
-        (x.gather(d, tg.tensor(idx)), tx.gather(d, torch.tensor(idx))),
-        (x.scatter_add(d, tg.tensor(idx), x), tx.scatter_add(d, torch.tensor(idx), tx)),
-        (x.scatter_reduce(d, tg.tensor(idx), x, "amax"), tx.scatter_reduce(d, torch.tensor(idx), tx, "amax")),
-        (x.index_select(d, tg.tensor(idx.reshape(-1))), tx.index_select(d, torch.tensor(idx.reshape(-1)))),
-        (x.repeat_interleave(tg.tensor(reps), d), tx.repeat_interleave(torch.tensor(reps), d)),
+        (x.gather(d, tg.tensor(idx)), tx.gather(d, torch.tensor(idx, device=DEVICE))),
+        (x.scatter_add(d, tg.tensor(idx), x), tx.scatter_add(d, torch.tensor(idx, device=DEVICE), tx)),
+        (x.scatter_reduce(d, tg.tensor(idx), x, "amax"), tx.scatter_reduce(d, torch.tensor(idx, device=DEVICE), tx, "amax")),
+        (x.index_select(d, tg.tensor(idx.reshape(-1))), tx.index_select(d, torch.tensor(idx.reshape(-1), device=DEVICE))),
+        (x.repeat_interleave(tg.tensor(reps), d), tx.repeat_interleave(torch.tensor(reps, device=DEVICE), d)),
         (x.flip(d).roll(2, d).repeat(2, *([1] * len(shape))), tx.flip(d).roll(2, d).repeat(2, *([1] * len(shape)))),
         (tg.einsum("...->...", x), torch.einsum("...->...", tx)),
-        (tg.repeat_interleave(tg.tensor(counts)), torch.repeat_interleave(torch.tensor(counts))),
+        (tg.repeat_interleave(tg.tensor(counts)), torch.repeat_interleave(torch.tensor(counts, device=DEVICE))),
     ]
     for o, r in pairs:
-        assert o.dtype == np.int64 and o.shape == tuple(r.shape) and np.array_equal(o._data, r.numpy())
+        assert o.dtype == np.int64 and o.shape == tuple(r.shape) and np.array_equal(o._data, r.cpu().numpy())
 
 
 # ============================================================================ errors, case by case against torch
 
 _X = np.arange(6.0).reshape(2, 3)
-L, T = tg.tensor(_X), torch.tensor(_X)   # ours and torch's 2x3 float64 tensor
-V, TV = tg.tensor(np.arange(3.0)), torch.tensor(np.arange(3.0))
-Z, TZ = tg.tensor(1.0), torch.tensor(1.0)
+L, T = tg.tensor(_X), torch.tensor(_X, device=DEVICE)   # ours and torch's 2x3 float64 tensor
+V, TV = tg.tensor(np.arange(3.0)), torch.tensor(np.arange(3.0), device=DEVICE)
+Z, TZ = tg.tensor(1.0), torch.tensor(1.0, device=DEVICE)
 
 
 def li(*a, dtype=np.int64):
@@ -521,7 +521,7 @@ def li(*a, dtype=np.int64):
 
 
 def ti(*a, dtype=torch.int64):
-    return torch.tensor(a, dtype=dtype)
+    return torch.tensor(a, dtype=dtype, device=DEVICE)
 
 
 ERRORS = {   # name -> (ours, torch's, the exception class we raise)
@@ -545,7 +545,7 @@ ERRORS = {   # name -> (ours, torch's, the exception class we raise)
     "repeat_interleave negative": (lambda: L.repeat_interleave(-1), lambda: T.repeat_interleave(-1), ValueError),
     "repeat_interleave sizes": (lambda: L.repeat_interleave(li(1, 2), 1), lambda: T.repeat_interleave(ti(1, 2), 1), ValueError),
     "repeat_interleave float repeats": (lambda: L.repeat_interleave(tg.tensor([1.0, 2.0]), 0),
-                                        lambda: T.repeat_interleave(torch.tensor([1.0, 2.0]), 0), TypeError),
+                                        lambda: T.repeat_interleave(torch.tensor([1.0, 2.0], device=DEVICE), 0), TypeError),
     "repeat_interleave output_size": (lambda: L.repeat_interleave(2, 0, output_size=3),
                                       lambda: T.repeat_interleave(2, 0, output_size=3), ValueError),
     "unfold size": (lambda: L.unfold(1, 4, 1), lambda: T.unfold(1, 4, 1), ValueError),
@@ -559,7 +559,7 @@ ERRORS = {   # name -> (ours, torch's, the exception class we raise)
     "unbind out of range": (lambda: L.unbind(2), lambda: T.unbind(2), IndexError),
     "t 3-d": (lambda: L.reshape(1, 2, 3).t(), lambda: T.reshape(1, 2, 3).t(), ValueError),
     "tensor_split 0": (lambda: L.tensor_split(0, 1), lambda: T.tensor_split(0, 1), ValueError),
-    "tensor_split float": (lambda: L.tensor_split(tg.tensor(2.0), 1), lambda: T.tensor_split(torch.tensor(2.0), 1), TypeError),
+    "tensor_split float": (lambda: L.tensor_split(tg.tensor(2.0), 1), lambda: T.tensor_split(torch.tensor(2.0, device=DEVICE), 1), TypeError),
     "tensor_split 0-d": (lambda: Z.tensor_split(1), lambda: TZ.tensor_split(1), ValueError),
     "hsplit indivisible": (lambda: V.hsplit(2), lambda: TV.hsplit(2), ValueError),
     "vsplit 1-d": (lambda: V.vsplit(3), lambda: TV.vsplit(3), ValueError),
@@ -567,7 +567,7 @@ ERRORS = {   # name -> (ours, torch's, the exception class we raise)
     "meshgrid indexing": (lambda: tg.meshgrid(V, indexing="foo"), lambda: torch.meshgrid(TV, indexing="foo"), ValueError),
     "meshgrid dtypes": (lambda: tg.meshgrid(V, li(1), indexing="ij"), lambda: torch.meshgrid(TV, ti(1), indexing="ij"), TypeError),
     "meshgrid empty": (lambda: tg.meshgrid(indexing="ij"), lambda: torch.meshgrid(indexing="ij"), ValueError),
-    "broadcast_tensors": (lambda: tg.broadcast_tensors(tg.zeros(2), L), lambda: torch.broadcast_tensors(torch.zeros(2), T), ValueError),
+    "broadcast_tensors": (lambda: tg.broadcast_tensors(tg.zeros(2), L), lambda: torch.broadcast_tensors(torch.zeros(2, device=DEVICE), T), ValueError),
     "einsum bad subscript": (lambda: tg.einsum("i1", L), lambda: torch.einsum("i1", T), ValueError),
     "einsum operand count": (lambda: tg.einsum("ij,jk", L), lambda: torch.einsum("ij,jk", T), ValueError),
     "einsum subscript count": (lambda: tg.einsum("ijk", L), lambda: torch.einsum("ijk", T), ValueError),
@@ -579,7 +579,7 @@ ERRORS = {   # name -> (ours, torch's, the exception class we raise)
     "einsum dtypes": (lambda: tg.einsum("ij,j", L, V.float()), lambda: torch.einsum("ij,j", T, TV.float()), TypeError),
     "gather index out of range": (lambda: L.gather(1, li([0, 3])), lambda: T.gather(1, ti([0, 3])), IndexError),
     "gather negative index": (lambda: L.gather(1, li([0, -1])), lambda: T.gather(1, ti([0, -1])), IndexError),
-    "gather float index": (lambda: L.gather(1, tg.tensor([[0.0]])), lambda: T.gather(1, torch.tensor([[0.0]])), TypeError),
+    "gather float index": (lambda: L.gather(1, tg.tensor([[0.0]])), lambda: T.gather(1, torch.tensor([[0.0]], device=DEVICE)), TypeError),
     "gather int16 index": (lambda: L.gather(1, li([0], dtype=np.int16)), lambda: T.gather(1, ti([0], dtype=torch.int16)), TypeError),
     "gather index rank": (lambda: L.gather(1, li(0, 1)), lambda: T.gather(1, ti(0, 1)), ValueError),
     "gather index size": (lambda: L.gather(1, li([0, 1], [0, 1], [0, 1])), lambda: T.gather(1, ti([0, 1], [0, 1], [0, 1])), ValueError),
@@ -594,7 +594,7 @@ ERRORS = {   # name -> (ours, torch's, the exception class we raise)
     "index_select 2-d index": (lambda: L.index_select(1, li([0])), lambda: T.index_select(1, ti([0])), IndexError),
     "index_select out of range": (lambda: L.index_select(1, li(3)), lambda: T.index_select(1, ti(3)), IndexError),
     "index_select negative": (lambda: L.index_select(1, li(-1)), lambda: T.index_select(1, ti(-1)), IndexError),
-    "index_select float index": (lambda: L.index_select(1, tg.tensor([1.0])), lambda: T.index_select(1, torch.tensor([1.0])), TypeError),
+    "index_select float index": (lambda: L.index_select(1, tg.tensor([1.0])), lambda: T.index_select(1, torch.tensor([1.0], device=DEVICE)), TypeError),
     "index_add source size": (lambda: L.index_add(1, li(0, 0), L), lambda: T.index_add(1, ti(0, 0), T), ValueError),
     "index_add dtype": (lambda: L.index_add(1, li(0, 0), L[:, :2].float()), lambda: T.index_add(1, ti(0, 0), T[:, :2].float()), TypeError),
     "index_add out of range": (lambda: L.index_add(1, li(0, 3), L[:, :2]), lambda: T.index_add(1, ti(0, 3), T[:, :2]), IndexError),
@@ -603,9 +603,9 @@ ERRORS = {   # name -> (ours, torch's, the exception class we raise)
     "index_fill int32": (lambda: L.index_fill(1, li(0, dtype=np.int32), 1.0), lambda: T.index_fill(1, ti(0, dtype=torch.int32), 1.0), IndexError),
     "index_fill vector value": (lambda: L.index_fill(1, li(0), V), lambda: T.index_fill(1, ti(0), TV), ValueError),
     "masked_select int mask": (lambda: L.masked_select(li(1, 0, 1)), lambda: T.masked_select(ti(1, 0, 1)), TypeError),
-    "masked_select shapes": (lambda: L.masked_select(tg.tensor([True, False])), lambda: T.masked_select(torch.tensor([True, False])), ValueError),
+    "masked_select shapes": (lambda: L.masked_select(tg.tensor([True, False])), lambda: T.masked_select(torch.tensor([True, False], device=DEVICE)), ValueError),
     "masked_scatter too few": (lambda: L.masked_scatter(tg.tensor([True, False, True]), V),
-                               lambda: T.masked_scatter(torch.tensor([True, False, True]), TV), ValueError),
+                               lambda: T.masked_scatter(torch.tensor([True, False, True], device=DEVICE), TV), ValueError),
     "take out of range": (lambda: L.take(li(6)), lambda: T.take(ti(6)), IndexError),
     "take below range": (lambda: L.take(li(-7)), lambda: T.take(ti(-7)), IndexError),
     "take int32": (lambda: L.take(li(1, dtype=np.int32)), lambda: T.take(ti(1, dtype=torch.int32)), TypeError),
@@ -613,12 +613,12 @@ ERRORS = {   # name -> (ours, torch's, the exception class we raise)
     "take_along_dim int32": (lambda: L.take_along_dim(li([0], dtype=np.int32), 1),
                              lambda: T.take_along_dim(ti([0], dtype=torch.int32), 1), TypeError),
     "index_put out of range": (lambda: tg.index_put(L, (li(0, 5),), tg.tensor(1.0, dtype=np.float64)),
-                               lambda: torch.index_put(T, (ti(0, 5),), torch.tensor(1.0, dtype=torch.float64)), IndexError),
+                               lambda: torch.index_put(T, (ti(0, 5),), torch.tensor(1.0, dtype=torch.float64, device=DEVICE)), IndexError),
     "index_put shapes": (lambda: tg.index_put(L, (li(0, 1),), tg.ones(2, 2, dtype=np.float64)),
-                         lambda: torch.index_put(T, (ti(0, 1),), torch.ones(2, 2, dtype=torch.float64)), ValueError),
+                         lambda: torch.index_put(T, (ti(0, 1),), torch.ones(2, 2, dtype=torch.float64, device=DEVICE)), ValueError),
     "index_put dtype": (lambda: tg.index_put(L, (li(0),), li(1, 2, 3)), lambda: torch.index_put(T, (ti(0),), ti(1, 2, 3)), TypeError),
     "index_put float index": (lambda: tg.index_put(L, (tg.tensor([0.0]),), 1.0),
-                              lambda: torch.index_put(T, (torch.tensor([0.0]),), torch.tensor(1.0, dtype=torch.float64)), TypeError),
+                              lambda: torch.index_put(T, (torch.tensor([0.0], device=DEVICE),), torch.tensor(1.0, dtype=torch.float64, device=DEVICE)), TypeError),
 }
 
 
@@ -650,9 +650,9 @@ def test_error_messages_name_the_value():
 KERNEL_INDICES = [   # (ours, torch's) index expressions
     (1, 1), (-1, -1), (slice(None, None, 2), slice(None, None, 2)), ((Ellipsis, 1), (Ellipsis, 1)),
     ((None, 0), (None, 0)), ([2, 0], [2, 0]), ((slice(None), [0, 3]), (slice(None), [0, 3])),
-    (np.array([True, False, True]), torch.tensor([True, False, True])),
-    (tg.tensor([[True, False, True, False]] * 3), torch.tensor([[True, False, True, False]] * 3)),
-    (([0, 2], [1, 3]), ([0, 2], [1, 3])), ((tg.tensor([1]), slice(1, 3)), (torch.tensor([1]), slice(1, 3))),
+    (np.array([True, False, True]), torch.tensor([True, False, True], device=DEVICE)),
+    (tg.tensor([[True, False, True, False]] * 3), torch.tensor([[True, False, True, False]] * 3, device=DEVICE)),
+    (([0, 2], [1, 3]), ([0, 2], [1, 3])), ((tg.tensor([1]), slice(1, 3)), (torch.tensor([1], device=DEVICE), slice(1, 3))),
 ]
 
 
@@ -661,17 +661,17 @@ KERNEL_INDICES = [   # (ours, torch's) index expressions
 def test_index_put_kernel_matches_torch_setitem(k, value_kind):
     ours_idx, torch_idx = KERNEL_INDICES[k]
     base = np.arange(12.0).reshape(3, 4)
-    target = torch.tensor(base)[torch_idx].shape
+    target = torch.tensor(base, device=DEVICE)[torch_idx].shape
     rng = np.random.default_rng(k)
     v = {"scalar": np.float64(-7.5), "full": rng.standard_normal(target),
          "broadcast": rng.standard_normal(target[-1:]), "extra leading 1": rng.standard_normal((1,) + tuple(target))}[value_kind]
-    ref = torch.tensor(base)
-    ref[torch_idx] = torch.tensor(v)
+    ref = torch.tensor(base, device=DEVICE)
+    ref[torch_idx] = torch.tensor(v, device=DEVICE)
     a = base.copy()
     assert M.index_put_kernel(a, ours_idx, v) is a
-    np.testing.assert_array_equal(a, ref.numpy())
+    np.testing.assert_array_equal(a, ref.cpu().numpy())
     out = tg.index_put(tg.tensor(base), ours_idx, v.item() if value_kind == "scalar" else tg.tensor(v))
-    np.testing.assert_array_equal(out._data, ref.numpy())
+    np.testing.assert_array_equal(out._data, ref.cpu().numpy())
 
 
 def test_index_put_accumulate_duplicates_values_and_gradients():
@@ -683,12 +683,12 @@ def test_index_put_accumulate_duplicates_values_and_gradients():
     ox, ov = tg.tensor(x, requires_grad=True), tg.tensor(v, requires_grad=True)
     out = tg.index_put(ox, (idx,), ov, accumulate=True)
     out.backward(g)
-    tx, tv = torch.tensor(x, requires_grad=True), torch.tensor(v, requires_grad=True)
-    ref = torch.index_put(tx, (torch.tensor(idx),), tv, accumulate=True)
-    ref.backward(torch.tensor(g))
-    np.testing.assert_allclose(out._data, ref.detach().numpy(), rtol=1e-14)
-    np.testing.assert_array_equal(np.asarray(ox.grad), tx.grad.numpy())
-    np.testing.assert_array_equal(np.asarray(ov.grad), tv.grad.numpy())
+    tx, tv = torch.tensor(x, requires_grad=True, device=DEVICE), torch.tensor(v, requires_grad=True, device=DEVICE)
+    ref = torch.index_put(tx, (torch.tensor(idx, device=DEVICE),), tv, accumulate=True)
+    ref.backward(torch.tensor(g, device=DEVICE))
+    np.testing.assert_allclose(out._data, ref.detach().cpu().numpy(), rtol=1e-14)
+    np.testing.assert_array_equal(np.asarray(ox.grad), tx.grad.cpu().numpy())
+    np.testing.assert_array_equal(np.asarray(ov.grad), tv.grad.cpu().numpy())
     expected = x.copy()
     np.add.at(expected, idx, v)
     np.testing.assert_allclose(M.index_put_kernel(x.copy(), (idx,), v, accumulate=True), expected, rtol=1e-14)
@@ -711,12 +711,12 @@ def test_scatter_src_larger_than_index_gets_zero_gradient_outside_it():
     for op in ("scatter", "scatter_add"):
         ox, os_ = tg.tensor(x, requires_grad=True), tg.tensor(src, requires_grad=True)
         getattr(ox, op)(1, tg.tensor(idx), os_).backward(g)
-        ts = torch.tensor(src[:2, :2], requires_grad=True)
-        tout = getattr(torch.tensor(x), op)(1, torch.tensor(idx), ts)
-        assert np.array_equal(getattr(tg.tensor(x), op)(1, tg.tensor(idx), tg.tensor(src))._data, tout.detach().numpy())
-        tout.backward(torch.tensor(g))
+        ts = torch.tensor(src[:2, :2], requires_grad=True, device=DEVICE)
+        tout = getattr(torch.tensor(x, device=DEVICE), op)(1, torch.tensor(idx, device=DEVICE), ts)
+        assert np.array_equal(getattr(tg.tensor(x), op)(1, tg.tensor(idx), tg.tensor(src))._data, tout.detach().cpu().numpy())
+        tout.backward(torch.tensor(g, device=DEVICE))
         expected = np.zeros_like(src)
-        expected[:2, :2] = ts.grad.numpy()
+        expected[:2, :2] = ts.grad.cpu().numpy()
         np.testing.assert_array_equal(np.asarray(os_.grad), expected)
 
 
@@ -735,12 +735,12 @@ def test_scatter_reduce_ties_and_zeros_as_torch(reduce, include_self, zeros):
     ox, os_ = tg.tensor(x, requires_grad=True), tg.tensor(src, requires_grad=True)
     out = ox.scatter_reduce(1, tg.tensor(idx), os_, reduce, include_self=include_self)
     out.backward(g)
-    tx, ts = torch.tensor(x, requires_grad=True), torch.tensor(src, requires_grad=True)
-    ref = tx.scatter_reduce(1, torch.tensor(idx), ts, reduce, include_self=include_self)
-    ref.backward(torch.tensor(g))
-    np.testing.assert_allclose(out._data, ref.detach().numpy(), rtol=1e-15)
-    np.testing.assert_allclose(np.asarray(ox.grad), tx.grad.numpy(), rtol=1e-15)
-    np.testing.assert_allclose(np.asarray(os_.grad), ts.grad.numpy(), rtol=1e-15)
+    tx, ts = torch.tensor(x, requires_grad=True, device=DEVICE), torch.tensor(src, requires_grad=True, device=DEVICE)
+    ref = tx.scatter_reduce(1, torch.tensor(idx, device=DEVICE), ts, reduce, include_self=include_self)
+    ref.backward(torch.tensor(g, device=DEVICE))
+    np.testing.assert_allclose(out._data, ref.detach().cpu().numpy(), rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(ox.grad), tx.grad.cpu().numpy(), rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(os_.grad), ts.grad.cpu().numpy(), rtol=1e-15)
 
 
 def test_scatter_with_reduce_has_no_derivative_as_in_torch():
@@ -752,15 +752,15 @@ def test_scatter_with_reduce_has_no_derivative_as_in_torch():
 
 
 ZERO_D = {   # 0-d inputs, where torch treats them as 1-element tensors
-    "gather": (lambda t: t.gather(0, tg.tensor(0)), lambda t: t.gather(0, torch.tensor(0))),
-    "index_select": (lambda t: t.index_select(0, tg.tensor([0])), lambda t: t.index_select(0, torch.tensor([0]))),
+    "gather": (lambda t: t.gather(0, tg.tensor(0)), lambda t: t.gather(0, torch.tensor(0, device=DEVICE))),
+    "index_select": (lambda t: t.index_select(0, tg.tensor([0])), lambda t: t.index_select(0, torch.tensor([0], device=DEVICE))),
     "unfold": (lambda t: t.unfold(0, 1, 1), lambda t: t.unfold(0, 1, 1)),
     "roll": (lambda t: t.roll(1), lambda t: t.roll(1)),
     "flip": (lambda t: t.flip(0), lambda t: t.flip(0)),
     "repeat": (lambda t: t.repeat(2, 3), lambda t: t.repeat(2, 3)),
     "repeat_interleave": (lambda t: t.repeat_interleave(3), lambda t: t.repeat_interleave(3)),
-    "take": (lambda t: t.take(tg.tensor([0, 0])), lambda t: t.take(torch.tensor([0, 0]))),
-    "scatter": (lambda t: t.scatter(0, tg.tensor(0), 2.0), lambda t: t.scatter(0, torch.tensor(0), 2.0)),
+    "take": (lambda t: t.take(tg.tensor([0, 0])), lambda t: t.take(torch.tensor([0, 0], device=DEVICE))),
+    "scatter": (lambda t: t.scatter(0, tg.tensor(0), 2.0), lambda t: t.scatter(0, torch.tensor(0, device=DEVICE), 2.0)),
     "t": (lambda t: t.t(), lambda t: t.t()),
     "atleast_3d": (tg.atleast_3d, torch.atleast_3d),
 }
@@ -823,8 +823,8 @@ KEYWORD_FORMS = {   # the same call, spelled with keywords, on ours and on torch
 @pytest.mark.parametrize("name", list(KEYWORD_FORMS))
 def test_keyword_forms_match_torch(name):
     call = KEYWORD_FORMS[name]
-    ours, ref = call(tg, tg.tensor(_X)), call(torch, torch.tensor(_X))
-    assert ours.shape == tuple(ref.shape) and np.array_equal(ours._data, ref.numpy())
+    ours, ref = call(tg, tg.tensor(_X)), call(torch, torch.tensor(_X, device=DEVICE))
+    assert ours.shape == tuple(ref.shape) and np.array_equal(ours._data, ref.cpu().numpy())
     with pytest.raises(TypeError):
         tg.flip(tg.tensor(_X), 0, dims=[1])
 
@@ -832,8 +832,8 @@ def test_keyword_forms_match_torch(name):
 def test_where_with_one_or_three_arguments():
     c = np.array([[True, False, True], [False, False, True]])
     parts = tg.where(tg.tensor(c))
-    assert [p._data.tolist() for p in parts] == [r.tolist() for r in torch.where(torch.tensor(c))]
+    assert [p._data.tolist() for p in parts] == [r.tolist() for r in torch.where(torch.tensor(c, device=DEVICE))]
     out = tg.where(tg.tensor(c), tg.tensor(_X), 0.5)
-    assert np.array_equal(out._data, torch.where(torch.tensor(c), torch.tensor(_X), 0.5).numpy())
+    assert np.array_equal(out._data, torch.where(torch.tensor(c, device=DEVICE), torch.tensor(_X, device=DEVICE), 0.5).cpu().numpy())
     with pytest.raises(TypeError):
         tg.where(tg.tensor(c), tg.tensor(_X))

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from reference.testing import check_parity, to_torch
+from reference.testing import DEVICE, check_parity, to_torch
 from tinygrad_tx.testing.strategies import broadcastable_pair, non_contiguous, seeds, shapes, values
 from tinygrad_tx import gradcheck
 from tinygrad_tx.ops.binary import IntegerDivisionByZero
@@ -129,7 +129,7 @@ def test_unary_methods_and_functions_agree():
     x = tg.tensor(np.linspace(0.1, 0.8, 6).reshape(2, 3))
     for name in list(SMOOTH_UNARY) + list(ZERO_GRAD_UNARY) + ["isnan", "isinf", "isfinite", "signbit"]:
         assert np.array_equal(getattr(x, name)()._data, getattr(tg, name)(x)._data, equal_nan=True), name
-        assert np.allclose(getattr(tg, name)(x)._data, getattr(torch, name)(tt(x._data)).numpy(), equal_nan=True), name
+        assert np.allclose(getattr(tg, name)(x)._data, getattr(torch, name)(tt(x._data)).cpu().numpy(), equal_nan=True), name
     assert np.array_equal(abs(-x)._data, x._data) and (+x) is x and tg.positive(x) is x
 
 
@@ -301,7 +301,7 @@ INT_OPS = {
 
 
 def _same(ours, theirs, exact=True):
-    theirs = theirs.numpy()
+    theirs = theirs.cpu().numpy()
     assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
     assert ours.shape == theirs.shape
     if exact:
@@ -316,18 +316,18 @@ def test_integer_semantics_exact(name, dtype):
     ours, theirs = INT_OPS[name]
     a, b = INT_A.astype(dtype), INT_B.astype(dtype)
     exact = name not in ("atan2", "xlogy", "float_power")
-    _same(ours(tg.tensor(a), tg.tensor(b)), theirs(torch.tensor(a), torch.tensor(b)), exact)
+    _same(ours(tg.tensor(a), tg.tensor(b)), theirs(torch.tensor(a, device=DEVICE), torch.tensor(b, device=DEVICE)), exact)
     # Python scalars on either side
     for c in (3, -3, 2.5) if name != "atan2" else ():   # torch.atan2 takes no Python scalar
-        _same(ours(tg.tensor(a), c), theirs(torch.tensor(a), c), exact)
+        _same(ours(tg.tensor(a), c), theirs(torch.tensor(a, device=DEVICE), c), exact)
 
 
 @pytest.mark.parametrize("c", [3, -4, 2.5, -1.5])
 def test_reflected_integer_forms_and_divmod(c):
     b = INT_B
-    assert np.array_equal((c // tg.tensor(b))._data, (c // torch.tensor(b)).numpy())
-    assert np.array_equal((c % tg.tensor(b))._data, (c % torch.tensor(b)).numpy())
-    assert np.array_equal(tg.remainder(c, tg.tensor(b))._data, torch.remainder(c, torch.tensor(b)).numpy())
+    assert np.array_equal((c // tg.tensor(b))._data, (c // torch.tensor(b, device=DEVICE)).cpu().numpy())
+    assert np.array_equal((c % tg.tensor(b))._data, (c % torch.tensor(b, device=DEVICE)).cpu().numpy())
+    assert np.array_equal(tg.remainder(c, tg.tensor(b))._data, torch.remainder(c, torch.tensor(b, device=DEVICE)).cpu().numpy())
     # divmod is (a // b, a % b), as Python's (torch's Tensor has no divmod)
     q, r = divmod(tg.tensor(INT_A), tg.tensor(b))
     assert q.tolist() == [x // y for x, y in zip(INT_A.tolist(), b.tolist())]
@@ -345,10 +345,10 @@ def test_float_division_special_values(dtype):
         if name in ("float_power",):
             continue
         with np.errstate(all="raise" if name != "div" else "ignore"):   # our ops silence NumPy's warnings
-            _same(ours(tg.tensor(a), tg.tensor(b)), theirs(torch.tensor(a), torch.tensor(b)))
+            _same(ours(tg.tensor(a), tg.tensor(b)), theirs(torch.tensor(a, device=DEVICE), torch.tensor(b, device=DEVICE)))
         for sign in (1, -1):   # sign of zero results, as torch's
             r = tg.remainder(tg.tensor(a), tg.tensor(b * sign))._data
-            t = torch.remainder(torch.tensor(a), torch.tensor(b * sign)).numpy()
+            t = torch.remainder(torch.tensor(a, device=DEVICE), torch.tensor(b * sign, device=DEVICE)).cpu().numpy()
             assert np.array_equal(np.signbit(r), np.signbit(t)) or np.isnan(t).any() and \
                 np.array_equal(np.signbit(r[~np.isnan(t)]), np.signbit(t[~np.isnan(t)]))
 
@@ -369,7 +369,7 @@ def test_integer_division_by_zero_raises(name):
     with pytest.raises(IntegerDivisionByZero, match="division by zero"):
         ours(tg.tensor([4, 5]), tg.tensor([0, 1]))
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):   # torch raises too
-        theirs(torch.tensor([4, 5]), torch.tensor([0, 1]))
+        theirs(torch.tensor([4, 5], device=DEVICE), torch.tensor([0, 1], device=DEVICE))
     assert issubclass(IntegerDivisionByZero, RuntimeError) and issubclass(IntegerDivisionByZero, ZeroDivisionError)
     with pytest.raises(IntegerDivisionByZero):
         divmod(tg.tensor([4, 5]), tg.tensor([0, 1]))
@@ -380,12 +380,12 @@ def test_remainder_and_fmod_gradients_exact():
     a0, b0 = [5.5, -5.5, 5.5, -5.5], [2.0, 2.0, -2.0, -2.0]
     for ours, theirs in ((tg.remainder, torch.remainder), (tg.fmod, torch.fmod)):
         a, b = tg.tensor(a0, requires_grad=True), tg.tensor(b0, requires_grad=True)
-        ta, tb = torch.tensor(a0, requires_grad=True), torch.tensor(b0, requires_grad=True)
+        ta, tb = torch.tensor(a0, requires_grad=True, device=DEVICE), torch.tensor(b0, requires_grad=True, device=DEVICE)
         y, ty = ours(a, b), theirs(ta, tb)
         assert y.grad_fn.__name__ in ("Remainder", "Fmod")
         y.backward(np.ones(4, np.float32))
-        ty.backward(torch.ones(4))
-        assert np.array_equal(np.asarray(b.grad), tb.grad.numpy()) and np.array_equal(np.asarray(a.grad), ta.grad.numpy())
+        ty.backward(torch.ones(4, device=DEVICE))
+        assert np.array_equal(np.asarray(b.grad), tb.grad.cpu().numpy()) and np.array_equal(np.asarray(a.grad), ta.grad.cpu().numpy())
     a, b = tg.tensor(a0, requires_grad=True), tg.tensor(b0)
     y = a // b
     assert y.grad_fn.__name__ == "FloorDivide" and y.tolist() == [2.0, -3.0, -3.0, 2.0]
@@ -405,20 +405,20 @@ def test_round_half_to_even_exact(dtype, decimals):
     x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.25, 0.35, 1.2345, 12.5, 125.0, 1250.0, 1234.5, -0.0,
                   np.inf, -np.inf, np.nan, 3e38 if dtype == np.float32 else 1e300], dtype)
     ours = tg.tensor(x).round(decimals=decimals)
-    _same(ours, torch.tensor(x).round(decimals=decimals))
+    _same(ours, torch.tensor(x, device=DEVICE).round(decimals=decimals))
 
 
 def test_rounding_ops_keep_integer_dtypes():
     i = np.array([-3, 0, 2], dtype=np.int32)
     for name in ("abs", "neg", "sign", "sgn", "square", "floor", "ceil", "round", "trunc", "fix", "positive",
                  "nan_to_num"):
-        _same(getattr(tg, name)(tg.tensor(i)), getattr(torch, name)(torch.tensor(i)))
+        _same(getattr(tg, name)(tg.tensor(i)), getattr(torch, name)(torch.tensor(i, device=DEVICE)))
     for name in ("sin", "exp2", "rsqrt", "reciprocal", "erf", "log1p", "sinc", "logit", "atan", "sqrt",
                  "exp", "sigmoid", "tanh", "log"):
-        _same(getattr(tg, name)(tg.tensor(i)), getattr(torch, name)(torch.tensor(i)), exact=False)
+        _same(getattr(tg, name)(tg.tensor(i)), getattr(torch, name)(torch.tensor(i, device=DEVICE)), exact=False)
     b = np.array([True, False])
     for name in ("sign", "square", "sin", "reciprocal", "isnan", "signbit", "nan_to_num"):
-        _same(getattr(tg, name)(tg.tensor(b)), getattr(torch, name)(torch.tensor(b)), exact=False)
+        _same(getattr(tg, name)(tg.tensor(b)), getattr(torch, name)(torch.tensor(b, device=DEVICE)), exact=False)
 
 
 SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -0.5, 1e-30, 100.0])
@@ -433,7 +433,7 @@ def test_special_values_match_torch(name, dtype):
     ours_op = name not in ("exp", "log", "sqrt", "tanh", "sigmoid")   # tensor.py's ops may warn
     with np.errstate(divide="raise", invalid="raise", over="raise") if ours_op else np.errstate():
         ours = getattr(tg, name)(tg.tensor(x))
-    theirs = getattr(torch, name)(torch.tensor(x)).numpy()
+    theirs = getattr(torch, name)(torch.tensor(x, device=DEVICE)).cpu().numpy()
     assert ours.dtype == theirs.dtype
     np.testing.assert_allclose(ours._data, theirs, rtol=4 * np.finfo(dtype).eps, atol=0, equal_nan=True)
     assert np.array_equal(np.signbit(ours._data[3:5]), np.signbit(theirs[3:5])) or name in ("sinc", "cos", "cosh",
@@ -449,9 +449,9 @@ def test_special_value_gradients_match_torch(name):
     ours = tg.tensor(x, requires_grad=True)
     with np.errstate(all="raise"):
         getattr(tg, name)(ours).backward(np.ones(7))
-    theirs = torch.tensor(x, requires_grad=True)
-    getattr(torch, name)(theirs).backward(torch.ones(7, dtype=torch.float64))
-    np.testing.assert_allclose(np.asarray(ours.grad), theirs.grad.numpy(), rtol=1e-15, equal_nan=True)
+    theirs = torch.tensor(x, requires_grad=True, device=DEVICE)
+    getattr(torch, name)(theirs).backward(torch.ones(7, dtype=torch.float64, device=DEVICE))
+    np.testing.assert_allclose(np.asarray(ours.grad), theirs.grad.cpu().numpy(), rtol=1e-15, equal_nan=True)
 
 
 def test_xlogy_and_copysign_special_values():
@@ -459,14 +459,14 @@ def test_xlogy_and_copysign_special_values():
     y = np.array([0.0, -1.0, np.nan, 0.0, 3.0, -2.0])
     for ours_fn, torch_fn in ((tg.xlogy, torch.xlogy), (tg.copysign, torch.copysign)):
         a, b = tg.tensor(x, requires_grad=True), tg.tensor(y, requires_grad=True)
-        ta, tb = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+        ta, tb = torch.tensor(x, requires_grad=True, device=DEVICE), torch.tensor(y, requires_grad=True, device=DEVICE)
         out, tout = ours_fn(a, b), torch_fn(ta, tb)
-        assert np.array_equal(out._data, tout.detach().numpy(), equal_nan=True)
+        assert np.array_equal(out._data, tout.detach().cpu().numpy(), equal_nan=True)
         g = np.array([1.0, 2.0, 0.0, -1.0, 1.0, 0.5])
         out.backward(g)
-        tout.backward(torch.tensor(g))
+        tout.backward(torch.tensor(g, device=DEVICE))
         for o, t in ((a, ta), (b, tb)):
-            assert np.array_equal(np.asarray(o.grad), t.grad.numpy(), equal_nan=True), (ours_fn, o.grad, t.grad)
+            assert np.array_equal(np.asarray(o.grad), t.grad.cpu().numpy(), equal_nan=True), (ours_fn, o.grad, t.grad)
 
 
 # ============================================================================ predicates, closeness, logic
@@ -475,7 +475,7 @@ def test_predicates_exact():
     for arr in (SPECIAL, SPECIAL.astype(np.float32), np.array([-2, 0, 3]), np.array([True, False])):
         for name in ("isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit"):
             ours = getattr(tg.tensor(arr), name)()
-            _same(ours, getattr(torch, name)(torch.tensor(arr)))
+            _same(ours, getattr(torch, name)(torch.tensor(arr, device=DEVICE)))
             assert not ours.requires_grad
 
 
@@ -491,7 +491,7 @@ def test_isclose_allclose_equal(kw, dtype):
         a, b = CLOSE_A.astype(dtype), CLOSE_B.astype(dtype)
     if dtype == np.int64:
         a, b = np.array([1, 2, 100, -5, 0]), np.array([1, 3, 100, -5, 1])
-    ta, tb = torch.tensor(a), torch.tensor(b)
+    ta, tb = torch.tensor(a, device=DEVICE), torch.tensor(b, device=DEVICE)
     _same(tg.isclose(tg.tensor(a), tg.tensor(b), **kw), torch.isclose(ta, tb, **kw))
     _same(tg.tensor(a).isclose(tg.tensor(b[:1]), **kw), ta.isclose(tb[:1], **kw))   # broadcasting
     for i in range(len(a)):
@@ -506,7 +506,7 @@ def test_isclose_allclose_equal(kw, dtype):
                                  (np.array([True, False, True]), np.array([False, False, True])),
                                  (np.array([[1], [0]]), np.array([3, 0, -1]))])
 def test_comparison_and_logical_functions_exact(a, b):
-    ta, tb = torch.tensor(a), torch.tensor(b)
+    ta, tb = torch.tensor(a, device=DEVICE), torch.tensor(b, device=DEVICE)
     names = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
              "logical_and", "logical_or", "logical_xor"]
     for name in names:
@@ -515,8 +515,8 @@ def test_comparison_and_logical_functions_exact(a, b):
     _same(tg.logical_not(tg.tensor(a)), torch.logical_not(ta))
     ints = [x for x in (a, b) if x.dtype.kind in "ib"]
     for x in ints:
-        _same(tg.bitwise_not(tg.tensor(x)), torch.bitwise_not(torch.tensor(x)))
-        _same(~tg.tensor(x), ~torch.tensor(x))
+        _same(tg.bitwise_not(tg.tensor(x)), torch.bitwise_not(torch.tensor(x, device=DEVICE)))
+        _same(~tg.tensor(x), ~torch.tensor(x, device=DEVICE))
     if len(ints) == 2:
         for op in (lambda p, q: p & q, lambda p, q: p | q, lambda p, q: p ^ q, lambda p, q: q & p):
             _same(op(tg.tensor(a), tg.tensor(b)), op(ta, tb))
@@ -554,28 +554,28 @@ ERRORS = {
     "lerp weight dtype": (lambda: tg.lerp(tg.tensor(f32), tg.tensor(f32), tg.tensor(f64)),
                           lambda: torch.lerp(tt(f32), tt(f32), tt(f64)), TypeError),
     "lerp ints": (lambda: tg.lerp(tg.tensor([1, 2]), tg.tensor([1, 2]), 0.5),
-                  lambda: torch.lerp(torch.tensor([1, 2]), torch.tensor([1, 2]), 0.5), TypeError),
+                  lambda: torch.lerp(torch.tensor([1, 2], device=DEVICE), torch.tensor([1, 2], device=DEVICE), 0.5), TypeError),
     "lerp shapes": (lambda: tg.lerp(tg.tensor(f32), tg.tensor(f32[:2]), 0.5),
                     lambda: torch.lerp(tt(f32), tt(f32[:2]), 0.5), ValueError),
     "hypot ints": (lambda: tg.hypot(tg.tensor([3]), tg.tensor([4])),
-                   lambda: torch.hypot(torch.tensor([3]), torch.tensor([4])), TypeError),
+                   lambda: torch.hypot(torch.tensor([3], device=DEVICE), torch.tensor([4], device=DEVICE)), TypeError),
     "add int alpha float": (lambda: tg.add(tg.tensor([1]), tg.tensor([2]), alpha=0.5),
-                            lambda: torch.add(torch.tensor([1]), torch.tensor([2]), alpha=0.5), TypeError),
+                            lambda: torch.add(torch.tensor([1], device=DEVICE), torch.tensor([2], device=DEVICE), alpha=0.5), TypeError),
     "clamp no bounds": (lambda: tg.clamp(tg.tensor(f32)), lambda: torch.clamp(tt(f32)), ValueError),
     "clamp shapes": (lambda: tg.clamp(tg.tensor(f32), min=tg.tensor(f32[:2])),
                      lambda: torch.clamp(tt(f32), min=tt(f32[:2])), ValueError),
     "bool floor_divide": (lambda: tg.tensor([True]) // tg.tensor([True]),
-                          lambda: torch.tensor([True]) // torch.tensor([True]), TypeError),
+                          lambda: torch.tensor([True], device=DEVICE) // torch.tensor([True], device=DEVICE), TypeError),
     "bitwise_not float": (lambda: tg.bitwise_not(tg.tensor(f32)), lambda: torch.bitwise_not(tt(f32)), TypeError),
     "~float": (lambda: ~tg.tensor(f32), lambda: ~tt(f32), TypeError),
     "float & float": (lambda: tg.tensor(f32) & tg.tensor(f32), lambda: tt(f32) & tt(f32), TypeError),
-    "neg bool": (lambda: -tg.tensor([True]), lambda: -torch.tensor([True]), RuntimeError),
-    "positive bool": (lambda: +tg.tensor([True]), lambda: +torch.tensor([True]), TypeError),
-    "abs bool": (lambda: tg.abs(tg.tensor([True])), lambda: torch.abs(torch.tensor([True])), TypeError),
-    "frac int": (lambda: tg.frac(tg.tensor([1])), lambda: torch.frac(torch.tensor([1])), TypeError),
+    "neg bool": (lambda: -tg.tensor([True]), lambda: -torch.tensor([True], device=DEVICE), RuntimeError),
+    "positive bool": (lambda: +tg.tensor([True]), lambda: +torch.tensor([True], device=DEVICE), TypeError),
+    "abs bool": (lambda: tg.abs(tg.tensor([True])), lambda: torch.abs(torch.tensor([True], device=DEVICE)), TypeError),
+    "frac int": (lambda: tg.frac(tg.tensor([1])), lambda: torch.frac(torch.tensor([1], device=DEVICE)), TypeError),
     "round int decimals": (lambda: tg.tensor([1]).round(decimals=1),
-                           lambda: torch.tensor([1]).round(decimals=1), TypeError),
-    "floor bool": (lambda: tg.floor(tg.tensor([True])), lambda: torch.floor(torch.tensor([True])), TypeError),
+                           lambda: torch.tensor([1], device=DEVICE).round(decimals=1), TypeError),
+    "floor bool": (lambda: tg.floor(tg.tensor([True])), lambda: torch.floor(torch.tensor([True], device=DEVICE)), TypeError),
     "sin of a list": (lambda: tg.sin([1.0]), lambda: torch.sin([1.0]), TypeError),
     "atan2 broadcast": (lambda: tg.atan2(tg.tensor(f32), tg.tensor(f32[:2])),
                         lambda: torch.atan2(tt(f32), tt(f32[:2])), ValueError),

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import tinygrad_tx as tg
 from tinygrad_tx import gradcheck
 from tinygrad_tx import linalg as tl
-from reference.testing import check_parity, to_torch
+from reference.testing import DEVICE, check_parity, to_torch
 from tinygrad_tx.testing.strategies import dims_and_keepdim, non_contiguous, seeds, shapes, values
 
 DTYPES = pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
@@ -117,7 +117,7 @@ def test_std_of_a_constant_slice_has_gradient_zero(dtype):
     np.testing.assert_array_equal(grad_of(t), 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = torch.tensor([2.0], dtype=torch.float64).std()
+        ref = torch.tensor([2.0], dtype=torch.float64, device=DEVICE).std()
     assert np.isnan(tg_t([2.0]).std()._data) and np.isnan(ref.item())
 
 
@@ -126,21 +126,21 @@ def test_sum_dtypes_follow_torch():
     ints raises unless dtype= is a float."""
     a = np.array([[1, 0, 3], [2, 5, 1]])
     for src in (np.bool_, np.uint8, np.int32, np.int64):
-        x, ref = tg_t(a.astype(src)), torch.tensor(a.astype(src))
+        x, ref = tg_t(a.astype(src)), torch.tensor(a.astype(src), device=DEVICE)
         for op in ("sum", "prod", "nansum"):
             ours, want = getattr(x, op)(), getattr(ref, op)()
             assert ours.dtype == np.int64 and str(want.dtype) == "torch.int64"
             assert ours.item() == want.item()
-        np.testing.assert_array_equal(x.cumsum(1)._data, ref.cumsum(1).numpy())
+        np.testing.assert_array_equal(x.cumsum(1)._data, ref.cumsum(1).cpu().numpy())
         assert x.cumsum(0).dtype == np.int64 and x.cumprod(0).dtype == np.int64
-        np.testing.assert_array_equal(x.sum(1, keepdim=True)._data, ref.sum(1, keepdim=True).numpy())
+        np.testing.assert_array_equal(x.sum(1, keepdim=True)._data, ref.sum(1, keepdim=True).cpu().numpy())
     x = tg_t(a)
     assert x.sum(dtype=tg.float64).dtype == np.float64 and x.sum(dtype=np.int32).dtype == np.int32
-    assert x.mean(dtype=np.float64).item() == torch.tensor(a).mean(dtype=torch.float64).item()
+    assert x.mean(dtype=np.float64).item() == torch.tensor(a, device=DEVICE).mean(dtype=torch.float64).item()
     with pytest.raises(TypeError, match="mean"):
         x.mean()
     with pytest.raises(RuntimeError):
-        torch.tensor(a).mean()
+        torch.tensor(a, device=DEVICE).mean()
     f = tg.Tensor(np.arange(6.0, dtype=np.float32), requires_grad=True)
     y = f.sum(dtype=np.float64)
     assert y.dtype == np.float64
@@ -193,12 +193,12 @@ def test_logsumexp_infinite_rows(dtype):
     ref = to_torch(x.astype(dtype), requires_grad=True)
     g = np.array([1.0, -2.0, 0.5, 1.0], dtype)
     y, yr = ours.logsumexp(1), ref.logsumexp(1)
-    np.testing.assert_array_equal(y._data, yr.detach().numpy())
+    np.testing.assert_array_equal(y._data, yr.detach().cpu().numpy())
     y.backward(g)
     yr.backward(to_torch(g))
-    np.testing.assert_allclose(grad_of(ours), ref.grad.numpy(), rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(grad_of(ours), ref.grad.cpu().numpy(), rtol=1e-6, equal_nan=True)
     e = np.zeros((2, 0), dtype)
-    np.testing.assert_array_equal(tg_t(e).logsumexp(1)._data, torch.tensor(e).logsumexp(1).numpy())
+    np.testing.assert_array_equal(tg_t(e).logsumexp(1)._data, torch.tensor(e, device=DEVICE).logsumexp(1).cpu().numpy())
     assert tg_t(np.arange(3)).logsumexp(0).dtype == np.float32
 
 
@@ -227,12 +227,12 @@ def test_aminmax_and_argmax(dtype, shape, seed, data):
     for k in (0, 1):
         check_parity("aminmax", lambda t: t.aminmax(dim=dim, keepdim=keepdim)[k],
                      lambda t: t.aminmax(dim=dim, keepdim=keepdim)[k], [x], dtype, seed=seed)
-    ours, ref = tg_t(x, dtype), torch.tensor(x.astype(dtype))
+    ours, ref = tg_t(x, dtype), torch.tensor(x.astype(dtype), device=DEVICE)
     for op in ("argmax", "argmin"):
         o = getattr(ours, op)(dim, keepdim) if dim is not None else getattr(ours, op)(keepdim=keepdim)
         r = getattr(ref, op)(dim, keepdim) if dim is not None else getattr(ref, op)(keepdim=keepdim)
         assert o.dtype == np.int64 and o.shape == tuple(r.shape)
-        np.testing.assert_array_equal(o._data, r.numpy())
+        np.testing.assert_array_equal(o._data, r.cpu().numpy())
     assert ours.aminmax().min.item() == ref.aminmax().min.item()
 
 
@@ -245,33 +245,33 @@ def test_max_with_nan_routes_the_gradient_to_the_nan(dtype):
         ref = to_torch(x.astype(dtype), requires_grad=True)
         y, yr = getattr(ours, op)(**kw), getattr(ref, op)(**kw)
         if "dim" in kw and op != "amax":
-            np.testing.assert_array_equal(y.indices._data, yr.indices.numpy())
+            np.testing.assert_array_equal(y.indices._data, yr.indices.cpu().numpy())
             y, yr = y.values, yr.values
-        np.testing.assert_array_equal(y._data, yr.detach().numpy())
+        np.testing.assert_array_equal(y._data, yr.detach().cpu().numpy())
         g = np.arange(1.0, 1.0 + y._data.size, dtype=dtype).reshape(y.shape)
         y.backward(g)
         yr.backward(to_torch(g))
-        np.testing.assert_array_equal(grad_of(ours), ref.grad.numpy())
+        np.testing.assert_array_equal(grad_of(ours), ref.grad.cpu().numpy())
 
 
 def test_logical_reductions_and_counts():
     a = np.array([[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]])
-    ours, ref = tg_t(a), torch.tensor(a)
+    ours, ref = tg_t(a), torch.tensor(a, device=DEVICE)
     for op in ("all", "any"):
         for args, kw in (((), {}), ((1,), {}), ((), {"dim": (0, 1)}), ((0,), {"keepdim": True})):
             o, r = getattr(ours, op)(*args, **kw), getattr(ref, op)(*args, **kw)
             assert o.dtype == np.bool_ and o.shape == tuple(r.shape)
-            np.testing.assert_array_equal(o._data, r.numpy())
+            np.testing.assert_array_equal(o._data, r.cpu().numpy())
         u = getattr(tg_t(a.astype(np.uint8)), op)(1)
         assert u.dtype == np.uint8
         np.testing.assert_array_equal(getattr(tg, op)(ours, axis=1)._data, getattr(ref, op)(1).numpy())
     for kw in ({}, {"dim": 1}, {"dim": (0, 1)}, {"dim": ()}):
         o, r = ours.count_nonzero(**kw), ref.count_nonzero(**kw)
         assert o.dtype == np.int64
-        np.testing.assert_array_equal(o._data, r.numpy())
+        np.testing.assert_array_equal(o._data, r.cpu().numpy())
     e = np.zeros((2, 0))
-    np.testing.assert_array_equal(tg_t(e).all(1)._data, torch.tensor(e).all(1).numpy())
-    np.testing.assert_array_equal(tg_t(e).prod(1)._data, torch.tensor(e).prod(1).numpy())
+    np.testing.assert_array_equal(tg_t(e).all(1)._data, torch.tensor(e, device=DEVICE).all(1).cpu().numpy())
+    np.testing.assert_array_equal(tg_t(e).prod(1)._data, torch.tensor(e, device=DEVICE).prod(1).cpu().numpy())
 
 
 # ============================================================================ scans
@@ -313,10 +313,10 @@ def test_cummax_cummin(mode, dtype, shape, seed, nan, data):
         x.flat[x.size // 2] = np.nan
     check_parity(mode, lambda t: getattr(t, mode)(dim).values, lambda t: getattr(t, mode)(dim).values, [x], dtype,
                  seed=seed)
-    ours, ref = getattr(tg_t(x, dtype), mode)(dim), getattr(torch.tensor(x.astype(dtype)), mode)(dim)
+    ours, ref = getattr(tg_t(x, dtype), mode)(dim), getattr(torch.tensor(x.astype(dtype), device=DEVICE), mode)(dim)
     assert ours.indices.dtype == np.int64
-    np.testing.assert_array_equal(ours.indices._data, ref.indices.numpy())
-    np.testing.assert_array_equal(ours.values._data, ref.values.numpy())
+    np.testing.assert_array_equal(ours.indices._data, ref.indices.cpu().numpy())
+    np.testing.assert_array_equal(ours.values._data, ref.values.cpu().numpy())
 
 
 # ============================================================================ sorting
@@ -334,11 +334,11 @@ def test_sort_argsort_msort(dtype, shape, seed, layout, descending, ties, data):
     fn = lambda t: t.sort(dim, descending=descending).values  # noqa: E731
     check_parity("sort", fn, fn, [x], dtype, seed=seed)
     ours = tg.sort(tg_t(x, dtype), dim, descending, stable=True)
-    ref = torch.sort(torch.tensor(x.astype(dtype)), dim=dim, descending=descending, stable=True)
-    np.testing.assert_array_equal(ours.indices._data, ref.indices.numpy())
-    np.testing.assert_array_equal(ours[0]._data, ref.values.numpy())
+    ref = torch.sort(torch.tensor(x.astype(dtype), device=DEVICE), dim=dim, descending=descending, stable=True)
+    np.testing.assert_array_equal(ours.indices._data, ref.indices.cpu().numpy())
+    np.testing.assert_array_equal(ours[0]._data, ref.values.cpu().numpy())
     np.testing.assert_array_equal(tg_t(x).argsort(dim, descending, stable=True)._data,
-                                  torch.tensor(x).argsort(dim=dim, descending=descending, stable=True).numpy())
+                                  torch.tensor(x, device=DEVICE).argsort(dim=dim, descending=descending, stable=True).cpu().numpy())
     if shape:
         check_parity("msort", lambda t: t.msort(), lambda t: torch.msort(t), [x], dtype, seed=seed)
 
@@ -353,13 +353,13 @@ def test_topk_kthvalue(dtype, shape, seed, largest, data):
     x = arr(shape, seed, "distinct")
     check_parity("topk", lambda t: t.topk(k, dim, largest).values, lambda t: t.topk(k, dim, largest).values, [x],
                  dtype, seed=seed)
-    o, r = tg_t(x, dtype).topk(k, dim=dim, largest=largest), torch.tensor(x.astype(dtype)).topk(k, dim, largest)
-    np.testing.assert_array_equal(o.indices._data, r.indices.numpy())
+    o, r = tg_t(x, dtype).topk(k, dim=dim, largest=largest), torch.tensor(x.astype(dtype), device=DEVICE).topk(k, dim, largest)
+    np.testing.assert_array_equal(o.indices._data, r.indices.cpu().numpy())
     keepdim = data.draw(st.booleans(), label="keepdim")
     check_parity("kthvalue", lambda t: t.kthvalue(k, dim, keepdim).values,
                  lambda t: t.kthvalue(k, dim, keepdim).values, [x], dtype, seed=seed)
-    o, r = tg.kthvalue(tg_t(x, dtype), k, dim, keepdim), torch.kthvalue(torch.tensor(x.astype(dtype)), k, dim, keepdim)
-    np.testing.assert_array_equal(o.indices._data, r.indices.numpy())
+    o, r = tg.kthvalue(tg_t(x, dtype), k, dim, keepdim), torch.kthvalue(torch.tensor(x.astype(dtype), device=DEVICE), k, dim, keepdim)
+    np.testing.assert_array_equal(o.indices._data, r.indices.cpu().numpy())
 
 
 @DTYPES
@@ -370,15 +370,15 @@ def test_median_mode(dtype, shape, seed, data):
     x = arr(shape, seed, "distinct")
     check_parity("median", lambda t: t.median(dim, keepdim).values, lambda t: t.median(dim, keepdim).values, [x],
                  dtype, seed=seed)
-    o, r = tg_t(x, dtype).median(dim, keepdim), torch.tensor(x.astype(dtype)).median(dim, keepdim)
-    np.testing.assert_array_equal(o.indices._data, r.indices.numpy())
+    o, r = tg_t(x, dtype).median(dim, keepdim), torch.tensor(x.astype(dtype), device=DEVICE).median(dim, keepdim)
+    np.testing.assert_array_equal(o.indices._data, r.indices.cpu().numpy())
     ties = small_ints(shape, seed, 0, 3)
     check_parity("median", lambda t: t.median(), lambda t: t.median(), [ties], dtype, seed=seed)
     check_parity("mode", lambda t: t.mode(dim, keepdim).values, lambda t: t.mode(dim, keepdim).values, [ties], dtype,
                  seed=seed)
-    o, r = tg.mode(tg_t(ties, dtype), dim, keepdim), torch.mode(torch.tensor(ties.astype(dtype)), dim, keepdim)
-    np.testing.assert_array_equal(o.indices._data, r.indices.numpy())
-    np.testing.assert_array_equal(o.values._data, r.values.numpy())
+    o, r = tg.mode(tg_t(ties, dtype), dim, keepdim), torch.mode(torch.tensor(ties.astype(dtype), device=DEVICE), dim, keepdim)
+    np.testing.assert_array_equal(o.indices._data, r.indices.cpu().numpy())
+    np.testing.assert_array_equal(o.values._data, r.values.cpu().numpy())
 
 
 def test_sort_family_edge_cases():
@@ -390,18 +390,18 @@ def test_sort_family_edge_cases():
     assert tg_t(np.float64(3.0)).topk(1).values.shape == ()
     assert tg_t(np.float64(3.0)).median(0).indices.item() == 0
     x = np.array([3.0, 1.0, 3.0, np.nan, 2.0, 1.0, 3.0])
-    assert np.isnan(tg_t(x).median().item()) and np.isnan(torch.tensor(x).median().item())
-    assert tg_t(x).median(0).indices.item() == torch.tensor(x).median(0).indices.item()
+    assert np.isnan(tg_t(x).median().item()) and np.isnan(torch.tensor(x, device=DEVICE).median().item())
+    assert tg_t(x).median(0).indices.item() == torch.tensor(x, device=DEVICE).median(0).indices.item()
     assert np.isnan(tg_t(np.zeros(0)).median().item())
     i = np.array([[2, 1, 2, 1], [5, 5, 4, 4]])
-    np.testing.assert_array_equal(tg_t(i).median(1).values._data, torch.tensor(i).median(1).values.numpy())
-    np.testing.assert_array_equal(tg_t(i).topk(2).values._data, torch.tensor(i).topk(2).values.numpy())
-    assert tg_t(i).median().item() == torch.tensor(i).median().item()
+    np.testing.assert_array_equal(tg_t(i).median(1).values._data, torch.tensor(i, device=DEVICE).median(1).values.cpu().numpy())
+    np.testing.assert_array_equal(tg_t(i).topk(2).values._data, torch.tensor(i, device=DEVICE).topk(2).values.cpu().numpy())
+    assert tg_t(i).median().item() == torch.tensor(i, device=DEVICE).median().item()
     e = tg_t(np.zeros((0, 2))).topk(0, dim=0)
     assert e.values.shape == (0, 2) and e.indices.dtype == np.int64
     assert tg_t(np.zeros(0)).sort().indices.shape == (0,)
     b = np.array([True, False, True])
-    np.testing.assert_array_equal(tg_t(b).sort().indices._data, torch.tensor(b).sort(stable=True).indices.numpy())
+    np.testing.assert_array_equal(tg_t(b).sort().indices._data, torch.tensor(b, device=DEVICE).sort(stable=True).indices.cpu().numpy())
 
 
 def test_unique_searchsorted_bucketize():
@@ -411,7 +411,7 @@ def test_unique_searchsorted_bucketize():
         for inv in (False, True):
             for cnt in (False, True):
                 o = tg.unique(tg_t(a), return_inverse=inv, return_counts=cnt)
-                r = torch.unique(torch.tensor(a), return_inverse=inv, return_counts=cnt)
+                r = torch.unique(torch.tensor(a, device=DEVICE), return_inverse=inv, return_counts=cnt)
                 o, r = (o, r) if isinstance(r, tuple) else ((o,), (r,))
                 assert len(o) == len(r)
                 for u, v in zip(o, r):
@@ -420,25 +420,25 @@ def test_unique_searchsorted_bucketize():
     m = np.array([[2, 1, 2, 1], [5, 5, 4, 4]])
     for d in (0, 1):
         o = tg_t(m).unique(dim=d, return_inverse=True, return_counts=True)
-        r = torch.tensor(m).unique(dim=d, return_inverse=True, return_counts=True)
+        r = torch.tensor(m, device=DEVICE).unique(dim=d, return_inverse=True, return_counts=True)
         for u, v in zip(o, r):
             np.testing.assert_array_equal(u._data, v.numpy())
     seq, vals = np.array([1.0, 2.0, 3.0, 3.0, 5.0]), np.array([[3.0, 0.0], [6.0, 2.5]])
     for kw in ({}, {"right": True}, {"side": "right"}, {"out_int32": True}):
         o = tg.searchsorted(tg_t(seq), tg_t(vals), **kw)
-        r = torch.searchsorted(torch.tensor(seq), torch.tensor(vals), **kw)
+        r = torch.searchsorted(torch.tensor(seq, device=DEVICE), torch.tensor(vals, device=DEVICE), **kw)
         assert o.dtype == (np.int32 if kw.get("out_int32") else np.int64)
-        np.testing.assert_array_equal(o._data, r.numpy())
+        np.testing.assert_array_equal(o._data, r.cpu().numpy())
         b = {k: v for k, v in kw.items() if k != "side"}
         np.testing.assert_array_equal(tg.bucketize(tg_t(vals), tg_t(seq), **b)._data,
-                                      torch.bucketize(torch.tensor(vals), torch.tensor(seq), **b).numpy())
+                                      torch.bucketize(torch.tensor(vals, device=DEVICE), torch.tensor(seq, device=DEVICE), **b).cpu().numpy())
     rows, q = np.array([[1.0, 2.0, 3.0], [0.0, 5.0, 9.0]]), np.array([[2.5, 0.0], [6.0, 9.0]])
     np.testing.assert_array_equal(tg.searchsorted(tg_t(rows), tg_t(q))._data,
-                                  torch.searchsorted(torch.tensor(rows), torch.tensor(q)).numpy())
+                                  torch.searchsorted(torch.tensor(rows, device=DEVICE), torch.tensor(q, device=DEVICE)).cpu().numpy())
     unsorted, order = np.array([3.0, 1.0, 2.0]), np.array([1, 2, 0])
     assert tg.searchsorted(tg_t(unsorted), tg_t(np.array([2.0])), sorter=tg_t(order)).item() == \
-        torch.searchsorted(torch.tensor(unsorted), torch.tensor([2.0]), sorter=torch.tensor(order)).item()
-    assert tg.bucketize(3.0, tg_t(seq)).item() == torch.bucketize(3.0, torch.tensor(seq)).item()
+        torch.searchsorted(torch.tensor(unsorted, device=DEVICE), torch.tensor([2.0], device=DEVICE), sorter=torch.tensor(order, device=DEVICE)).item()
+    assert tg.bucketize(3.0, tg_t(seq)).item() == torch.bucketize(3.0, torch.tensor(seq, device=DEVICE)).item()
 
 
 # ============================================================================ norms
@@ -465,7 +465,7 @@ def test_vector_norm_at_zero_and_ord_zero(dtype):
                      lambda t: torch.linalg.vector_norm(t, ord, 1), [x], dtype)
     t = tg.Tensor(x.astype(dtype), requires_grad=True)
     y = tl.vector_norm(t, 0, dim=1)
-    np.testing.assert_array_equal(y._data, torch.linalg.vector_norm(torch.tensor(x), 0, dim=1).numpy())
+    np.testing.assert_array_equal(y._data, torch.linalg.vector_norm(torch.tensor(x, device=DEVICE), 0, dim=1).cpu().numpy())
     y.backward(np.ones(3, dtype))
     assert t.grad is None
     assert tl.vector_norm(tg_t(np.zeros(0, dtype))).item() == 0.0
@@ -498,23 +498,23 @@ def test_norm_dtypes_and_errors():
     assert tl.vector_norm(tg_t(x32), dtype=tg.float64).dtype == np.float64
     assert tg_t(x32).norm(dtype=np.float64).dtype == np.float64
     for ours, ref in [
-        (lambda: tl.vector_norm(tg_t(np.arange(3))), lambda: torch.linalg.vector_norm(torch.arange(3))),
+        (lambda: tl.vector_norm(tg_t(np.arange(3))), lambda: torch.linalg.vector_norm(torch.arange(3, device=DEVICE))),
         (lambda: tl.vector_norm(tg_t(x32.astype(np.float64)), dtype=np.float32),
-         lambda: torch.linalg.vector_norm(torch.tensor(x32, dtype=torch.float64), dtype=torch.float32)),
-        (lambda: tl.vector_norm(tg_t(x32), ord="fro"), lambda: torch.linalg.vector_norm(torch.tensor(x32), ord="fro")),
+         lambda: torch.linalg.vector_norm(torch.tensor(x32, dtype=torch.float64, device=DEVICE), dtype=torch.float32)),
+        (lambda: tl.vector_norm(tg_t(x32), ord="fro"), lambda: torch.linalg.vector_norm(torch.tensor(x32, device=DEVICE), ord="fro")),
     ]:
         with pytest.raises((RuntimeError, TypeError)):
             ref()
         with pytest.raises(TypeError):
             ours()
     for ours, ref in [
-        (lambda: tl.matrix_norm(tg_t(np.ones(3))), lambda: torch.linalg.matrix_norm(torch.ones(3))),
-        (lambda: tl.matrix_norm(tg_t(x32), ord=3), lambda: torch.linalg.matrix_norm(torch.tensor(x32), ord=3)),
-        (lambda: tl.norm(tg_t(np.ones((2, 2, 2))), 1), lambda: torch.linalg.norm(torch.ones(2, 2, 2), 1)),
-        (lambda: tg_t(np.ones((2, 2, 2))).norm("fro", (0, 1, 2)), lambda: torch.ones(2, 2, 2).norm("fro", (0, 1, 2))),
-        (lambda: tl.vector_norm(tg_t(np.zeros(0)), -1), lambda: torch.linalg.vector_norm(torch.zeros(0), -1)),
+        (lambda: tl.matrix_norm(tg_t(np.ones(3))), lambda: torch.linalg.matrix_norm(torch.ones(3, device=DEVICE))),
+        (lambda: tl.matrix_norm(tg_t(x32), ord=3), lambda: torch.linalg.matrix_norm(torch.tensor(x32, device=DEVICE), ord=3)),
+        (lambda: tl.norm(tg_t(np.ones((2, 2, 2))), 1), lambda: torch.linalg.norm(torch.ones(2, 2, 2, device=DEVICE), 1)),
+        (lambda: tg_t(np.ones((2, 2, 2))).norm("fro", (0, 1, 2)), lambda: torch.ones(2, 2, 2, device=DEVICE).norm("fro", (0, 1, 2))),
+        (lambda: tl.vector_norm(tg_t(np.zeros(0)), -1), lambda: torch.linalg.vector_norm(torch.zeros(0, device=DEVICE), -1)),
         (lambda: tl.vector_norm(tg_t(np.zeros(0)), math.inf),
-         lambda: torch.linalg.vector_norm(torch.zeros(0), math.inf)),
+         lambda: torch.linalg.vector_norm(torch.zeros(0, device=DEVICE), math.inf)),
     ]:
         with pytest.raises(RuntimeError):
             ref()
@@ -528,22 +528,22 @@ def test_norm_dtypes_and_errors():
 
 def test_dim_arguments_follow_torch():
     x = np.arange(6.0).reshape(2, 3)
-    ours, ref = tg_t(x), torch.tensor(x)
+    ours, ref = tg_t(x), torch.tensor(x, device=DEVICE)
     for op in ("sum", "mean", "std", "var", "amax", "amin", "argmax", "argmin", "prod", "all", "any",
                "logsumexp", "cumsum", "cumprod", "count_nonzero", "nansum", "nanmean", "logcumsumexp"):
         o, r = getattr(ours, op)(axis=1), getattr(ref, op)(axis=1)
-        np.testing.assert_allclose(np.asarray(o._data, np.float64), r.numpy().astype(np.float64))
+        np.testing.assert_allclose(np.asarray(o._data, np.float64), r.cpu().numpy().astype(np.float64))
     for op in ("max", "min"):
         o, r = getattr(ours, op)(axis=0, keepdim=True), getattr(ref, op)(axis=0, keepdim=True)
         assert type(o).__name__ == op
-        np.testing.assert_array_equal(o.indices._data, r.indices.numpy())
-        np.testing.assert_array_equal(getattr(tg, op)(ours, 1).values._data, getattr(torch, op)(ref, 1).values.numpy())
-    np.testing.assert_array_equal(tg.max(ours, ours)._data, torch.max(ref, ref).numpy())
+        np.testing.assert_array_equal(o.indices._data, r.indices.cpu().numpy())
+        np.testing.assert_array_equal(getattr(tg, op)(ours, 1).values._data, getattr(torch, op)(ref, 1).values.cpu().numpy())
+    np.testing.assert_array_equal(tg.max(ours, ours)._data, torch.max(ref, ref).cpu().numpy())
     for op in ("sum", "mean", "var", "std", "amax", "count_nonzero"):   # () and [] reduce everything
         for d in ((), []):
             np.testing.assert_allclose(getattr(ours, op)(dim=d)._data, getattr(ref, op)(dim=d).numpy())
-    np.testing.assert_array_equal(ours.var(True)._data, ref.var(True).numpy())
-    np.testing.assert_array_equal(ours.argmax(keepdim=True)._data, ref.argmax(keepdim=True).numpy())
+    np.testing.assert_array_equal(ours.var(True)._data, ref.var(True).cpu().numpy())
+    np.testing.assert_array_equal(ours.argmax(keepdim=True)._data, ref.argmax(keepdim=True).cpu().numpy())
 
 
 ERRORS = [   # (ours, torch, the class we raise): where torch raises, we raise
@@ -567,7 +567,7 @@ ERRORS = [   # (ours, torch, the class we raise): where torch raises, we raise
 def test_errors_match_torch(expr, cls):
     x = np.arange(6.0).reshape(2, 3)
     ours = {"x": tg_t(x), "e": tg_t(np.zeros((0, 3))), "i": tg_t(np.arange(4))}
-    ref = {"x": torch.tensor(x), "e": torch.zeros((0, 3)), "i": torch.arange(4)}
+    ref = {"x": torch.tensor(x, device=DEVICE), "e": torch.zeros((0, 3), device=DEVICE), "i": torch.arange(4, device=DEVICE)}
     with pytest.raises((RuntimeError, TypeError, IndexError, ValueError)):
         eval(expr, {}, ref)
     with pytest.raises(cls) as info:
@@ -579,14 +579,14 @@ def test_search_errors_match_torch():
     seq = np.array([1.0, 2.0, 3.0])
     for ours, ref in [
         (lambda: tg.searchsorted(tg_t(seq), tg_t(seq), side="left", right=True),
-         lambda: torch.searchsorted(torch.tensor(seq), torch.tensor(seq), side="left", right=True)),
+         lambda: torch.searchsorted(torch.tensor(seq, device=DEVICE), torch.tensor(seq, device=DEVICE), side="left", right=True)),
         (lambda: tg.searchsorted(tg_t(seq), tg_t(seq), side="mid"),
-         lambda: torch.searchsorted(torch.tensor(seq), torch.tensor(seq), side="mid")),
+         lambda: torch.searchsorted(torch.tensor(seq, device=DEVICE), torch.tensor(seq, device=DEVICE), side="mid")),
         (lambda: tg.searchsorted(tg_t(np.float64(3.0)), tg_t(seq)),
-         lambda: torch.searchsorted(torch.tensor(3.0), torch.tensor(seq))),
+         lambda: torch.searchsorted(torch.tensor(3.0, device=DEVICE), torch.tensor(seq, device=DEVICE))),
         (lambda: tg.searchsorted(tg_t(np.ones((2, 3))), tg_t(seq)),
-         lambda: torch.searchsorted(torch.ones(2, 3), torch.tensor(seq))),
-        (lambda: tg.bucketize(tg_t(seq), tg_t(np.ones((2, 3)))), lambda: torch.bucketize(torch.tensor(seq), torch.ones(2, 3))),
+         lambda: torch.searchsorted(torch.ones(2, 3, device=DEVICE), torch.tensor(seq, device=DEVICE))),
+        (lambda: tg.bucketize(tg_t(seq), tg_t(np.ones((2, 3)))), lambda: torch.bucketize(torch.tensor(seq, device=DEVICE), torch.ones(2, 3, device=DEVICE))),
     ]:
         with pytest.raises(RuntimeError):
             ref()

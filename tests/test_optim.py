@@ -27,7 +27,7 @@ from hypothesis import given, strategies as st
 
 import tinygrad_tx as tg
 from tinygrad_tx import optim
-from reference.testing import F32_FLOOR, F32_RATIO, rel_err
+from reference.testing import DEVICE, F32_FLOOR, F32_RATIO, rel_err
 from tinygrad_tx.testing.strategies import seeds, shapes
 
 F64_RTOL = 1e-12
@@ -104,11 +104,11 @@ def run_ours(pb, init, grads, dtype):
 
 
 def run_torch(pb, init, grads, dtype):
-    params = [torch.tensor(a.astype(dtype), requires_grad=True) for a in init]
+    params = [torch.tensor(a.astype(dtype), requires_grad=True, device=DEVICE) for a in init]
     opt = THEIRS[pb["name"]](groups_of(pb, params), **pb["kwargs"])
     for step_grads in grads:
         for p, g in zip(params, step_grads):
-            p.grad = None if g is None else torch.tensor(g.astype(dtype))
+            p.grad = None if g is None else torch.tensor(g.astype(dtype), device=DEVICE)
         opt.step()
     return [p.detach().numpy() for p in params], opt
 
@@ -123,7 +123,7 @@ def torch_state_numpy(opt):
 
 def numpy_state_torch(sd):
     """Our optimizer state_dict with arrays as torch tensors (what torch's load_state_dict expects)."""
-    state = {i: {k: (torch.tensor(v) if isinstance(v, np.ndarray) else v) for k, v in s.items()}
+    state = {i: {k: (torch.tensor(v, device=DEVICE) if isinstance(v, np.ndarray) else v) for k, v in s.items()}
              for i, s in sd["state"].items()}
     return {"state": state, "param_groups": copy.deepcopy(sd["param_groups"])}
 
@@ -191,7 +191,7 @@ def test_adamw_matches_torch(pb):
 def test_defaults_match_torch(name):
     """Same default hyperparameters (torch's implementation-only flags aside)."""
     ours = OURS[name]([tg.Tensor(np.zeros(2), requires_grad=True)], **({"lr": 0.1} if name == "SGD" else {}))
-    theirs = THEIRS[name]([torch.zeros(2, requires_grad=True)], **({"lr": 0.1} if name == "SGD" else {}))
+    theirs = THEIRS[name]([torch.zeros(2, requires_grad=True, device=DEVICE)], **({"lr": 0.1} if name == "SGD" else {}))
     for k, v in ours.defaults.items():
         assert theirs.defaults[k] == v, f"{name} default {k}: ours {v}, torch {theirs.defaults[k]}"
     assert OURS["SGD"]([tg.Tensor(np.zeros(2), requires_grad=True)]).defaults["lr"] == 1e-3
@@ -231,7 +231,7 @@ def test_state_dict_moves_between_torch_and_ours(name, kwargs, direction):
     else:
         mid, opt = run_ours(first, init, grads[:4], np.float64)
         state = numpy_state_torch(copy.deepcopy(opt.state_dict()))
-        params = [torch.tensor(a.copy(), requires_grad=True) for a in mid]
+        params = [torch.tensor(a.copy(), requires_grad=True, device=DEVICE) for a in mid]
         resumed = THEIRS[name](groups_of(pb, params), **kwargs)
         resumed.load_state_dict(state)
         to_grad = torch.tensor
@@ -335,7 +335,7 @@ def test_step_with_closure_matches_torch():
     rng = np.random.default_rng(0)
     a, x0 = rng.standard_normal((4, 3)), rng.standard_normal(3)
     x = tg.Tensor(x0.copy(), requires_grad=True)
-    tx = torch.tensor(x0.copy(), requires_grad=True)
+    tx = torch.tensor(x0.copy(), requires_grad=True, device=DEVICE)
     opt, topt = optim.SGD([x], lr=0.05, momentum=0.9), torch.optim.SGD([tx], lr=0.05, momentum=0.9)
 
     def closure():
@@ -346,13 +346,13 @@ def test_step_with_closure_matches_torch():
 
     def tclosure():
         topt.zero_grad()
-        loss = ((tx @ torch.tensor(a.T)).tanh() ** 2).sum()
+        loss = ((tx @ torch.tensor(a.T, device=DEVICE)).tanh() ** 2).sum()
         loss.backward()
         return loss
     for _ in range(5):
         loss, tloss = opt.step(closure), topt.step(tclosure)
         assert abs(loss.item() - tloss.item()) <= 1e-12 * abs(tloss.item())
-    assert rel_err(x._data, tx.detach().numpy()) <= F64_RTOL
+    assert rel_err(x._data, tx.detach().cpu().numpy()) <= F64_RTOL
 
 
 def test_param_groups_no_decay_on_biases_and_norms():
@@ -364,14 +364,14 @@ def test_param_groups_no_decay_on_biases_and_norms():
     groups = optim.weight_decay_groups(ours + [frozen], 0.1)
     assert [len(g["params"]) for g in groups] == [2, 2] and [g["weight_decay"] for g in groups] == [0.1, 0.0]
     assert groups[0]["params"][0] is ours[0][1] and groups[1]["params"][0] is ours[1][1]
-    theirs = [torch.tensor(a.copy(), requires_grad=True) for _, a in named]
+    theirs = [torch.tensor(a.copy(), requires_grad=True, device=DEVICE) for _, a in named]
     tgroups = [{"params": [theirs[0], theirs[3]], "weight_decay": 0.1},
                {"params": [theirs[1], theirs[2]], "weight_decay": 0.0}]
     opt, topt = optim.AdamW(groups, lr=0.1), torch.optim.AdamW(tgroups, lr=0.1)
     for _ in range(3):
         for (_, p), tp in zip(ours, theirs):
             g = rng.standard_normal(p.shape)
-            p.grad, tp.grad = tg.Tensor(g), torch.tensor(g)
+            p.grad, tp.grad = tg.Tensor(g), torch.tensor(g, device=DEVICE)
         opt.step()
         topt.step()
     for (_, p), tp in zip(ours, theirs):
@@ -433,11 +433,11 @@ def test_clip_grad_norm_matches_torch(grad_shapes, norm_type, max_norm, scale, d
     norm = optim.clip_grad_norm_(ours, max_norm, norm_type)
 
     def torch_run(dt):
-        ts = [torch.zeros(s, dtype=dt, requires_grad=True) for s in grad_shapes]
+        ts = [torch.zeros(s, dtype=dt, requires_grad=True, device=DEVICE) for s in grad_shapes]
         for t, g in zip(ts, grads):
-            t.grad = torch.tensor(g).to(dt)
+            t.grad = torch.tensor(g, device=DEVICE).to(dt)
         n = torch.nn.utils.clip_grad_norm_(ts, max_norm, norm_type)
-        return n.numpy(), [t.grad.numpy() for t in ts]
+        return n.cpu().numpy(), [t.grad.cpu().numpy() for t in ts]
     ref_norm, ref_grads = torch_run(torch.float64 if dtype == np.float64 else torch.float32)
     assert norm.shape == () and norm.dtype == dtype
     if dtype == np.float64:
@@ -468,11 +468,11 @@ def test_clip_grad_norm_edge_cases():
     p.grad = tg.Tensor(np.array([np.inf, 1.0]))
     with pytest.raises(RuntimeError, match="non-finite"):
         optim.clip_grad_norm_([p, q], 1.0, error_if_nonfinite=True)
-    t = torch.zeros(2, dtype=torch.float64, requires_grad=True)
-    t.grad = torch.tensor([math.inf, 1.0], dtype=torch.float64)
+    t = torch.zeros(2, dtype=torch.float64, requires_grad=True, device=DEVICE)
+    t.grad = torch.tensor([math.inf, 1.0], dtype=torch.float64, device=DEVICE)
     assert math.isinf(float(optim.clip_grad_norm_([p, q], 1.0)))
     assert math.isinf(torch.nn.utils.clip_grad_norm_([t], 1.0).item())
-    np.testing.assert_array_equal(p.grad, t.grad.numpy())  # [nan, 0] on both sides
+    np.testing.assert_array_equal(p.grad, t.grad.cpu().numpy())  # [nan, 0] on both sides
 
 
 def test_zero_d_gradients_from_the_engine():
@@ -489,11 +489,11 @@ def test_zero_d_gradients_from_the_engine():
 
 def test_clip_grad_value_matches_torch():
     g = np.random.default_rng(0).standard_normal((3, 5)) * 2
-    p, t = tg.Tensor(np.zeros((3, 5)), requires_grad=True), torch.zeros(3, 5, dtype=torch.float64, requires_grad=True)
-    p.grad, t.grad = tg.Tensor(g.copy()), torch.tensor(g)
+    p, t = tg.Tensor(np.zeros((3, 5)), requires_grad=True), torch.zeros(3, 5, dtype=torch.float64, requires_grad=True, device=DEVICE)
+    p.grad, t.grad = tg.Tensor(g.copy()), torch.tensor(g, device=DEVICE)
     optim.clip_grad_value_([p], 0.7)
     torch.nn.utils.clip_grad_value_([t], 0.7)
-    np.testing.assert_array_equal(p.grad, t.grad.numpy())
+    np.testing.assert_array_equal(p.grad, t.grad.cpu().numpy())
 
 
 # ----------------------------------------------------------------------------- learning-rate schedules
@@ -501,8 +501,8 @@ def test_clip_grad_value_matches_torch():
 def two_group_optimizers(lrs=(0.1, 0.03)):
     ours = optim.SGD([{"params": [tg.Tensor(np.ones(2), requires_grad=True)], "lr": lrs[0]},
                       {"params": [tg.Tensor(np.ones(2), requires_grad=True)], "lr": lrs[1]}], lr=1.0)
-    theirs = torch.optim.SGD([{"params": [torch.ones(2, requires_grad=True)], "lr": lrs[0]},
-                              {"params": [torch.ones(2, requires_grad=True)], "lr": lrs[1]}], lr=1.0)
+    theirs = torch.optim.SGD([{"params": [torch.ones(2, requires_grad=True, device=DEVICE)], "lr": lrs[0]},
+                              {"params": [torch.ones(2, requires_grad=True, device=DEVICE)], "lr": lrs[1]}], lr=1.0)
     return ours, theirs
 
 
@@ -609,14 +609,14 @@ def test_training_with_schedule_matches_torch():
     rng = np.random.default_rng(5)
     init = [rng.standard_normal((3, 3)), rng.standard_normal(3)]
     ours = [tg.Tensor(a.copy(), requires_grad=True) for a in init]
-    theirs = [torch.tensor(a.copy(), requires_grad=True) for a in init]
+    theirs = [torch.tensor(a.copy(), requires_grad=True, device=DEVICE) for a in init]
     opt, topt = optim.AdamW(ours, lr=0.05), torch.optim.AdamW(theirs, lr=0.05)
     fn = optim.warmup_cosine(3, 10, 0.1)
     sched, tsched = optim.LambdaLR(opt, fn), torch.optim.lr_scheduler.LambdaLR(topt, fn)
     for _ in range(12):
         for p, t in zip(ours, theirs):
             g = rng.standard_normal(p.shape) * 3
-            p.grad, t.grad = tg.Tensor(g), torch.tensor(g)
+            p.grad, t.grad = tg.Tensor(g), torch.tensor(g, device=DEVICE)
         optim.clip_grad_norm_(ours, 1.0)
         torch.nn.utils.clip_grad_norm_(theirs, 1.0)
         opt.step()
@@ -624,4 +624,4 @@ def test_training_with_schedule_matches_torch():
         sched.step()
         tsched.step()
     for p, t in zip(ours, theirs):
-        assert rel_err(p._data, t.detach().numpy()) <= F64_RTOL
+        assert rel_err(p._data, t.detach().cpu().numpy()) <= F64_RTOL

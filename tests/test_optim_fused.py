@@ -19,6 +19,7 @@ from tinygrad_tx import nn, optim
 from tinygrad_tx.optim.flat import FlatParameters
 from tinygrad_tx.testing.strategies import seeds, shapes
 from test_optim import make_data
+from reference.testing import DEVICE
 
 OURS = {"Adam": optim.Adam, "AdamW": optim.AdamW}
 THEIRS = {"Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW}
@@ -65,11 +66,11 @@ def _run(pb, dtype, fused):
 
 def _run_torch(pb, dtype):
     init, grads = make_data(pb, dtype)
-    params = [torch.tensor(a, requires_grad=True) for a in init]
+    params = [torch.tensor(a, requires_grad=True, device=DEVICE) for a in init]
     opt = THEIRS[pb["name"]](_groups(pb, params), **pb["kwargs"])
     for step_grads in grads:
         for p, g in zip(params, step_grads):
-            p.grad = None if g is None else torch.tensor(g)
+            p.grad = None if g is None else torch.tensor(g, device=DEVICE)
         opt.step()
     return params, opt
 
@@ -124,10 +125,10 @@ def test_chunked_flat_update_is_bit_identical(monkeypatch, name, kwargs):
 def _mlp_pair():
     tg.manual_seed(0)
     ours = nn.Sequential(nn.Linear(5, 8), nn.GELU(), nn.Linear(8, 3)).double()
-    theirs = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.GELU(), torch.nn.Linear(8, 3)).double()
+    theirs = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.GELU(), torch.nn.Linear(8, 3)).to(DEVICE).double()
     with torch.no_grad():
         for (_, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
-            q.copy_(torch.from_numpy(p._data))
+            q.copy_(torch.from_numpy(p._data).to(DEVICE))
     return ours, theirs
 
 
@@ -150,7 +151,7 @@ def test_training_with_engine_gradients_matches_torch():
             kept = [(p.grad, p.grad.numpy().copy()) for p in ours.parameters()]
         opt.step()
         topt.zero_grad()
-        theirs(torch.tensor(x)).backward(torch.tensor(g))
+        theirs(torch.tensor(x, device=DEVICE)).backward(torch.tensor(g, device=DEVICE))
         topt.step()
     assert len(opt._flat_states) == 2
     for (_, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
@@ -219,11 +220,11 @@ def test_partial_gradients_step_per_parameter_like_torch():
     ps[1].grad = tg.Tensor(np.ones(2))
     opt.step()                            # counts 3 and 2: per-parameter bias corrections
     assert [float(opt.state[p]["step"]) for p in ps] == [3.0, 2.0]
-    tps = [torch.ones(3, dtype=torch.float64, requires_grad=True), torch.ones(2, dtype=torch.float64, requires_grad=True)]
+    tps = [torch.ones(3, dtype=torch.float64, requires_grad=True, device=DEVICE), torch.ones(2, dtype=torch.float64, requires_grad=True, device=DEVICE)]
     topt = torch.optim.Adam(tps, lr=0.1)
     for grads in ([np.ones(3), np.ones(2)], [np.ones(3), None], [np.ones(3), np.ones(2)]):
         for p, g in zip(tps, grads):
-            p.grad = None if g is None else torch.tensor(g)
+            p.grad = None if g is None else torch.tensor(g, device=DEVICE)
         topt.step()
     for p, t in zip(ps, tps):
         assert rel_err(p._data, t.detach().numpy()) <= 1e-15

@@ -28,6 +28,7 @@ from tinygrad_tx.viz import (EXAMPLES, EXPLAINABLE_OPS, GraphvizNotFound, attent
                              vowel_gathering, write_graph)
 from tinygrad_tx.viz import graph as graph_mod
 from tinygrad_tx.viz.explain import body_lines, closed_form_lines, speed_helpers
+from reference.testing import DEVICE
 
 RTOL = 1e-10
 
@@ -242,12 +243,12 @@ def test_trace_and_hooks_match_torch_hooks_on_gpt_block(attn_impl):
         p.register_hook(lambda g, name=name: torch_norms.__setitem__(name, float(g.norm())))
     for sub in ("ln1", "attn", "ln2", "mlp"):
         getattr(twin, sub).register_forward_hook(lambda m, a, o, sub=sub: cap.__setitem__(sub, o))
-    xt = torch.tensor(x_np, requires_grad=True)
+    xt = torch.tensor(x_np, requires_grad=True, device=DEVICE)
     xt.register_hook(lambda g: torch_norms.__setitem__("x", float(g.norm())))
     out_t = twin(xt)
     for sub, t in cap.items():
         t.register_hook(lambda g, sub=sub: torch_norms.__setitem__("out:" + sub, float(g.norm())))
-    out_t.backward(torch.tensor(g_np))
+    out_t.backward(torch.tensor(g_np, device=DEVICE))
 
     # ---- ours: the trace, plus Tensor.register_hook on the same tensors
     hook_norms, mine = {}, {}
@@ -307,12 +308,12 @@ def _pair(values, hooks_ours, hooks_torch):
     for h in hooks_ours:
         y.register_hook(h)
     (y * y).sum().backward()
-    xt = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    xt = torch.tensor(values, dtype=torch.float64, requires_grad=True, device=DEVICE)
     yt = xt.exp()
     for h in hooks_torch:
         yt.register_hook(h)
     (yt * yt).sum().backward()
-    return np.asarray(x.grad), xt.grad.numpy()
+    return np.asarray(x.grad), xt.grad.cpu().numpy()
 
 
 def test_tensor_hook_replaces_gradient_like_torch():
@@ -344,11 +345,11 @@ def test_hook_sees_the_total_gradient_once_and_leaf_hook_changes_grad():
     x = tg.Tensor(np.array([1.0, 2.0]), requires_grad=True)
     x.register_hook(lambda g: seen_o.append(g._data.copy()) or g * 10.0)
     (x * x + x * 3.0).sum().backward()
-    xt = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    xt = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True, device=DEVICE)
     xt.register_hook(lambda g: seen_t.append(g.numpy().copy()) or g * 10.0)
     (xt * xt + xt * 3.0).sum().backward()
     assert len(seen_o) == len(seen_t) == 1
-    assert np.allclose(seen_o[0], seen_t[0]) and np.allclose(np.asarray(x.grad), xt.grad.numpy())
+    assert np.allclose(seen_o[0], seen_t[0]) and np.allclose(np.asarray(x.grad), xt.grad.cpu().numpy())
     assert np.allclose(np.asarray(x.grad), 10 * (2 * x._data + 3))
 
 
@@ -360,7 +361,7 @@ def test_hook_handle_remove_like_torch():
             calls[key] += 1
         return hook
     for key, make in (("ours", lambda: tg.Tensor(np.ones(3), requires_grad=True)),
-                      ("torch", lambda: torch.ones(3, dtype=torch.float64, requires_grad=True))):
+                      ("torch", lambda: torch.ones(3, dtype=torch.float64, requires_grad=True, device=DEVICE))):
         x = make()
         h = counter(key)
         first = x.register_hook(h)
@@ -379,29 +380,29 @@ def test_hook_with_retain_grad_sets_hooked_grad_like_torch():
     y.retain_grad()
     y.register_hook(lambda g: g * 5.0)
     (y * y).sum().backward()
-    xt = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
+    xt = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True, device=DEVICE)
     yt = xt * 2.0
     yt.retain_grad()
     yt.register_hook(lambda g: g * 5.0)
     (yt * yt).sum().backward()
-    assert np.allclose(np.asarray(y.grad), yt.grad.numpy()) and np.allclose(np.asarray(x.grad), xt.grad.numpy())
+    assert np.allclose(np.asarray(y.grad), yt.grad.numpy()) and np.allclose(np.asarray(x.grad), xt.grad.cpu().numpy())
 
 
 def test_register_hook_needs_grad_like_torch():
     with pytest.raises(RuntimeError, match="doesn't require gradient"):
         tg.Tensor(np.ones(2)).register_hook(lambda g: g)
     with pytest.raises(RuntimeError):
-        torch.ones(2).register_hook(lambda g: g)
+        torch.ones(2, device=DEVICE).register_hook(lambda g: g)
 
 
 def test_forward_hooks_replace_output_chain_and_remove_like_torch():
     tg.manual_seed(0)
     ours = nn.Linear(3, 2).double()
-    twin = torch.nn.Linear(3, 2).double()
-    twin.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()})
+    twin = torch.nn.Linear(3, 2).to(DEVICE).double()
+    twin.load_state_dict({k: torch.from_numpy(v).to(DEVICE) for k, v in ours.state_dict().items()})
     x_np = np.random.default_rng(1).standard_normal((4, 3))
     results = {}
-    for key, module, x in (("ours", ours, tg.Tensor(x_np)), ("torch", twin, torch.tensor(x_np))):
+    for key, module, x in (("ours", ours, tg.Tensor(x_np)), ("torch", twin, torch.tensor(x_np, device=DEVICE))):
         seen = []
         h1 = module.register_forward_hook(lambda m, args, out, seen=seen: seen.append((m, args)) or out * 2.0)
         h2 = module.register_forward_hook(lambda m, args, out: out + 1.0)   # sees the doubled output
@@ -559,7 +560,7 @@ def _torch_attention_weights(twin, idx):
     caps = []
     hooks = [b.attn.register_forward_hook(lambda m, a, o: caps.append((m, a[0]))) for b in twin.blocks]
     with torch.no_grad():
-        twin(torch.from_numpy(idx))
+        twin(torch.from_numpy(idx).to(DEVICE))
     for h in hooks:
         h.remove()
     out = []
@@ -569,8 +570,8 @@ def _torch_attention_weights(twin, idx):
         q = q.view(B, T, m.n_heads, m.d_k).transpose(1, 2)
         k = k.view(B, T, m.n_heads, m.d_k).transpose(1, 2)
         s = (q @ k.transpose(-2, -1)) / m.d_k ** 0.5
-        s = s.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-        out.append(torch.softmax(s, -1).detach().numpy())
+        s = s.masked_fill(torch.ones(T, T, dtype=torch.bool, device=DEVICE).triu(1), float("-inf"))
+        out.append(torch.softmax(s, -1).detach().cpu().numpy())
     return np.stack(out)
 
 

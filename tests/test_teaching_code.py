@@ -18,6 +18,8 @@ import torch
 
 import tinygrad_tx
 
+pytestmark = pytest.mark.cpu_only(reason="the teaching models run on torch as written: their tensors are built on the CPU")
+
 MODELS = r'''
 import math
 import torch

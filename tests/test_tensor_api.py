@@ -12,6 +12,7 @@ import torch
 
 import tinygrad_tx as tg
 from tinygrad_tx import torch_shim
+from reference.testing import DEVICE
 
 
 # ============================================================================ dtypes and devices
@@ -51,13 +52,13 @@ def test_devices_cpu_only_with_a_clear_error():
 
 def test_to_forms_and_casts_follow_torch():
     x = tg.tensor([1.5, -2.0])
-    t = torch.tensor([1.5, -2.0])
+    t = torch.tensor([1.5, -2.0], device=DEVICE)
     for args in [(tg.float64,), ("cpu", tg.int64), (tg.tensor([1], dtype=tg.int32),)]:
         targs = tuple(getattr(torch, str(a).split(".")[-1]) if isinstance(a, tg.dtype) else
-                      (torch.tensor([1], dtype=torch.int32) if isinstance(a, tg.Tensor) else a) for a in args)
+                      (torch.tensor([1], dtype=torch.int32, device=DEVICE) if isinstance(a, tg.Tensor) else a) for a in args)
         ours, theirs = x.to(*args), t.to(*targs)
         assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
-        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+        np.testing.assert_array_equal(ours.numpy(), theirs.cpu().numpy())
     assert x.to(dtype=tg.float64, copy=True).dtype == tg.float64
     assert x.to(tg.float32) is x and x.to(tg.float32, copy=True) is not x
     assert x.long().dtype == tg.int64 and x.int().dtype == tg.int32 and x.bool().dtype == tg.bool
@@ -132,7 +133,7 @@ def test_python_protocol_matches_torch():
 
 def test_size_stride_and_introspection():
     x = tg.zeros(2, 3, 4)
-    t = torch.zeros(2, 3, 4)
+    t = torch.zeros(2, 3, 4, device=DEVICE)
     assert x.size() == tuple(t.size()) and x.size(-1) == t.size(-1) and x.stride() == t.stride()
     assert x.numel() == tg.numel(x) == t.numel() and x.dim() == x.ndimension() == 3
     assert x.element_size() == t.element_size() and x.is_contiguous() and tg.is_tensor(x)

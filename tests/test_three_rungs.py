@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as TF
 
 import tinygrad_tx as tg
-from reference.testing import check_parity, rel_err
+from reference.testing import DEVICE, check_parity, rel_err
 from tinygrad_tx import functional as F
 from tinygrad_tx.functional.closed_form import (CLOSED_FORMS, BatchNormClosedForm, CrossEntropyClosedForm,
                                                 EmbeddingClosedForm, FlashAttentionClosedForm, GeluClosedForm,
@@ -77,15 +77,15 @@ CASES = {
     "cross_entropy": ([_n(6, 5, scale=2)],
                       lambda f, z: f(z, _TARGETS, weight=_CLASS_WEIGHT.astype(z._data.dtype), label_smoothing=0.1),
                       (F.cross_entropy_composite, F.cross_entropy_closed_form, F.cross_entropy),
-                      lambda z: TF.cross_entropy(z, torch.from_numpy(_TARGETS), weight=torch.from_numpy(_CLASS_WEIGHT)
+                      lambda z: TF.cross_entropy(z, torch.from_numpy(_TARGETS).to(DEVICE), weight=torch.from_numpy(_CLASS_WEIGHT)
                                                  .to(z.dtype), label_smoothing=0.1), "cross_entropy"),
     "cross_entropy_none_spatial": ([_n(4, 5, 3, scale=2)], lambda f, z: f(z, _TARGETS_2D, reduction="none"),
                                    (F.cross_entropy_composite, F.cross_entropy_closed_form, F.cross_entropy),
-                                   lambda z: TF.cross_entropy(z, torch.from_numpy(_TARGETS_2D), reduction="none"),
+                                   lambda z: TF.cross_entropy(z, torch.from_numpy(_TARGETS_2D).to(DEVICE), reduction="none"),
                                    "cross_entropy"),
     "cross_entropy_sum": ([_n(6, 5, scale=2)], lambda f, z: f(z, _TARGETS, reduction="sum"),
                           (F.cross_entropy_composite, F.cross_entropy_closed_form, F.cross_entropy),
-                          lambda z: TF.cross_entropy(z, torch.from_numpy(_TARGETS), reduction="sum"), "cross_entropy"),
+                          lambda z: TF.cross_entropy(z, torch.from_numpy(_TARGETS).to(DEVICE), reduction="sum"), "cross_entropy"),
     "layer_norm": ([_n(3, 4, 8), 1 + _n(8, scale=0.1), _n(8, scale=0.1)], lambda f, x, w, b: f(x, (8,), w, b),
                    (F.layer_norm_composite, F.layer_norm_closed_form, F.layer_norm),
                    lambda x, w, b: TF.layer_norm(x, (8,), w, b), "layer_norm"),
@@ -115,7 +115,7 @@ CASES = {
                              lambda f, q, k, v: f(q, k, v, attn_mask=_MASK, scale=0.7),
                              (F.scaled_dot_product_attention_composite, F.scaled_dot_product_attention_closed_form,
                               F.scaled_dot_product_attention),
-                             lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(_MASK),
+                             lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(_MASK).to(DEVICE),
                                                                              scale=0.7),
                              "scaled_dot_product_attention"),
     "sdpa_float_mask_grad": ([_n(2, 5, 4), _n(2, 6, 4), _n(2, 6, 3), _FLOAT_MASK],
@@ -135,14 +135,14 @@ CASES = {
                      lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True), "flash_attention"),
     "flash_mask": ([_n(2, 5, 4), _n(2, 6, 4), _n(2, 6, 3)], lambda f, q, k, v: f(q, k, v, attn_mask=_MASK),
                    (F.scaled_dot_product_attention_composite, F.flash_attention_closed_form, _flash),
-                   lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(_MASK)),
+                   lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(_MASK).to(DEVICE)),
                    "flash_attention"),
     "embedding": ([_n(10, 4)], lambda f, w: f(_IDS, w),
                   (F.embedding_composite, F.embedding_closed_form, F.embedding),
-                  lambda w: TF.embedding(torch.from_numpy(_IDS), w), "embedding"),
+                  lambda w: TF.embedding(torch.from_numpy(_IDS).to(DEVICE), w), "embedding"),
     "embedding_padding": ([_n(10, 4)], lambda f, w: f(_IDS, w, padding_idx=3),
                           (F.embedding_composite, F.embedding_closed_form, F.embedding),
-                          lambda w: TF.embedding(torch.from_numpy(_IDS), w, padding_idx=3), "embedding"),
+                          lambda w: TF.embedding(torch.from_numpy(_IDS).to(DEVICE), w, padding_idx=3), "embedding"),
     "linear": ([_n(2, 3, 5), _n(4, 5), _n(4)], lambda f, x, w, b: f(x, w, b),
                (F.linear_composite, F.linear_closed_form, F.linear), TF.linear, "linear"),
     "linear_1d_no_bias": ([_n(5), _n(4, 5)], lambda f, x, w: f(x, w),
@@ -227,7 +227,7 @@ def test_closed_form_edges_follow_torch():
     for ours, theirs in ((F.softmax_closed_form, torch.softmax), (F.log_softmax_closed_form, torch.log_softmax)):
         with np.errstate(all="raise"):       # no NumPy warning leaks
             got = ours(tg.Tensor(row), -1)._data
-        want = theirs(torch.from_numpy(row), -1).numpy()
+        want = theirs(torch.from_numpy(row).to(DEVICE), -1).cpu().numpy()
         assert np.array_equal(np.isnan(got), np.isnan(want)) and np.allclose(got[1], want[1], rtol=1e-15)
     x = tg.Tensor(np.array(2.5), requires_grad=True)                    # a 0-d input: softmax is 1
     y = F.softmax_closed_form(x, 0)
@@ -236,11 +236,11 @@ def test_closed_form_edges_follow_torch():
     z = tg.Tensor(_n(3, 4), requires_grad=True)                          # mean over zero targets
     loss = F.cross_entropy_closed_form(z, np.full(3, -100))
     loss.backward()
-    zt = torch.tensor(z._data, requires_grad=True)
-    lt = TF.cross_entropy(zt, torch.full((3,), -100))
+    zt = torch.tensor(z._data, requires_grad=True, device=DEVICE)
+    lt = TF.cross_entropy(zt, torch.full((3,), -100, device=DEVICE))
     lt.backward()
     assert np.isnan(loss.item()) and np.isnan(lt.item())
-    assert np.array_equal(z.grad._data, zt.grad.numpy())
+    assert np.array_equal(z.grad._data, zt.grad.cpu().numpy())
 
 
 def test_closed_forms_refuse_what_the_fused_ops_refuse():
@@ -283,11 +283,11 @@ def test_layer_norm_overflow_is_nan_as_torch(dtype, big):
     ts = [tg.Tensor(a, requires_grad=True) for a in (x, w, b)]
     out = F.layer_norm(ts[0], (3,), ts[1], ts[2])
     out.backward(g)
-    tts = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    tts = [torch.tensor(a, requires_grad=True, device=DEVICE) for a in (x, w, b)]
     tout = TF.layer_norm(tts[0], (3,), tts[1], tts[2])
-    tgrads = torch.autograd.grad(tout, tts, torch.from_numpy(g))
+    tgrads = torch.autograd.grad(tout, tts, torch.from_numpy(g).to(DEVICE))
     for ours, theirs in zip([out] + [t.grad for t in ts], [tout] + list(tgrads)):
-        ours, theirs = np.asarray(ours._data), theirs.detach().numpy()
+        ours, theirs = np.asarray(ours._data), theirs.detach().cpu().numpy()
         assert np.array_equal(np.isnan(ours), np.isnan(theirs)), (ours, theirs)
         finite = ~np.isnan(theirs)
         assert np.allclose(ours[finite], theirs[finite], rtol=1e-5, atol=1e-6)
@@ -299,9 +299,9 @@ def test_layer_norm_variance_overflow_alone_gives_zeros_as_torch():
     t = tg.Tensor(x, requires_grad=True)
     y = F.layer_norm(t, 3)
     y.backward(np.ones((1, 3), np.float32))
-    tt = torch.tensor(x, requires_grad=True)
+    tt = torch.tensor(x, requires_grad=True, device=DEVICE)
     ty = TF.layer_norm(tt, (3,))
-    ty.backward(torch.ones(1, 3))
+    ty.backward(torch.ones(1, 3, device=DEVICE))
     assert np.array_equal(y._data, ty.detach().numpy()) and np.array_equal(t.grad._data, tt.grad.numpy())
 
 
@@ -309,7 +309,7 @@ def test_layer_norm_variance_overflow_alone_gives_zeros_as_torch():
 def test_layer_norm_normalized_shape_type_error_as_torch(shape):
     x = _n(2, 4)
     with pytest.raises(TypeError) as theirs:
-        TF.layer_norm(torch.from_numpy(x), shape)
+        TF.layer_norm(torch.from_numpy(x).to(DEVICE), shape)
     for fn in (F.layer_norm, F.layer_norm_composite, F.layer_norm_closed_form):
         with pytest.raises(TypeError, match="argument 'normalized_shape' \\(position 2\\) must be tuple of ints"):
             fn(tg.Tensor(x), shape)
@@ -328,10 +328,10 @@ def test_attention_over_zero_keys_is_zeros_as_torch(masking, rung):
     out = fn(*ts, attn_mask=mask, **kwargs)
     g = _n(1, 2, 4, seed=4)
     out.backward(g)
-    tts = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
-    tout = TF.scaled_dot_product_attention(*tts, attn_mask=None if mask is None else torch.from_numpy(mask), **kwargs)
-    tgrads = torch.autograd.grad(tout, tts, torch.from_numpy(g), allow_unused=True)
-    assert out.shape == tuple(tout.shape) and np.array_equal(out._data, tout.detach().numpy())
+    tts = [torch.tensor(a, requires_grad=True, device=DEVICE) for a in (q, k, v)]
+    tout = TF.scaled_dot_product_attention(*tts, attn_mask=None if mask is None else torch.from_numpy(mask).to(DEVICE), **kwargs)
+    tgrads = torch.autograd.grad(tout, tts, torch.from_numpy(g).to(DEVICE), allow_unused=True)
+    assert out.shape == tuple(tout.shape) and np.array_equal(out._data, tout.detach().cpu().numpy())
     for t, tgrad in zip(ts, tgrads):
         want = np.zeros(t.shape) if tgrad is None else tgrad.numpy()
         assert t.grad.shape == want.shape and np.array_equal(t.grad._data, want)

@@ -22,7 +22,8 @@ import tinygrad_tx
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "shared" / "seed" / "how-transformers-work.txt"
 
-pytestmark = pytest.mark.skipif(not TUTORIAL.is_file(), reason=f"tutorial not found at {TUTORIAL}")
+pytestmark = [pytest.mark.skipif(not TUTORIAL.is_file(), reason=f"tutorial not found at {TUTORIAL}"),
+              pytest.mark.cpu_only(reason="the tutorial's code runs on torch as written: its tensors are built on the CPU")]
 
 # a line that opens (or continues at column 0) a Python block rather than prose
 _CODE = re.compile(r"^(import |from \S+ import |class |def |@|# |print\(|for |if |with |[\)\]\}]"

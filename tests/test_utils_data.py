@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import tinygrad_tx as tg
 from tinygrad_tx.utils import data as D
 from tinygrad_tx.utils.data import DataLoader, Dataset
+from reference.testing import DEVICE
 
 
 def plain(x):
@@ -36,7 +37,7 @@ def plain(x):
 
 def to_torch_sample(x):
     if isinstance(x, tg.Tensor):
-        return torch.from_numpy(np.array(x._data))
+        return torch.from_numpy(np.array(x._data)).to(DEVICE)
     if isinstance(x, dict):
         return {k: to_torch_sample(v) for k, v in x.items()}
     if isinstance(x, tuple) and hasattr(x, "_fields"):
@@ -100,13 +101,13 @@ def test_default_collate_and_convert_errors_and_convert():
 def test_tensor_dataset_subset_and_concat_match_torch():
     x, y = np.arange(12.0).reshape(6, 2), np.arange(6)
     ours = D.TensorDataset(tg.Tensor(x), tg.Tensor(y))
-    theirs = tud.TensorDataset(torch.tensor(x), torch.tensor(y))
+    theirs = tud.TensorDataset(torch.tensor(x, device=DEVICE), torch.tensor(y, device=DEVICE))
     assert len(ours) == len(theirs) == 6
     for i in (0, 3, -1):
         assert plain(ours[i]) == plain(theirs[i])
     assert plain(ours[[1, 2]]) == plain(theirs[[1, 2]])
     raises_like_torch(lambda: D.TensorDataset(tg.Tensor(np.ones(3)), tg.Tensor(np.ones(4))),
-                      lambda: tud.TensorDataset(torch.ones(3), torch.ones(4)), ValueError)
+                      lambda: tud.TensorDataset(torch.ones(3, device=DEVICE), torch.ones(4, device=DEVICE)), ValueError)
     sub, tsub = D.Subset(ours, [4, 0, 2]), tud.Subset(theirs, [4, 0, 2])
     assert len(sub) == 3 and plain(sub[0]) == plain(tsub[0]) and plain(sub[-1]) == plain(tsub[-1])
     cat, tcat = ours + sub, theirs + tsub
