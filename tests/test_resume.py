@@ -301,7 +301,8 @@ def _default_signals():
 
 
 def _temps(directory) -> list[str]:
-    return sorted(p for p in os.listdir(directory) if ".tmp-" in p or ".probe-" in p)
+    """Temporary files of any kind: ours (.<name>.tmp-<pid>, .probe-), safetensors' save_file's (.tmpXXXXXX)."""
+    return sorted(p for p in os.listdir(directory) if ".tmp" in p or ".probe-" in p)
 
 
 def _history_agrees(path) -> bool:

@@ -151,6 +151,33 @@ def test_stale_history_copy_is_rewritten_from_the_checkpoint(tmp_path):
     assert load_history(path) == stored and history_path(path).exists()
 
 
+def test_history_copy_and_checkpoint_are_renamed_back_to_back(tmp_path, monkeypatch):
+    """history.json disagreed with the checkpoint's step after 2 of 25 SIGKILLs: it was serialised and
+    fsynced only after the checkpoint's rename. Now both are on disk under their temporary names before
+    the first rename, and nothing runs between the two renames."""
+    from tinygrad_tx import checkpoint
+    path = tmp_path / "m.safetensors"
+    bigram_checkpoint(path)
+    events, real_replace, real_fsync = [], os.replace, os.fsync
+
+    def replace(src, dst):
+        events.append(("rename", os.path.basename(dst), sorted(os.listdir(tmp_path))))
+        real_replace(src, dst)
+
+    def fsync(fd):
+        events.append(("fsync",))
+        real_fsync(fd)
+    monkeypatch.setattr(checkpoint.os, "replace", replace)
+    monkeypatch.setattr(checkpoint.os, "fsync", fsync)
+    bigram_checkpoint(path)
+    renames = [i for i, e in enumerate(events) if e[0] == "rename"]
+    assert [events[i][1] for i in renames] == ["m.safetensors", "m.history.json"]
+    assert renames[1] == renames[0] + 1                      # no fsync (nor anything else) in between
+    pid = os.getpid()
+    assert f".m.history.json.tmp-{pid}" in events[renames[0]][2]    # the copy's bytes are already written
+    assert json.loads(history_path(path).read_text()) == json.loads(load_checkpoint(path)[2]["history"])
+
+
 def test_every_run_file_is_written_atomically_with_the_umask(tmp_path, corpus):
     old = os.umask(0o027)
     try:

@@ -30,10 +30,22 @@ Writes are atomic (:func:`atomic_write`, which every run file -- checkpoint,
 history, plot -- goes through): the file is written under a temporary name in the
 same directory, ``.<name>.tmp-<pid>``, flushed to disk (``fsync``) and renamed over
 the target with ``os.replace``, so a crash leaves either the old or the new file,
-never half of one. A process killed mid-write (SIGKILL) cannot clean up after
-itself; its temporary file is named after the target, so the next write of that
-target removes it (only temporaries of processes that no longer run). The new file
-gets the mode ``open()`` would give it: ``0o666`` less the process's umask.
+never half of one. The checkpoint's bytes are serialised in memory
+(``safetensors.numpy.save``) and written by us: ``safetensors.numpy.save_file`` would
+write through a temporary file of its own (``.tmpXXXXXX``) that a SIGKILL leaves behind.
+A process killed mid-write cannot clean up after itself; its temporary file is named
+after the target, so the next write of that target removes it (only temporaries of
+processes that no longer run), together with any ``.tmpXXXXXX`` of safetensors' own
+``save_file`` in the directory that no running process holds open (older versions
+wrote through it). :func:`atomic_write_many` writes several files so that all their
+bytes are on disk before the first rename, and the renames follow one another
+directly. The new file gets the mode ``open()`` would give it: ``0o666`` less the
+process's umask.
+
+Integrity: the header stores ``tinygrad_tx.sha256``, the SHA-256 of the arrays (name,
+dtype, shape and bytes of each, in name order); :func:`load_checkpoint` recomputes it
+and a mismatch (bytes flipped on disk, an edited file) is a ``ValueError`` naming the
+file. A checkpoint written before the digest existed loads without the check.
 
 Reading opens regular files only: a directory, a FIFO (which would block) or a
 device is a ``ValueError`` naming the path. A truncated or corrupt file, or one
@@ -41,9 +53,12 @@ whose header does not match its contents, raises ``ValueError`` naming the path.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import stat
+import time
 
 import numpy as np
 import safetensors.numpy
@@ -57,6 +72,7 @@ _RESERVED = "tinygrad_tx."
 _KEY_FORMAT = _RESERVED + "format"
 _KEY_MODEL = _RESERVED + "model_keys"
 _KEY_OPTIMIZER = _RESERVED + "optimizer"
+_KEY_DIGEST = _RESERVED + "sha256"
 
 
 def _json_default(x):
@@ -100,6 +116,25 @@ def _flatten_optimizer(optimizer) -> tuple[dict[str, np.ndarray], dict]:
     return arrays, description
 
 
+def digest(tensors: dict) -> str:
+    """SHA-256 (hex) of the arrays: for each name in sorted order, the name, the little-endian
+    dtype, the shape and the bytes (C order) -- what :func:`load_checkpoint` verifies."""
+    h = hashlib.sha256()
+    for key in sorted(tensors):
+        a = np.asarray(tensors[key])
+        if a.dtype.byteorder == ">":
+            a = a.astype(a.dtype.newbyteorder("<"))
+        h.update(f"{key}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(np.ascontiguousarray(a.reshape(-1)).view(np.uint8))
+    return h.hexdigest()
+
+
+def write_bytes(tmp, data: bytes) -> None:
+    """Fill the file ``tmp`` with ``data`` (an :func:`atomic_write` writer)."""
+    with open(tmp, "wb") as f:
+        f.write(data)
+
+
 def save_checkpoint(path, model_state: dict, optimizer=None, metadata: dict | None = None,
                     step: int | None = None) -> None:
     """Write ``model_state`` (name -> array), optionally an optimizer's state, to ``path`` atomically.
@@ -109,7 +144,14 @@ def save_checkpoint(path, model_state: dict, optimizer=None, metadata: dict | No
     or a config); keys ``"step"`` and ``"tinygrad_tx.*"`` are reserved.
     ``step``: the training step, stored as ``metadata["step"]``.
     """
-    path = os.fspath(path)
+    data = checkpoint_bytes(model_state, optimizer, metadata, step)
+    atomic_write(path, lambda tmp: write_bytes(tmp, data))
+
+
+def checkpoint_bytes(model_state: dict, optimizer=None, metadata: dict | None = None,
+                     step: int | None = None) -> bytes:
+    """The bytes :func:`save_checkpoint` writes (the same arguments), with the arrays' digest
+    in the header; serialised in memory, so no temporary file of safetensors' own is made."""
     tensors: dict[str, np.ndarray] = {}
     for key, value in model_state.items():
         if not isinstance(key, str):
@@ -134,8 +176,8 @@ def save_checkpoint(path, model_state: dict, optimizer=None, metadata: dict | No
         arrays, description = _flatten_optimizer(optimizer)
         tensors.update(arrays)
         meta[_KEY_OPTIMIZER] = json.dumps(description, default=_json_default)
-
-    atomic_write(path, lambda tmp: safetensors.numpy.save_file(tensors, tmp, metadata=meta))
+    meta[_KEY_DIGEST] = digest(tensors)
+    return safetensors.numpy.save(tensors, metadata=meta)
 
 
 def _umask() -> int:
@@ -170,9 +212,49 @@ def _pid_running(pid: int) -> bool:
     return True
 
 
+_FOREIGN_TEMP = re.compile(r"\.tmp[A-Za-z0-9]{6}")   # safetensors' save_file (Rust tempfile): .tmpXXXXXX
+_FOREIGN_TEMP_AGE = 3600.0   # without /proc, a .tmpXXXXXX is stale when untouched this long (seconds)
+
+
+def _open_files_of_running_processes() -> set | None:
+    """The files any process we may inspect holds open (Linux ``/proc``); None where unknown."""
+    if not os.path.isdir("/proc/self/fd"):
+        return None
+    held = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                held.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:
+                pass
+    return held
+
+
+def _stale_foreign_temps(directory: str, names) -> list[str]:
+    """The ``.tmpXXXXXX`` files of ``safetensors.numpy.save_file`` in ``directory`` that no running
+    process holds open (a writer killed mid-save): they are never renamed into place."""
+    candidates = [os.path.join(directory, n) for n in names if _FOREIGN_TEMP.fullmatch(n)]
+    candidates = [p for p in candidates if os.path.isfile(p) and not os.path.islink(p)]
+    if not candidates:
+        return []
+    held = _open_files_of_running_processes()
+    if held is None:
+        now = time.time()
+        return [p for p in candidates if now - os.path.getmtime(p) > _FOREIGN_TEMP_AGE]
+    return [p for p in candidates if os.path.realpath(p) not in held]
+
+
 def remove_stale_temps(path) -> list[str]:
     """Delete the temporary files of ``path`` left by processes that died mid-write (SIGKILL,
-    power loss); temporaries of processes still running are kept. Returns the removed paths."""
+    power loss); temporaries of processes still running are kept. Also deletes the
+    ``.tmpXXXXXX`` files of safetensors' own ``save_file`` in the same directory that no running
+    process holds open. Returns the removed paths."""
     path = os.path.abspath(os.fspath(path))
     directory, prefix = os.path.dirname(path), f".{os.path.basename(path)}.tmp-"
     removed = []
@@ -180,6 +262,12 @@ def remove_stale_temps(path) -> list[str]:
         names = os.listdir(directory)
     except OSError:
         return removed
+    for stale in _stale_foreign_temps(directory, names):
+        try:
+            os.unlink(stale)
+            removed.append(stale)
+        except OSError:
+            pass
     for name in names:
         pid = name[len(prefix):]
         if not name.startswith(prefix) or not pid.isdigit():
@@ -201,26 +289,47 @@ def atomic_write(path, write) -> None:
     temporaries of the same target (:func:`remove_stale_temps`) are removed first. On any
     error the temporary file is removed and the old ``path``, if any, is untouched. A target
     that is a directory is an ``IsADirectoryError`` naming it (not the temporary file)."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        raise IsADirectoryError(21, "Is a directory; give a file path", path)
-    directory = os.path.dirname(os.path.abspath(path))
-    remove_stale_temps(path)
-    tmp = temp_path(path)
+    atomic_write_many([(path, write)])
+
+
+def atomic_write_many(files) -> None:
+    """:func:`atomic_write` of several ``(path, write)`` pairs as one step: every temporary file
+    is written and fsynced first, then the renames follow one another with no other work in
+    between, in the order given. A process killed before the first rename leaves every target
+    as it was; the window in which only some are renamed is that of consecutive ``rename``
+    system calls (no serialisation, no fsync). On an error before the renames every temporary
+    file is removed and no target changes."""
+    files = [(os.fspath(path), write) for path, write in files]
+    for path, _ in files:
+        if os.path.isdir(path):
+            raise IsADirectoryError(21, "Is a directory; give a file path", path)
+    ready = []
     try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        for path, write in files:
+            remove_stale_temps(path)
+            tmp = temp_path(path)
+            ready.append(tmp)
+            write(tmp)
+            os.chmod(tmp, 0o666 & ~_umask())
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for (path, _), tmp in zip(files, ready):
+            os.replace(tmp, path)
     except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        for tmp in ready:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
         raise
-    try:  # make the rename itself durable
+    for directory in dict.fromkeys(os.path.dirname(os.path.abspath(p)) for p, _ in files):
+        _fsync_directory(directory)
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the renames in ``directory`` durable."""
+    try:
         dfd = os.open(directory, os.O_RDONLY)
     except OSError:  # pragma: no cover - platforms without directory fds
         return
@@ -300,6 +409,9 @@ def load_checkpoint(path) -> tuple[dict[str, np.ndarray], dict | None, dict[str,
         raise ValueError(f"{path}: not a readable safetensors checkpoint (truncated or corrupt?): {e}") from e
     except (TypeError, ValueError) as e:  # e.g. a dtype NumPy lacks (bfloat16)
         raise ValueError(f"{path}: cannot load its arrays with NumPy: {e}") from e
+    if _KEY_DIGEST in meta and digest(tensors) != meta[_KEY_DIGEST]:
+        raise ValueError(f"{path}: corrupt checkpoint: the SHA-256 of its arrays does not match the one stored "
+                         f"when it was written (changed on disk after saving); use another copy")
 
     if _KEY_FORMAT not in meta:
         return tensors, None, meta
