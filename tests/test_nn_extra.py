@@ -38,7 +38,7 @@ def need(name):
 
 
 def torch_state(module):
-    return OrderedDict((k, torch.from_numpy(np.ascontiguousarray(v))) for k, v in module.state_dict().items())
+    return OrderedDict((k, torch.from_numpy(np.ascontiguousarray(v)).to(DEVICE)) for k, v in module.state_dict().items())
 
 
 def away_from(x, points, gap=0.05):
@@ -93,21 +93,21 @@ ACTIVATIONS = [
     ("SiLU", nn.SiLU, tnn.SiLU, "silu", ()),
     ("Mish", nn.Mish, tnn.Mish, "mish", ()),
     ("LeakyReLU", nn.LeakyReLU, tnn.LeakyReLU, "leaky_relu", (0.0,)),
-    ("LeakyReLU(0.2)", lambda: nn.LeakyReLU(0.2), lambda: tnn.LeakyReLU(0.2), "leaky_relu", (0.0,)),
+    ("LeakyReLU(0.2)", lambda: nn.LeakyReLU(0.2), lambda: tnn.LeakyReLU(0.2).to(DEVICE), "leaky_relu", (0.0,)),
     ("ELU", nn.ELU, tnn.ELU, "elu", (0.0,)),
-    ("ELU(0.5)", lambda: nn.ELU(alpha=0.5), lambda: tnn.ELU(alpha=0.5), "elu", (0.0,)),
+    ("ELU(0.5)", lambda: nn.ELU(alpha=0.5), lambda: tnn.ELU(alpha=0.5).to(DEVICE), "elu", (0.0,)),
     ("Softplus", nn.Softplus, tnn.Softplus, "softplus", ()),
-    ("Softplus(2, 1)", lambda: nn.Softplus(beta=2.0, threshold=1.0), lambda: tnn.Softplus(beta=2.0, threshold=1.0),
+    ("Softplus(2, 1)", lambda: nn.Softplus(beta=2.0, threshold=1.0), lambda: tnn.Softplus(beta=2.0, threshold=1.0).to(DEVICE),
      "softplus", (0.5,)),
     ("Hardtanh", nn.Hardtanh, tnn.Hardtanh, "hardtanh", (-1.0, 1.0)),
-    ("Hardtanh(-2, 0.5)", lambda: nn.Hardtanh(-2.0, 0.5), lambda: tnn.Hardtanh(-2.0, 0.5), "hardtanh", (-2.0, 0.5)),
+    ("Hardtanh(-2, 0.5)", lambda: nn.Hardtanh(-2.0, 0.5), lambda: tnn.Hardtanh(-2.0, 0.5).to(DEVICE), "hardtanh", (-2.0, 0.5)),
     ("ReLU6", nn.ReLU6, tnn.ReLU6, "hardtanh", (0.0, 6.0)),
-    ("Softmax(-1)", lambda: nn.Softmax(dim=-1), lambda: tnn.Softmax(dim=-1), "softmax", ()),
-    ("Softmax(0)", lambda: nn.Softmax(0), lambda: tnn.Softmax(0), "softmax", ()),
-    ("LogSoftmax(-1)", lambda: nn.LogSoftmax(dim=-1), lambda: tnn.LogSoftmax(dim=-1), "log_softmax", ()),
+    ("Softmax(-1)", lambda: nn.Softmax(dim=-1), lambda: tnn.Softmax(dim=-1).to(DEVICE), "softmax", ()),
+    ("Softmax(0)", lambda: nn.Softmax(0), lambda: tnn.Softmax(0).to(DEVICE), "softmax", ()),
+    ("LogSoftmax(-1)", lambda: nn.LogSoftmax(dim=-1), lambda: tnn.LogSoftmax(dim=-1).to(DEVICE), "log_softmax", ()),
     ("Identity", nn.Identity, tnn.Identity, None, ()),
     ("Flatten", nn.Flatten, tnn.Flatten, None, ()),
-    ("Flatten(0, -2)", lambda: nn.Flatten(0, -2), lambda: tnn.Flatten(0, -2), None, ()),
+    ("Flatten(0, -2)", lambda: nn.Flatten(0, -2), lambda: tnn.Flatten(0, -2).to(DEVICE), None, ()),
 ]
 
 
@@ -129,18 +129,18 @@ def test_parameter_free_modules_parity(case, shape, non_contig, dtype, seed):
 def test_unflatten_parity(dim, sizes, dtype, seed):
     shape = [2, 3, 4]
     shape[dim] = 6
-    check_parity("nn.Unflatten", nn.Unflatten(dim, sizes), tnn.Unflatten(dim, sizes),
+    check_parity("nn.Unflatten", nn.Unflatten(dim, sizes), tnn.Unflatten(dim, sizes).to(DEVICE),
                  [values(tuple(shape), seed)], dtype, seed=seed + 1)
 
 
 def test_activation_reprs_attributes_and_errors_match_torch():
-    pairs = [(nn.Identity(), tnn.Identity()), (nn.Flatten(), tnn.Flatten()), (nn.Unflatten(1, (2, 3)),
-             tnn.Unflatten(1, (2, 3))), (nn.SiLU(), tnn.SiLU()), (nn.Sigmoid(), tnn.Sigmoid()),
-             (nn.Softmax(dim=1), tnn.Softmax(dim=1)), (nn.Softmax(), tnn.Softmax()),
-             (nn.LogSoftmax(-1), tnn.LogSoftmax(-1)), (nn.LeakyReLU(), tnn.LeakyReLU()),
-             (nn.LeakyReLU(0.2), tnn.LeakyReLU(0.2)), (nn.ELU(), tnn.ELU()), (nn.Softplus(), tnn.Softplus()),
-             (nn.Mish(), tnn.Mish()), (nn.Hardtanh(), tnn.Hardtanh()), (nn.Hardtanh(-2, 3), tnn.Hardtanh(-2, 3)),
-             (nn.ReLU6(), tnn.ReLU6())]
+    pairs = [(nn.Identity(), tnn.Identity().to(DEVICE)), (nn.Flatten(), tnn.Flatten().to(DEVICE)), (nn.Unflatten(1, (2, 3)),
+             tnn.Unflatten(1, (2, 3)).to(DEVICE)), (nn.SiLU(), tnn.SiLU().to(DEVICE)), (nn.Sigmoid(), tnn.Sigmoid().to(DEVICE)),
+             (nn.Softmax(dim=1), tnn.Softmax(dim=1).to(DEVICE)), (nn.Softmax(), tnn.Softmax().to(DEVICE)),
+             (nn.LogSoftmax(-1), tnn.LogSoftmax(-1).to(DEVICE)), (nn.LeakyReLU(), tnn.LeakyReLU().to(DEVICE)),
+             (nn.LeakyReLU(0.2), tnn.LeakyReLU(0.2).to(DEVICE)), (nn.ELU(), tnn.ELU().to(DEVICE)), (nn.Softplus(), tnn.Softplus().to(DEVICE)),
+             (nn.Mish(), tnn.Mish().to(DEVICE)), (nn.Hardtanh(), tnn.Hardtanh().to(DEVICE)), (nn.Hardtanh(-2, 3), tnn.Hardtanh(-2, 3).to(DEVICE)),
+             (nn.ReLU6(), tnn.ReLU6().to(DEVICE))]
     for ours, theirs in pairs:
         assert repr(ours) == repr(theirs)
         public = {k: v for k, v in vars(theirs).items() if not k.startswith("_") and k != "training"}
@@ -156,12 +156,12 @@ def test_activation_reprs_attributes_and_errors_match_torch():
             ours = nn.Softmax()(tg.Tensor(a))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = tnn.Softmax()(torch.tensor(a)).numpy()
+            ref = tnn.Softmax().to(DEVICE)(torch.tensor(a, device=DEVICE)).cpu().numpy()
         np.testing.assert_allclose(ours._data, ref, rtol=1e-12)
-    raises_like_torch(lambda: nn.Hardtanh(1.0, -1.0), lambda: tnn.Hardtanh(1.0, -1.0), ValueError)
-    raises_like_torch(lambda: nn.Unflatten(1, (4, 2))(x), lambda: tnn.Unflatten(1, (4, 2))(torch.zeros(2, 3)),
+    raises_like_torch(lambda: nn.Hardtanh(1.0, -1.0), lambda: tnn.Hardtanh(1.0, -1.0).to(DEVICE), ValueError)
+    raises_like_torch(lambda: nn.Unflatten(1, (4, 2))(x), lambda: tnn.Unflatten(1, (4, 2)).to(DEVICE)(torch.zeros(2, 3, device=DEVICE)),
                       ValueError)
-    raises_like_torch(lambda: nn.Unflatten(1, 3), lambda: tnn.Unflatten(1, 3), TypeError)
+    raises_like_torch(lambda: nn.Unflatten(1, 3), lambda: tnn.Unflatten(1, 3).to(DEVICE), TypeError)
     with pytest.raises(NotImplementedError, match="inplace"):
         nn.SiLU(inplace=True)
     with pytest.raises(NotImplementedError, match="inplace"):
@@ -198,25 +198,25 @@ def test_cross_entropy_and_nll_loss_modules_parity(case, smoothing, dtype, seed)
     kw = dict(ignore_index=ignore_index, reduction=reduction)
     check_parity("nn.CrossEntropyLoss", lambda z, t: nn.CrossEntropyLoss(wo(), label_smoothing=smoothing, **kw)(z, t),
                  lambda z, t: tnn.CrossEntropyLoss(wt() if w is None else wt().to(z.dtype), label_smoothing=smoothing,
-                                                   **kw)(z, t), [x, target], dtype, seed=seed + 1)
+                                                   **kw).to(DEVICE)(z, t), [x, target], dtype, seed=seed + 1)
     need("nll_loss")
     logp = np.log(scipy.special.softmax(x, axis=1))
     check_parity("nn.NLLLoss", lambda z, t: nn.NLLLoss(wo(), **kw)(z, t),
-                 lambda z, t: tnn.NLLLoss(wt() if w is None else wt().to(z.dtype), **kw)(z, t),
+                 lambda z, t: tnn.NLLLoss(wt() if w is None else wt().to(z.dtype), **kw).to(DEVICE)(z, t),
                  [logp, target], dtype, seed=seed + 1)
 
 
 REGRESSION = [
-    ("MSELoss", lambda r: nn.MSELoss(reduction=r), lambda r: tnn.MSELoss(reduction=r), "mse_loss", ()),
-    ("L1Loss", lambda r: nn.L1Loss(reduction=r), lambda r: tnn.L1Loss(reduction=r), "l1_loss", (0.0,)),
-    ("SmoothL1Loss", lambda r: nn.SmoothL1Loss(reduction=r), lambda r: tnn.SmoothL1Loss(reduction=r),
+    ("MSELoss", lambda r: nn.MSELoss(reduction=r), lambda r: tnn.MSELoss(reduction=r).to(DEVICE), "mse_loss", ()),
+    ("L1Loss", lambda r: nn.L1Loss(reduction=r), lambda r: tnn.L1Loss(reduction=r).to(DEVICE), "l1_loss", (0.0,)),
+    ("SmoothL1Loss", lambda r: nn.SmoothL1Loss(reduction=r), lambda r: tnn.SmoothL1Loss(reduction=r).to(DEVICE),
      "smooth_l1_loss", (0.0, -1.0, 1.0)),
     ("SmoothL1Loss(beta=0.5)", lambda r: nn.SmoothL1Loss(reduction=r, beta=0.5),
-     lambda r: tnn.SmoothL1Loss(reduction=r, beta=0.5), "smooth_l1_loss", (0.0, -0.5, 0.5)),
-    ("HuberLoss", lambda r: nn.HuberLoss(reduction=r), lambda r: tnn.HuberLoss(reduction=r), "huber_loss",
+     lambda r: tnn.SmoothL1Loss(reduction=r, beta=0.5).to(DEVICE), "smooth_l1_loss", (0.0, -0.5, 0.5)),
+    ("HuberLoss", lambda r: nn.HuberLoss(reduction=r), lambda r: tnn.HuberLoss(reduction=r).to(DEVICE), "huber_loss",
      (0.0, -1.0, 1.0)),
     ("HuberLoss(delta=2)", lambda r: nn.HuberLoss(reduction=r, delta=2.0),
-     lambda r: tnn.HuberLoss(reduction=r, delta=2.0), "huber_loss", (0.0, -2.0, 2.0)),
+     lambda r: tnn.HuberLoss(reduction=r, delta=2.0).to(DEVICE), "huber_loss", (0.0, -2.0, 2.0)),
 ]
 
 
@@ -248,24 +248,24 @@ def test_binary_cross_entropy_modules_parity(shape, weighted, pos, reduction, dt
     check_parity("nn.BCEWithLogitsLoss",
                  lambda z, t: nn.BCEWithLogitsLoss(ours_t(w), reduction=reduction, pos_weight=ours_t(pw))(z, t),
                  lambda z, t: tnn.BCEWithLogitsLoss(torch_t(w, z), reduction=reduction,
-                                                    pos_weight=torch_t(pw, z))(z, t),
+                                                    pos_weight=torch_t(pw, z)).to(DEVICE)(z, t),
                  [values(shape, seed, scale=3.0), target], dtype, grad=(0,), seed=seed + 1)
     need("binary_cross_entropy")
     p = rng.uniform(0.05, 0.95, shape)
     check_parity("nn.BCELoss", lambda q, t: nn.BCELoss(ours_t(w), reduction=reduction)(q, t),
-                 lambda q, t: tnn.BCELoss(torch_t(w, q), reduction=reduction)(q, t), [p, target], dtype,
+                 lambda q, t: tnn.BCELoss(torch_t(w, q), reduction=reduction).to(DEVICE)(q, t), [p, target], dtype,
                  grad=(0,), seed=seed + 1)
 
 
 def test_loss_modules_attributes_buffers_and_legacy_arguments():
     w = np.array([1.0, 2.0, 3.0], dtype=np.float32)
-    pairs = [(nn.CrossEntropyLoss(), tnn.CrossEntropyLoss()),
+    pairs = [(nn.CrossEntropyLoss(), tnn.CrossEntropyLoss().to(DEVICE)),
              (nn.CrossEntropyLoss(weight=tg.Tensor(w), ignore_index=1, label_smoothing=0.1, reduction="sum"),
-              tnn.CrossEntropyLoss(weight=torch.tensor(w), ignore_index=1, label_smoothing=0.1, reduction="sum")),
-             (nn.NLLLoss(tg.Tensor(w)), tnn.NLLLoss(torch.tensor(w))), (nn.MSELoss(), tnn.MSELoss()),
-             (nn.L1Loss(reduction="none"), tnn.L1Loss(reduction="none")), (nn.BCELoss(), tnn.BCELoss()),
-             (nn.BCEWithLogitsLoss(pos_weight=tg.Tensor(w)), tnn.BCEWithLogitsLoss(pos_weight=torch.tensor(w))),
-             (nn.SmoothL1Loss(beta=0.5), tnn.SmoothL1Loss(beta=0.5)), (nn.HuberLoss(delta=2.0), tnn.HuberLoss(delta=2.0))]
+              tnn.CrossEntropyLoss(weight=torch.tensor(w, device=DEVICE), ignore_index=1, label_smoothing=0.1, reduction="sum").to(DEVICE)),
+             (nn.NLLLoss(tg.Tensor(w)), tnn.NLLLoss(torch.tensor(w, device=DEVICE)).to(DEVICE)), (nn.MSELoss(), tnn.MSELoss().to(DEVICE)),
+             (nn.L1Loss(reduction="none"), tnn.L1Loss(reduction="none").to(DEVICE)), (nn.BCELoss(), tnn.BCELoss().to(DEVICE)),
+             (nn.BCEWithLogitsLoss(pos_weight=tg.Tensor(w)), tnn.BCEWithLogitsLoss(pos_weight=torch.tensor(w, device=DEVICE)).to(DEVICE)),
+             (nn.SmoothL1Loss(beta=0.5), tnn.SmoothL1Loss(beta=0.5).to(DEVICE)), (nn.HuberLoss(delta=2.0), tnn.HuberLoss(delta=2.0).to(DEVICE))]
     for ours, theirs in pairs:
         assert repr(ours) == repr(theirs)
         assert list(ours.state_dict()) == list(theirs.state_dict())
@@ -280,7 +280,7 @@ def test_loss_modules_attributes_buffers_and_legacy_arguments():
             ours = nn.MSELoss(size_average=size_average, reduce=reduce).reduction
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            assert ours == tnn.MSELoss(size_average=size_average, reduce=reduce).reduction
+            assert ours == tnn.MSELoss(size_average=size_average, reduce=reduce).to(DEVICE).reduction
     with pytest.raises(TypeError, match="weight"):
         nn.NLLLoss(weight=[1.0, 2.0])
 
@@ -337,7 +337,7 @@ def test_multihead_attention_parity(case, dtype, seed):
     kw = dict(bias=c["bias"], add_bias_kv=c["bias_kv"], add_zero_attn=c["zero_attn"], kdim=c["kdim"], vdim=c["vdim"],
               batch_first=c["batch_first"])
     ours = nn.MultiheadAttention(c["e"], c["heads"], **kw)
-    theirs = tnn.MultiheadAttention(c["e"], c["heads"], **kw)
+    theirs = tnn.MultiheadAttention(c["e"], c["heads"], **kw).to(DEVICE)
     xs, masks = _mha_inputs(c, np.random.default_rng(seed))
     call = dict(need_weights=c["need_weights"], average_attn_weights=c["average"])
 
@@ -365,20 +365,20 @@ def test_multihead_attention_self_attention_and_gradcheck():
     rng = np.random.default_rng(3)
     tg.manual_seed(3)
     ours = nn.MultiheadAttention(4, 2, batch_first=True).double()
-    theirs = tnn.MultiheadAttention(4, 2, batch_first=True).double()
+    theirs = tnn.MultiheadAttention(4, 2, batch_first=True).to(DEVICE).double()
     theirs.load_state_dict(torch_state(ours))
     x = rng.standard_normal((2, 3, 4))
     causal = np.triu(np.ones((3, 3), dtype=bool), 1)
     xt = tg.Tensor(x, requires_grad=True)
     out, w = ours(xt, xt, xt, attn_mask=causal, is_causal=True)
-    xr = torch.tensor(x, requires_grad=True)
-    ref, ref_w = theirs(xr, xr, xr, attn_mask=torch.tensor(causal), is_causal=True)
+    xr = torch.tensor(x, requires_grad=True, device=DEVICE)
+    ref, ref_w = theirs(xr, xr, xr, attn_mask=torch.tensor(causal, device=DEVICE), is_causal=True)
     g = rng.standard_normal(out.shape)
     out.backward(g)
-    ref.backward(torch.tensor(g))
-    np.testing.assert_allclose(out._data, ref.detach().numpy(), rtol=1e-10, atol=1e-12)
+    ref.backward(torch.tensor(g, device=DEVICE))
+    np.testing.assert_allclose(out._data, ref.detach().cpu().numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(w._data, ref_w.detach().numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(xt.grad), xr.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(xt.grad), xr.grad.cpu().numpy(), rtol=1e-10, atol=1e-12)
     for name, p in ours.named_parameters():
         np.testing.assert_allclose(np.asarray(p.grad), dict(theirs.named_parameters())[name].grad.numpy(),
                                    rtol=1e-10, atol=1e-12)
@@ -386,7 +386,7 @@ def test_multihead_attention_self_attention_and_gradcheck():
     junk = np.zeros((3, 3), dtype=bool)
     o2, w2 = ours(tg.Tensor(x), tg.Tensor(x), tg.Tensor(x), attn_mask=junk, is_causal=True, need_weights=False)
     assert w2 is None
-    np.testing.assert_allclose(o2._data, ref.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(o2._data, ref.detach().cpu().numpy(), rtol=1e-10, atol=1e-12)
     state = ours.state_dict()
     names = list(state)
     assert tg.gradcheck(lambda q, k, v, *ps: nn.functional_call(ours, dict(zip(names, ps)), (q, k, v))[0],
@@ -395,7 +395,7 @@ def test_multihead_attention_self_attention_and_gradcheck():
 
 def test_multihead_attention_structure_init_and_errors_match_torch():
     for kw in [dict(), dict(bias=False), dict(kdim=3, vdim=5), dict(add_bias_kv=True), dict(batch_first=True)]:
-        ours, theirs = nn.MultiheadAttention(6, 3, **kw), tnn.MultiheadAttention(6, 3, **kw)
+        ours, theirs = nn.MultiheadAttention(6, 3, **kw), tnn.MultiheadAttention(6, 3, **kw).to(DEVICE)
         assert repr(ours) == repr(theirs)
         assert {k: v.shape for k, v in ours.state_dict().items()} == \
                {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
@@ -409,17 +409,17 @@ def test_multihead_attention_structure_init_and_errors_match_torch():
     bound = math.sqrt(6.0 / (8 + 24))                      # xavier_uniform_ of the (24, 8) packed weight
     assert np.abs(m.in_proj_weight._data).max() <= bound and np.abs(m.in_proj_weight._data).max() > 0.8 * bound
     q = tg.Tensor(np.zeros((3, 2, 8), dtype=np.float32))
-    tq = torch.zeros(3, 2, 8)
-    tm = tnn.MultiheadAttention(8, 2)
-    raises_like_torch(lambda: nn.MultiheadAttention(6, 4), lambda: tnn.MultiheadAttention(6, 4), ValueError)
-    raises_like_torch(lambda: nn.MultiheadAttention(0, 1), lambda: tnn.MultiheadAttention(0, 1), ValueError)
+    tq = torch.zeros(3, 2, 8, device=DEVICE)
+    tm = tnn.MultiheadAttention(8, 2).to(DEVICE)
+    raises_like_torch(lambda: nn.MultiheadAttention(6, 4), lambda: tnn.MultiheadAttention(6, 4).to(DEVICE), ValueError)
+    raises_like_torch(lambda: nn.MultiheadAttention(0, 1), lambda: tnn.MultiheadAttention(0, 1).to(DEVICE), ValueError)
     raises_like_torch(lambda: m(q, q, q, is_causal=True), lambda: tm(tq, tq, tq, is_causal=True), RuntimeError)
     raises_like_torch(lambda: m(q, q, q, attn_mask=np.zeros((2, 2), dtype=bool)),
-                      lambda: tm(tq, tq, tq, attn_mask=torch.zeros(2, 2, dtype=torch.bool)), ValueError)
+                      lambda: tm(tq, tq, tq, attn_mask=torch.zeros(2, 2, dtype=torch.bool, device=DEVICE)), ValueError)
     raises_like_torch(lambda: m(q, q, q, key_padding_mask=np.zeros((2, 4), dtype=bool)),
-                      lambda: tm(tq, tq, tq, key_padding_mask=torch.zeros(2, 4, dtype=torch.bool)), ValueError)
+                      lambda: tm(tq, tq, tq, key_padding_mask=torch.zeros(2, 4, dtype=torch.bool, device=DEVICE)), ValueError)
     raises_like_torch(lambda: m(q, q, q, attn_mask=np.zeros((3, 3), dtype=np.int64)),
-                      lambda: tm(tq, tq, tq, attn_mask=torch.zeros(3, 3, dtype=torch.int64)), TypeError)
+                      lambda: tm(tq, tq, tq, attn_mask=torch.zeros(3, 3, dtype=torch.int64, device=DEVICE)), TypeError)
     q4 = tg.Tensor(np.zeros((1, 3, 2, 8), dtype=np.float32))
     raises_like_torch(lambda: m(q4, q4, q4), lambda: tm(tq[None], tq[None], tq[None]), ValueError)
     raises_like_torch(lambda: m(q, q[..., :4], q), lambda: tm(tq, tq[..., :4], tq), ValueError)
@@ -446,7 +446,7 @@ def test_multihead_attention_dropout_train_and_eval():
 
 def test_module_dict_matches_torch():
     ours = nn.ModuleDict({"a": nn.Linear(2, 3), "b": nn.ReLU()})
-    theirs = tnn.ModuleDict({"a": tnn.Linear(2, 3), "b": tnn.ReLU()})
+    theirs = tnn.ModuleDict({"a": tnn.Linear(2, 3), "b": tnn.ReLU()}).to(DEVICE)
     assert repr(ours) == repr(theirs)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert list(ours) == list(theirs) == ["a", "b"] and len(ours) == 2 and "a" in ours and "z" not in ours
@@ -459,17 +459,17 @@ def test_module_dict_matches_torch():
     assert [k for k, _ in ours.items()] == ["a", "d"]
     assert [n for n, _ in ours.named_parameters()] == ["a.weight", "a.bias"]
     raises_like_torch(lambda: ours["missing"], lambda: theirs["missing"], KeyError)
-    raises_like_torch(lambda: ours.__setitem__("x.y", nn.ReLU()), lambda: theirs.__setitem__("x.y", tnn.ReLU()),
+    raises_like_torch(lambda: ours.__setitem__("x.y", nn.ReLU()), lambda: theirs.__setitem__("x.y", tnn.ReLU().to(DEVICE)),
                       KeyError)
-    raises_like_torch(lambda: nn.ModuleDict({"x": 3}), lambda: tnn.ModuleDict({"x": 3}), TypeError)
+    raises_like_torch(lambda: nn.ModuleDict({"x": 3}), lambda: tnn.ModuleDict({"x": 3}).to(DEVICE), TypeError)
     ours.clear()
-    assert len(ours) == 0 and repr(ours) == repr(tnn.ModuleDict()) == "ModuleDict()"
+    assert len(ours) == 0 and repr(ours) == repr(tnn.ModuleDict().to(DEVICE)) == "ModuleDict()"
 
 
 def test_parameter_list_and_dict_match_torch():
     a, b = np.ones((2, 3), dtype=np.float32), np.zeros(3, dtype=np.float64)
     ours = nn.ParameterList([tg.from_numpy(a), nn.Parameter(b)])
-    theirs = tnn.ParameterList([torch.tensor(a), tnn.Parameter(torch.tensor(b))])
+    theirs = tnn.ParameterList([torch.tensor(a, device=DEVICE), tnn.Parameter(torch.tensor(b, device=DEVICE))]).to(DEVICE)
     assert list(ours.state_dict()) == list(theirs.state_dict()) == ["0", "1"]
     assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in ours)
     assert ours[0]._data is a                                # a Tensor becomes a Parameter sharing its data
@@ -480,9 +480,9 @@ def test_parameter_list_and_dict_match_torch():
     assert len(ours) == 4 and len(list(ours.parameters())) == 4
     raises_like_torch(lambda: ours[7], lambda: theirs[7], IndexError)
     d = nn.ParameterDict({"w": tg.Tensor(a)})
-    td = tnn.ParameterDict({"w": torch.tensor(a)})
+    td = tnn.ParameterDict({"w": torch.tensor(a, device=DEVICE)}).to(DEVICE)
     d["v"] = nn.Parameter(b)
-    td["v"] = tnn.Parameter(torch.tensor(b))
+    td["v"] = tnn.Parameter(torch.tensor(b, device=DEVICE))
     assert list(d.state_dict()) == list(td.state_dict()) == ["w", "v"]
     assert isinstance(d["w"], nn.Parameter) and "v" in d and len(d) == 2
     assert repr(d) == repr(td).replace("torch.FloatTensor", "tinygrad_tx.float32").replace(
@@ -505,7 +505,7 @@ def test_sequential_and_module_list_operations_match_torch():
     assert repr(ours[1:3]) == repr(theirs[1:3])              # slices keep the original names
     assert repr(ours[-1]) == repr(theirs[-1])
     assert repr(ours.pop(0)) == repr(theirs.pop(0)) and repr(ours) == repr(theirs)
-    raises_like_torch(lambda: ours.insert(99, nn.ReLU()), lambda: theirs.insert(99, tnn.ReLU()), IndexError)
+    raises_like_torch(lambda: ours.insert(99, nn.ReLU()), lambda: theirs.insert(99, tnn.ReLU().to(DEVICE)), IndexError)
     raises_like_torch(lambda: ours[10], lambda: theirs[10], IndexError)
     named = OrderedDict([("embed", nn.Linear(2, 2)), ("act", nn.Tanh())])
     assert list(nn.Sequential(named).state_dict()) == ["embed.weight", "embed.bias"]
@@ -639,26 +639,26 @@ def test_init_functions_fill_in_place_and_match_torch_rules():
     np.testing.assert_allclose(q @ q.T, 4 * np.eye(3), atol=1e-12)
     for shape in [(4, 6), (5, 5)]:
         np.testing.assert_array_equal(nn.init.eye_(tg.Tensor(np.ones(shape)))._data,
-                                      tnn.init.eye_(torch.ones(shape)).numpy())
+                                      tnn.init.eye_(torch.ones(shape, device=DEVICE)).cpu().numpy())
     for shape, groups in [((4, 2, 3), 1), ((6, 2, 3, 3), 2), ((2, 3, 1, 2, 3), 1)]:
         np.testing.assert_array_equal(nn.init.dirac_(tg.Tensor(np.ones(shape)), groups)._data,
-                                      tnn.init.dirac_(torch.ones(shape), groups).numpy())
+                                      tnn.init.dirac_(torch.ones(shape, device=DEVICE), groups).cpu().numpy())
     for nl, param in [("linear", None), ("conv2d", None), ("sigmoid", None), ("tanh", None), ("relu", None),
                       ("leaky_relu", None), ("leaky_relu", 0.2), ("selu", None)]:
         assert nn.init.calculate_gain(nl, param) == pytest.approx(tnn.init.calculate_gain(nl, param), rel=1e-15)
     for shape in [(3, 4), (5, 2, 3), (2, 3, 4, 5)]:
         assert nn.init._calculate_fan_in_and_fan_out(tg.Tensor(np.zeros(shape))) == \
-               tnn.init._calculate_fan_in_and_fan_out(torch.zeros(shape))
+               tnn.init._calculate_fan_in_and_fan_out(torch.zeros(shape, device=DEVICE))
     a = nn.init.normal_(tg.Tensor(np.zeros(5)), generator=np.random.default_rng(7))._data
     b = nn.init.normal_(tg.Tensor(np.zeros(5)), generator=np.random.default_rng(7))._data
     np.testing.assert_array_equal(a, b)
     with pytest.raises(TypeError, match="generator"):
         nn.init.normal_(tg.Tensor(np.zeros(2)), generator=torch.Generator())
-    for ours, theirs in [(lambda: nn.init.eye_(tg.Tensor(np.zeros(3))), lambda: tnn.init.eye_(torch.zeros(3))),
-                         (lambda: nn.init.orthogonal_(tg.Tensor(np.zeros(3))), lambda: tnn.init.orthogonal_(torch.zeros(3))),
-                         (lambda: nn.init.dirac_(tg.Tensor(np.zeros((2, 2)))), lambda: tnn.init.dirac_(torch.zeros(2, 2))),
+    for ours, theirs in [(lambda: nn.init.eye_(tg.Tensor(np.zeros(3))), lambda: tnn.init.eye_(torch.zeros(3, device=DEVICE))),
+                         (lambda: nn.init.orthogonal_(tg.Tensor(np.zeros(3))), lambda: tnn.init.orthogonal_(torch.zeros(3, device=DEVICE))),
+                         (lambda: nn.init.dirac_(tg.Tensor(np.zeros((2, 2)))), lambda: tnn.init.dirac_(torch.zeros(2, 2, device=DEVICE))),
                          (lambda: nn.init.xavier_uniform_(tg.Tensor(np.zeros(3))),
-                          lambda: tnn.init.xavier_uniform_(torch.zeros(3))),
+                          lambda: tnn.init.xavier_uniform_(torch.zeros(3, device=DEVICE))),
                          (lambda: nn.init.calculate_gain("nope"), lambda: tnn.init.calculate_gain("nope"))]:
         raises_like_torch(ours, theirs, ValueError)
 
@@ -690,13 +690,13 @@ def test_clip_grad_norm_and_value_match_torch(norm_type, max_norm, seed):
     shapes_ = [(3, 4), (5,), (2, 2, 2)]
     grads = [rng.standard_normal(s) for s in shapes_]
     ours = [nn.Parameter(np.zeros(s)) for s in shapes_]
-    theirs = [tnn.Parameter(torch.zeros(s, dtype=torch.float64)) for s in shapes_]
+    theirs = [tnn.Parameter(torch.zeros(s, dtype=torch.float64, device=DEVICE)) for s in shapes_]
     for p, t, g in zip(ours, theirs, grads):
-        p.grad, t.grad = tg.Tensor(g.copy()), torch.tensor(g)
+        p.grad, t.grad = tg.Tensor(g.copy()), torch.tensor(g, device=DEVICE)
     total = clip_grad_norm_(ours, max_norm, norm_type=norm_type, foreach=None)
     ref = tnn.utils.clip_grad_norm_(theirs, max_norm, norm_type=norm_type)
     assert isinstance(total, tg.Tensor) and total.shape == ()
-    np.testing.assert_allclose(total._data, ref.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(total._data, ref.cpu().numpy(), rtol=1e-12)
     for p, t in zip(ours, theirs):
         np.testing.assert_allclose(np.asarray(p.grad), t.grad.numpy(), rtol=1e-12)
     tg.nn.utils.clip_grad_value_(ours, 0.01)
@@ -710,17 +710,17 @@ def test_parameters_to_vector_and_back_match_torch():
     from tinygrad_tx.nn.utils import parameters_to_vector, vector_to_parameters
     tg.manual_seed(0)
     ours = nn.Sequential(nn.Linear(3, 2), nn.LayerNorm(2)).double()
-    theirs = tnn.Sequential(tnn.Linear(3, 2), tnn.LayerNorm(2)).double()
+    theirs = tnn.Sequential(tnn.Linear(3, 2), tnn.LayerNorm(2)).to(DEVICE).double()
     theirs.load_state_dict(torch_state(ours))
     vec = parameters_to_vector(ours.parameters())
-    np.testing.assert_array_equal(vec._data, tnn.utils.parameters_to_vector(theirs.parameters()).detach().numpy())
+    np.testing.assert_array_equal(vec._data, tnn.utils.parameters_to_vector(theirs.parameters()).detach().cpu().numpy())
     g = np.arange(vec.shape[0], dtype=np.float64)
     vec.backward(g)                                          # differentiable: each parameter gets its slice
     np.testing.assert_array_equal(np.asarray(ours[0].weight.grad).ravel(), g[:6])
     new = np.random.default_rng(1).standard_normal(vec.shape[0])
     w = ours[0].weight
     vector_to_parameters(tg.Tensor(new), ours.parameters())
-    tnn.utils.vector_to_parameters(torch.tensor(new), theirs.parameters())
+    tnn.utils.vector_to_parameters(torch.tensor(new, device=DEVICE), theirs.parameters())
     assert ours[0].weight is w                               # copied into the existing Parameters
     for (name, p), t in zip(ours.named_parameters(), theirs.parameters()):
         np.testing.assert_array_equal(p._data, t.detach().numpy(), err_msg=name)
@@ -735,7 +735,7 @@ def test_parameters_to_vector_and_back_match_torch():
 def _optimizers(kind, groups):
     lrs = [0.1, 0.03][:groups]
     ours_p = [nn.Parameter(np.zeros(2)) for _ in lrs]
-    theirs_p = [tnn.Parameter(torch.zeros(2)) for _ in lrs]
+    theirs_p = [tnn.Parameter(torch.zeros(2, device=DEVICE)) for _ in lrs]
     if kind == "sgd":
         return (tg.optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(ours_p, lrs)], lr=0.1, momentum=0.9),
                 torch.optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(theirs_p, lrs)], lr=0.1, momentum=0.9))
