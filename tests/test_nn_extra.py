@@ -118,10 +118,34 @@ def test_parameter_free_modules_parity(case, shape, non_contig, dtype, seed):
     name, ours_cls, torch_cls, op, kinks = case
     if op is not None:
         need(op)
+    check_parity(f"nn.{name}", ours_cls(), torch_cls(), [activation_input(case, shape, seed, non_contig)], dtype,
+                 seed=seed + 1)
+
+
+def activation_input(case, shape, seed, non_contig=False):
+    """The drawn input of an activation module: standard normal x 3, kept off its kinks. A clamp
+    (Hardtanh, ReLU6: ``op == "hardtanh"``) has gradient 0 outside its range, and at scale 3 all
+    entries of a small input often fall outside (shape (2, 2), seed 3: every |x| > 1), which
+    makes the reference gradient all zero and the check blind, so the entry picked by the seed is
+    moved to the middle of the range."""
+    _, _, _, op, kinks = case
     x = away_from(values(shape, seed, scale=3.0), kinks)
-    if non_contig:
-        x = non_contiguous(x)
-    check_parity(f"nn.{name}", ours_cls(), torch_cls(), [x], dtype, seed=seed + 1)
+    if op == "hardtanh" and x.size:
+        x.flat[seed % x.size] = (kinks[0] + kinks[1]) / 2
+    return non_contiguous(x) if non_contig else x
+
+
+@pytest.mark.parametrize("case", [c for c in ACTIVATIONS if c[3] == "hardtanh"], ids=lambda c: c[0])
+def test_clamp_activation_inputs_are_never_blind(case):
+    """Regression: Hardtanh at shape (2, 2), seed 3 drew every entry outside [-1, 1] (the kit
+    refused the all-zero reference gradient); ReLU6 at seed 8 drew every entry <= 0."""
+    lo, hi = case[4]
+    for seed in range(40):
+        x = activation_input(case, (2, 2), seed)
+        assert ((x > lo) & (x < hi)).any()
+    for seed in (3, 8):
+        check_parity(f"nn.{case[0]}", case[1](), case[2](), [activation_input(case, (2, 2), seed)], np.float64,
+                     seed=seed + 1)
 
 
 @given(dim=st.integers(-3, 2), sizes=st.sampled_from([(2, 3), (3, 2), (-1, 2), (6,), (1, 6), (2, -1, 1)]),
