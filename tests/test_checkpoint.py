@@ -21,6 +21,9 @@ from tinygrad_tx.checkpoint import OPTIMIZER_PREFIX, load_checkpoint, save_check
 from reference.testing import rel_err
 from tinygrad_tx.testing.strategies import seeds, shapes
 
+pytestmark = pytest.mark.cpu_only(reason="checkpoints and state dicts move between the engines through "
+                                  "safetensors and NumPy, on the CPU")
+
 # ----------------------------------------------------------------------------- helpers
 
 names = st.text(alphabet="abcdefghij._0123456789", min_size=1, max_size=12).filter(

@@ -14,6 +14,7 @@ import torch
 import tinygrad_tx as tg
 from tinygrad_tx import SavedMemory
 from tinygrad_tx.autograd import ArrayFunction
+from reference.testing import DEVICE
 
 
 # ============================================================================ dtype rules vs torch
@@ -87,7 +88,7 @@ def test_dtype_rules_match_torch(case):
     ours, ref = DTYPE_CASES[case](tg), DTYPE_CASES[case](torch)
     assert str(ours.dtype).replace("tinygrad_tx.", "") == str(ref.dtype).replace("torch.", ""), f"{case}: ours {ours.dtype}, torch {ref.dtype}"
     assert ours.shape == tuple(ref.shape)
-    np.testing.assert_allclose(ours._data.astype(np.float64), ref.numpy().astype(np.float64), rtol=1e-6)
+    np.testing.assert_allclose(ours._data.astype(np.float64), ref.cpu().numpy().astype(np.float64), rtol=1e-6)
 
 
 def test_randn_and_rand_are_float32_and_seeded():
@@ -134,18 +135,18 @@ def test_mixed_float32_float64_grads_in_each_inputs_dtype():
     s64 = np.float64(1.7)
     g = rng.standard_normal((2, 3))
     ours = [tg.Tensor(a32, requires_grad=True), tg.Tensor(b64, requires_grad=True), tg.Tensor(s64, requires_grad=True)]
-    refs = [torch.tensor(v, requires_grad=True) for v in (a32, b64, s64)]
+    refs = [torch.tensor(v, requires_grad=True, device=DEVICE) for v in (a32, b64, s64)]
     outs = []
     for a, b, s in (ours, refs):
         y = a * b + a * s  # float32*float64 -> float64; float32 * 0-d float64 -> float32
         outs.append(y)
     assert outs[0].dtype == np.float64 and str(outs[1].dtype) == "torch.float64"
     outs[0].backward(g)
-    outs[1].backward(torch.tensor(g))
+    outs[1].backward(torch.tensor(g, device=DEVICE))
     for o, r in zip(ours, refs):
         assert o.grad.dtype == o.dtype
         assert str(r.grad.dtype).replace("torch.", "") == str(o.grad.dtype).replace("tinygrad_tx.", "")
-        np.testing.assert_allclose(o.grad, r.grad.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(o.grad, r.grad.cpu().numpy(), rtol=1e-6)
 
 
 # ============================================================================ accumulation and graph lifetime
@@ -301,13 +302,13 @@ def test_requires_grad_on_non_float_raises_type_error(data):
     with pytest.raises(TypeError, match="floating point"):
         t.requires_grad_()
     with pytest.raises(RuntimeError):  # torch refuses as well
-        torch.tensor(data).requires_grad_()
+        torch.tensor(data, device=DEVICE).requires_grad_()
 
 
 def test_non_float_outputs_do_not_require_grad():
     x = tg.Tensor(np.array([1.5, -2.5]), requires_grad=True)
-    for ours, ref in ((x.long(), torch.tensor([1.5, -2.5], requires_grad=True).long()),
-                      (x > 0, torch.tensor([1.5, -2.5], requires_grad=True) > 0)):
+    for ours, ref in ((x.long(), torch.tensor([1.5, -2.5], requires_grad=True, device=DEVICE).long()),
+                      (x > 0, torch.tensor([1.5, -2.5], requires_grad=True, device=DEVICE) > 0)):
         assert ours.requires_grad == ref.requires_grad == False  # noqa: E712
     assert x.double().requires_grad and x.float().requires_grad
 
@@ -324,7 +325,7 @@ def test_backward_argument_errors():
     with pytest.raises(RuntimeError, match=r"only for scalar outputs.*\(2, 3\)"):
         y.backward()
     with pytest.raises(RuntimeError, match="scalar"):  # torch raises too
-        (torch.ones(2, 3, requires_grad=True) * 2).backward()
+        (torch.ones(2, 3, requires_grad=True, device=DEVICE) * 2).backward()
     with pytest.raises(ValueError, match=r"\(3,\).*\(2, 3\)"):
         y.backward(np.ones(3))
     with pytest.raises(RuntimeError, match="does not require grad"):
@@ -370,6 +371,7 @@ def test_bad_shapes_raise_value_errors_naming_them(name, build, needles):
     ((3,), 5), ((3,), -4), ((3,), [0, 9]), ((3, 3), (0, 3)), ((3, 3), (slice(None), 7)),
     ((3, 3), (np.array([0, 1]), np.array([0, 3]))), ((3,), (0, 0))],
     ids=["int", "negative int", "list", "tuple", "slice then int", "two arrays", "too many indices"])
+@pytest.mark.cpu_only(reason="an out-of-range tensor index is a device-side assert on CUDA, not an IndexError")
 def test_out_of_range_index_raises_index_out_of_range(shape, index):
     x = tg.Tensor(np.zeros(shape))
     with pytest.raises(tg.IndexOutOfRange, match=re.escape(str(x.shape))) as info:
@@ -377,7 +379,7 @@ def test_out_of_range_index_raises_index_out_of_range(shape, index):
     assert isinstance(info.value, IndexError) and isinstance(info.value, ValueError)
     with pytest.raises(IndexError):  # torch agrees the index is out of range
         torch.zeros(x.shape)[index if not isinstance(index, tuple) else tuple(
-            torch.tensor(i) if isinstance(i, np.ndarray) else i for i in index)]
+            torch.tensor(i, device=DEVICE) if isinstance(i, np.ndarray) else i for i in index)]
 
 
 def test_bad_index_types_raise_type_error():

@@ -20,7 +20,7 @@ from hypothesis import Phase, given, settings
 import reference.testing as kit
 import tinygrad_tx as tg
 import tinygrad_tx.testing as T
-from reference.testing import check_module_parity, check_parity, parity_property
+from reference.testing import DEVICE, check_module_parity, check_parity, parity_property
 from tinygrad_tx.testing import strategies as S
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,7 +204,7 @@ def test_check_module_parity_runs_pytorch_style_code_on_both_engines():
         r = check_module_parity(mlp, x, dtype=dtype)
         assert r["ours"] < (1e-10 if dtype == np.float64 else 1e-5)
     check_module_parity(mlp, x, inputs_grad=False)
-    wrong = (mlp(tg), torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Sigmoid(), torch.nn.Linear(5, 2)))
+    wrong = (mlp(tg), torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Sigmoid(), torch.nn.Linear(5, 2)).to(DEVICE))
     with pytest.raises(AssertionError, match="float64 output: relative error"):
         check_module_parity(wrong, x)
 
