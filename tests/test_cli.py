@@ -59,6 +59,17 @@ def assert_one_line_error(code, err, expected_code, *fragments):
 
 # ---------------------------------------------------------------------------- entry points
 
+@pytest.mark.parametrize("argv, flag", [(["train", "gpt", "--seed", "-1"], "--seed"),
+                                        (["train", "gpt", "--split-seed", "-2"], "--split-seed"),
+                                        (["train", "bigram", "--seed", "-1"], "--seed"),
+                                        (["train", "vit", "--seed", "-5"], "--seed"),
+                                        (["sample", "--seed", "-1"], "--seed")])
+def test_a_negative_seed_names_the_flag(capsys, argv, flag):
+    """NumPy's "expected non-negative integer" came out without the flag."""
+    code, _, err = run(argv, capsys)
+    assert_one_line_error(code, err, 2, f"argument {flag}: must be >= 0, got -")
+
+
 def test_python_m_help_runs_as_a_process():
     proc = subprocess.run([sys.executable, "-m", "tinygrad_tx", "--help"], capture_output=True, text=True,
                           cwd=REPO, timeout=120)

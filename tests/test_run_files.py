@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -83,6 +84,23 @@ def test_model_kwargs_are_checked_against_the_arrays_before_building(tmp_path, k
     bigram_checkpoint(path, model_kwargs=kwargs)
     with pytest.raises(ValueError, match=match):
         load_run(path)
+
+
+@pytest.mark.parametrize("vocab, match", [
+    ("$abc", "vocab has 4 characters ('$abc') but the model has vocab_size 27"),
+    ("abcdefghijklmnopqrstuvwxyz.", "is not a character vocabulary: the first symbol of a CharVocab must be the sentinel"),
+    ("$abcdefghijklmnopqrstuvwxya", "repeated: ['a']"),
+    (["$", "a"], "vocab must be a string"),
+])
+def test_a_vocabulary_that_does_not_fit_the_model_is_refused_at_load(tmp_path, capsys, vocab, match):
+    """load_run accepted a vocabulary shorter than the model or without '$'; sample then refused it
+    with messages that did not name the file."""
+    path = tmp_path / "m.safetensors"
+    bigram_checkpoint(path, vocab=vocab)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: metadata .*{re.escape(match)}"):
+        load_run(path)
+    assert cli.main(["sample", "--checkpoint", str(path), "-n", "1"]) == 1
+    assert str(path) in one_line(capsys)
 
 
 def test_a_valid_checkpoint_still_loads(tmp_path):

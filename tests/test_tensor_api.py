@@ -246,3 +246,57 @@ def test_cli_run_executes_a_pytorch_script(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[0.0, 2.0, 4.0, 6.0] ['--flag', 'v']", done.stderr
     assert done.returncode == 3   # the script's exit status is the command's
+
+
+# ============================================================================ edges of a hostile pass (issue 23)
+
+def test_zero_dim_results_are_zero_dim_arrays_as_torchs():
+    """np.asarray(t.argmax(0)) of a 1-D tensor raised "object __array__ method not producing an array":
+    np.argmax gives a NumPy scalar, which the Tensor held. torch gives a 0-d array."""
+    x = tg.tensor([1.0, 3.0, 2.0])
+    for t, twin in [(x.argmax(0), torch.tensor([1.0, 3.0, 2.0]).argmax(0)), (x.argmax(), None), (x.sum(), None),
+                    (x.max(), None), (x[1], None)]:
+        for got in (t.numpy(), np.asarray(t), np.array(t)):
+            assert type(got) is np.ndarray and got.shape == () and got.dtype == t.dtype
+    assert np.asarray(x.argmax(0)) == np.asarray(torch.tensor([1.0, 3.0, 2.0]).argmax(0)) == 1
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_cat_with_a_legacy_empty_tensor_that_requires_grad_requires_grad(first):
+    """torch skips a legacy empty (0,) tensor in cat but keeps it an input of CatBackward: the result
+    requires grad and the empty tensor's gradient is empty; ours dropped requires_grad."""
+    results = []
+    for lib in (tg, torch):
+        e = lib.zeros(0, requires_grad=True)
+        x = lib.ones(2, 3)
+        out = lib.cat([e, x] if first else [x, e], dim=0 if first else 1)
+        assert out.requires_grad and tuple(out.shape) == (2, 3)
+        out.sum().backward()
+        results.append(tuple(e.grad.shape))
+    assert results[0] == results[1] == (0,)
+    y = tg.ones(2, 3, requires_grad=True)
+    out = tg.cat([tg.zeros(0, requires_grad=True), y, tg.tensor([])])
+    out.backward(tg.full((2, 3), 2.0))
+    assert np.array_equal(y.grad.numpy(), np.full((2, 3), 2.0))
+
+
+@pytest.mark.parametrize("index", [
+    lambda lib: lib.zeros(0, dtype=lib.bool),
+    lambda lib: lib.zeros(3, dtype=lib.bool),
+    lambda lib: lib.zeros(2, 2, dtype=lib.bool),
+    lambda lib: (slice(None), lib.zeros(2, dtype=lib.bool)),
+    lambda lib: (Ellipsis, lib.zeros(3, dtype=lib.bool)),
+    lambda lib: (None, lib.zeros(3, dtype=lib.bool)),
+    lambda lib: (0, lib.zeros(0, dtype=lib.bool)),
+])
+def test_a_mask_of_the_wrong_shape_is_torchs_index_error(index):
+    """An empty boolean mask of the wrong shape was accepted (NumPy reads it as an empty integer index)."""
+    x, tx = tg.zeros(2, 3, 4), torch.zeros(2, 3, 4)
+    with pytest.raises(IndexError) as theirs:
+        tx[index(torch)]
+    with pytest.raises(IndexError) as ours:
+        x[index(tg)]
+    assert str(ours.value) == str(theirs.value)
+    with pytest.raises(IndexError, match="The shape of the mask"):
+        x[index(tg)] = 1.0
+    assert tuple(x[tg.ones(2, 3, dtype=tg.bool)].shape) == (6, 4) and tuple(x[tg.tensor(True)].shape) == (1, 2, 3, 4)

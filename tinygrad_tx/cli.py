@@ -339,7 +339,7 @@ def build_parser() -> Parser:
     sample.add_argument("--top-p", type=_number(float, 1e-12, 1.0), default=None,
                         help="nucleus: keep the most likely characters up to this total probability")
     sample.add_argument("--greedy", action="store_true", help="always take the most likely character")
-    sample.add_argument("--seed", type=int, default=None, help="seed of the draws (default: fresh randomness)")
+    sample.add_argument("--seed", type=_number(int, 0), default=None, help="seed of the draws (default: fresh randomness)")
     sample.add_argument("--prefix", default="", help="start every name with these letters (a-z; upper case is "
                         "lower-cased, as the corpus is)")
     sample.add_argument("--max-len", type=_number(int, 1), default=None,

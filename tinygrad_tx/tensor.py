@@ -159,7 +159,7 @@ class Tensor:
     @classmethod
     def _from_op(cls, array: np.ndarray, ctx) -> "Tensor":
         t = cls.__new__(cls)
-        t._data = array
+        t._data = np.asarray(array) if isinstance(array, np.generic) else array   # np.argmax gives a scalar
         t._grad = None
         t._ctx = ctx
         t._requires_grad = ctx is not None
@@ -1032,7 +1032,12 @@ def cat(tensors, dim: int = 0) -> Tensor:
             return _M.Cat.apply(*[t.to(_common_dtype(tensors)) for t in tensors], dim=0)
         if len(kept) < len(tensors):
             dtype = _common_dtype(tensors)
-            return cat([t.to(dtype) for t in kept], dim)
+            out = cat([t.to(dtype) for t in kept], dim)
+            if not any(t.requires_grad for t in tensors if t.shape == (0,)):
+                return out
+            # a skipped tensor that requires grad: still an input of the node (torch: CatBackward, grad [])
+            return _M.Cat.apply(*[t.to(dtype) for t in tensors], dim=_canonical_dim(dim, out.ndim, "cat"),
+                                skip_legacy=True)
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise ValueError(f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated")

@@ -324,7 +324,9 @@ def index_put(input, index, values, accumulate=False):
         values = np.asarray(values).astype(input.dtype)
     else:
         raise TypeError(f"index_put: values must be a Tensor or a number, got {type(values).__name__}")
-    idx, _ = _M._normalize_index(index)
+    idx, advanced = _M._normalize_index(index)
+    if advanced:
+        _M.check_masks(input.shape, idx)
     return _M.IndexPut.apply(input, values, index=idx, accumulate=bool(accumulate))
 
 

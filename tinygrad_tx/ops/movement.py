@@ -135,6 +135,34 @@ def _normalize_index(index):
     return (tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]), advanced
 
 
+def check_masks(shape: tuple, index) -> None:
+    """torch's IndexError for a bool mask whose shape differs from the dims it indexes (NumPy reads
+    an empty mask of the wrong shape as an empty integer index and accepts it). ``index`` is
+    normalized; ints drop a dim and None adds one before the mask, as in torch's message."""
+    items = index if isinstance(index, tuple) else (index,)
+    is_mask = [isinstance(it, np.ndarray) and it.dtype == np.bool_ for it in items]
+    if not any(is_mask):
+        return
+    used = sum(it.ndim if m else (0 if it is None or it is Ellipsis else 1) for it, m in zip(items, is_mask))
+    cur, pos = list(shape), 0
+    for it, m in zip(items, is_mask):
+        if it is Ellipsis:
+            pos += max(len(shape) - used, 0)
+        elif it is None:
+            cur.insert(pos, 1)
+            pos += 1
+        elif m:
+            for j, size in enumerate(it.shape):
+                if pos + j < len(cur) and cur[pos + j] != size:
+                    raise IndexOutOfRange(f"The shape of the mask {list(it.shape)} at index {j} does not match "
+                                          f"the shape of the indexed tensor {cur} at index {pos + j}")
+            pos += it.ndim
+        elif isinstance(it, (int, np.integer)) and pos < len(cur):
+            del cur[pos]
+        else:
+            pos += 1
+
+
 class GetItem(ArrayFunction):
     """y = x[index] (basic indexing: ints, slices, None, Ellipsis; or advanced:
     integer / bool arrays).
@@ -146,6 +174,8 @@ class GetItem(ArrayFunction):
 
     @staticmethod
     def forward(ctx, x, index, advanced=False):
+        if advanced:
+            check_masks(x.shape, index)
         try:
             y = x[index]
         except IndexError as e:
@@ -168,15 +198,18 @@ class Cat(ArrayFunction):
     dL/dx_i = the slice of g that x_i occupies (split g at the cumulative sizes)."""
 
     @staticmethod
-    def forward(ctx, *xs, dim=0):
+    def forward(ctx, *xs, dim=0, skip_legacy=False):
         ctx.dim = dim
-        ctx.sizes = [x.shape[dim] for x in xs]
-        return np.concatenate(xs, axis=dim)
+        # skip_legacy: torch's legacy empty (0,) inputs take no part (their gradient is empty)
+        ctx.skipped = [skip_legacy and x.shape == (0,) for x in xs]
+        kept = [x for x, s in zip(xs, ctx.skipped) if not s]
+        ctx.sizes = [x.shape[dim] for x in kept]
+        return np.concatenate(kept, axis=dim)
 
     @staticmethod
     def backward(ctx, g):
-        bounds = np.cumsum(ctx.sizes)[:-1]
-        return tuple(np.split(g, bounds, axis=ctx.dim))
+        parts = iter(np.split(g, np.cumsum(ctx.sizes)[:-1], axis=ctx.dim))
+        return tuple(np.zeros(0, g.dtype) if s else next(parts) for s in ctx.skipped)
 
 
 class Stack(ArrayFunction):
@@ -249,7 +282,9 @@ def index_put_kernel(array: np.ndarray, index, values, accumulate: bool = False,
     is an IndexError naming the index and the shape; a shape mismatch is a ValueError.
     With duplicate indices and ``accumulate=False`` one of the writes wins (torch: unspecified).
     """
-    index, _ = _normalize_index(index)
+    index, advanced = _normalize_index(index)
+    if advanced:
+        check_masks(array.shape, index)
     values = _broadcast_values(np.asarray(values), _indexed_shape(array, index, op), op)
     if accumulate:
         np.add.at(array, index, values)

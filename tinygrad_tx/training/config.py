@@ -43,8 +43,8 @@ class TrainConfig:
     dropout: float = _f(0.0, "dropout probability (attention, residual and MLP)", min=0.0, max=0.99)
     attn_impl: str = _f("fused", "attention implementation", choices=("fused", "naive", "flash"))
     dtype: str = _f("float32", "parameter and compute dtype", choices=DTYPES)
-    seed: int = _f(0, "seed of the initial weights, batch order, dropout and sampling")
-    split_seed: int = _f(42, "seed of the train/dev/test split (80/10/10)")
+    seed: int = _f(0, "seed of the initial weights, batch order, dropout and sampling", min=0)
+    split_seed: int = _f(42, "seed of the train/dev/test split (80/10/10)", min=0)
     eval_every: int = _f(250, "evaluate on the dev split every N steps (0 = only at the end)", min=0)
     out: str = _f("", "checkpoint path (.safetensors), written at every evaluation, on SIGINT/SIGTERM and at the "
                       "end; <stem>.best.safetensors holds the lowest dev loss; default runs/<model>/model.safetensors",
@@ -155,9 +155,9 @@ class BigramConfig:
     data: str | None = _f(None, "names file, one name per line (default: the offline US Census first names)",
                           type=str, metavar="PATH")
     alpha: float = _f(1.0, "Laplace smoothing added to every count", min=0.0)
-    split_seed: int = _f(42, "seed of the train/dev/test split (80/10/10)")
+    split_seed: int = _f(42, "seed of the train/dev/test split (80/10/10)", min=0)
     num_samples: int = _f(10, "names to sample from the fitted table", min=0)
-    seed: int = _f(0, "seed of the sampled names")
+    seed: int = _f(0, "seed of the sampled names", min=0)
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)

@@ -194,10 +194,33 @@ def build_model(path, info: dict, state: dict):
     return model
 
 
+def check_vocab(path, info: dict) -> None:
+    """A names checkpoint's ``vocab`` must be a :class:`~tinygrad_tx.data.CharVocab` (the sentinel
+    '$' first, single unique characters) of exactly the model's ``vocab_size`` symbols: a shorter
+    one lets ``sample`` draw ids it cannot decode, a longer one encodes ids the model lacks.
+    ``ValueError`` naming the file."""
+    if "vocab" not in info:
+        return
+    from ..data import CharVocab
+    vocab = info["vocab"]
+    if not isinstance(vocab, str):
+        raise ValueError(f"{path}: metadata vocab must be a string of characters, got {vocab!r}")
+    try:
+        CharVocab(list(vocab))
+    except ValueError as e:
+        raise ValueError(f"{path}: metadata vocab {vocab!r} is not a character vocabulary: {e}") from None
+    size = info["model_kwargs"].get("vocab_size")
+    if size is not None and size != len(vocab):
+        raise ValueError(f"{path}: metadata vocab has {len(vocab)} characters ({vocab!r}) but the model has "
+                         f"vocab_size {size}")
+
+
 def load_run(path):
-    """``(model, info)`` from a checkpoint written by :func:`save_run` (model in eval mode)."""
+    """``(model, info)`` from a checkpoint written by :func:`save_run` (model in eval mode); a
+    ``vocab`` in the metadata is checked against the model (:func:`check_vocab`)."""
     state, _, _, info = read_checkpoint(path)
     model = build_model(os.fspath(path), info, state)
+    check_vocab(os.fspath(path), info)
     model.eval()
     return model, info
 
