@@ -9,6 +9,7 @@ course.
 """
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -758,3 +759,76 @@ def test_encoder_and_seq2seq_save_the_tokenizer_they_encoded_with(tmp_path):
     for k, (s, t) in enumerate(task.splits["train"]):
         assert list(src_ids[k][src_mask[k]]) == s == src.encode(task.source_text(s)).ids
         assert list(tgt_in[k][1:len(t) + 1]) == tgt.encode(t).ids
+
+
+# ---------------------------------------------------------------------------- hostile files (issue 23)
+
+def test_files_that_are_not_regular_files_are_refused_at_once(tmp_path):
+    """A FIFO hung from_file; a symlink to /dev/zero read without bound."""
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    (tmp_path / "dir.json").mkdir()
+    for name, message in [("fifo.json", "is a FIFO"), ("zero.json", "is not a regular file"),
+                          ("dir.json", "is a directory")]:
+        with pytest.raises(TokenizerFileError, match=f"^{tmp_path / name}: {message}"):
+            BPETokenizer.from_file(tmp_path / name)
+
+
+def test_a_file_over_the_size_limit_is_refused(tmp_path, monkeypatch):
+    from tinygrad_tx.tokenizers import _files
+    monkeypatch.setattr(_files, "MAX_FILE_BYTES", 1000)
+    path = bad_file(tmp_path, {"pad": "x" * 2000})
+    with pytest.raises(TokenizerFileError, match="larger than 1,000 bytes"):
+        load_tokenizer(path)
+
+
+@pytest.mark.parametrize("opening", ["[", '{"a": '])
+def test_deeply_nested_json_is_a_clear_error(tmp_path, opening):
+    """100,000-deep nesting raised RecursionError."""
+    closing = "]" if opening == "[" else "}"
+    path = bad_file(tmp_path, opening * 100_000 + "1" + closing * 100_000)
+    with pytest.raises(TokenizerFileError, match="JSON nested too deeply"):
+        load_tokenizer(path)
+
+
+@pytest.mark.parametrize("where", ["vocab", "added", "pad_id", "pad_type_id"])
+@pytest.mark.parametrize("value", [10**12, 2**63, -1, 2**32])
+def test_ids_outside_u32_are_refused_as_huggingface_does(files, tmp_path, where, value):
+    """Hugging Face reads ids as u32 and refuses these; ours accepted them (vocab_size and decode then
+    disagreed)."""
+    for name in ("ours_bpe", "ours_wp"):
+        obj = json.loads(json.dumps(files[name][0].to_json()))
+        if where == "vocab":
+            obj["model"]["vocab"][next(iter(obj["model"]["vocab"]))] = value
+        elif where == "added":
+            obj["added_tokens"][0]["id"] = value
+        else:
+            obj["padding"] = {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None,
+                              "pad_id": 0, "pad_type_id": 0, "pad_token": "[PAD]", where: value}
+        path = bad_file(tmp_path, obj)
+        with pytest.raises(Exception, match="expected u32"):
+            Tokenizer.from_file(str(path))
+        with pytest.raises(TokenizerFileError, match=rf"^{path}: .*is {value}, not a token id \(an integer in "
+                                                     rf"\[0, 4294967295\]"):
+            load_tokenizer(path)
+
+
+@pytest.mark.parametrize("where", ["vocab", "added", "pad_id"])
+def test_ids_must_be_the_vocabularys(files, tmp_path, where):
+    """A u32 id beyond the vocabulary (Hugging Face accepts a gap) made vocab_size and decode disagree:
+    refused, naming the token; a padding id that is no token's is refused too."""
+    obj = json.loads(json.dumps(files["ours_wp"][0].to_json()))
+    n = files["ours_wp"][0].vocab_size
+    if where == "vocab":
+        obj["model"]["vocab"]["zzz"] = 5000
+        match = rf"token ids must run from 0 to {n} without gaps \({n + 1} distinct ids\), but model vocab token 'zzz' has id 5000"
+    elif where == "added":
+        obj["added_tokens"].append({"id": 5000, "content": "[NEW]", "special": True})
+        match = r"but added_tokens\[\d+\] \('\[NEW\]'\) has id 5000"
+    else:
+        obj["padding"] = {"strategy": "BatchLongest", "direction": "Right", "pad_id": n, "pad_type_id": 0,
+                          "pad_token": "[PAD]"}
+        match = rf"padding pad_id {n} is not a token id of the vocabulary \(0 to {n - 1}\)"
+    with pytest.raises(TokenizerFileError, match=match):
+        load_tokenizer(bad_file(tmp_path, obj))

@@ -7,6 +7,14 @@ the part): no normalizer; models ``BPE`` (byte-level) and ``WordPiece``; pre-tok
 ``TemplateProcessing``, ``BertProcessing`` and a ``Sequence`` of them; decoders ``ByteLevel`` and
 ``WordPiece``; added tokens without ``single_word``/``lstrip``/``rstrip``; ``truncation``
 (``LongestFirst``, no stride) and ``padding``.
+
+Reading is bounded: only a regular file (a FIFO would block, a link to ``/dev/zero`` reads
+without end) of at most :data:`MAX_FILE_BYTES`; JSON nested deeper than the parser's recursion
+allows is refused, not a ``RecursionError``. Ids are checked as Hugging Face reads them (an
+unsigned 32-bit integer: ``-1``, ``2**63`` are refused) and against the vocabulary: the ids of
+the model's vocabulary and the added tokens must run ``0 .. n-1`` without gaps (Hugging Face
+accepts gaps; here ``vocab_size`` and ``decode`` need them dense), and the padding id must be
+one of them.
 """
 from __future__ import annotations
 
@@ -15,14 +23,33 @@ import os
 import re
 from pathlib import Path
 
+from ..checkpoint import check_regular_file
 from ._text import CHAR_TO_BYTE, GPT2_SPLIT_PATTERN
 from .base import TokenizerFileError
 from .bpe import BPETokenizer
 from .wordpiece import WordPieceTokenizer
 
 
+MAX_FILE_BYTES = 256 * 2**20      # a tokenizer.json larger than this is refused (the largest are ~30 MB)
+MAX_ID = 2**32 - 1                # Hugging Face reads ids as u32
+
+
 class _Bad(Exception):
     pass
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The bytes of ``path``: a regular file of at most MAX_FILE_BYTES (read at most one byte more,
+    so a file that grows while read is caught too)."""
+    try:
+        check_regular_file(path, "tokenizer")
+    except ValueError as e:
+        raise TokenizerFileError(str(e)) from None
+    with open(path, "rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise TokenizerFileError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes, the limit for a tokenizer file")
+    return data
 
 
 def _get(obj, key, kind, what, default=...):
@@ -47,16 +74,68 @@ def load_tokenizer(path):
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"from_file: path must be a str or os.PathLike, got {type(path).__name__} ({path!r})")
     path = Path(path)
+    raw = _read_bounded(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except json.JSONDecodeError as e:
         raise TokenizerFileError(f"{path}: not valid JSON ({e})") from None
     except UnicodeDecodeError as e:
         raise TokenizerFileError(f"{path}: not UTF-8 text ({e})") from None
+    except RecursionError:
+        raise TokenizerFileError(f"{path}: JSON nested too deeply to read (a tokenizer.json nests a few levels)") \
+            from None
     try:
-        return _build(data)
+        ids = _check_ids(data)
+        tok = _build(data)
+        _check_dense(data, ids)
+        return tok
     except (_Bad, ValueError, TypeError) as e:
         raise TokenizerFileError(f"{path}: {e}") from None
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_id(value, what):
+    if _is_int(value) and not 0 <= value <= MAX_ID:
+        raise _Bad(f"{what} is {value}, not a token id (an integer in [0, {MAX_ID}], as Hugging Face reads ids)")
+
+
+def _check_ids(data) -> dict:
+    """Ids as Hugging Face reads them (u32); returns ``{id: what}`` of the vocabulary and the added
+    tokens. Values that are not integers are left to the checks of their part."""
+    ids = {}
+    if not isinstance(data, dict):
+        return ids
+    model = data.get("model")
+    vocab = model.get("vocab") if isinstance(model, dict) else None
+    for token, i in (vocab.items() if isinstance(vocab, dict) else ()):
+        _check_id(i, f"model vocab id of {token!r}")
+        if _is_int(i):
+            ids.setdefault(i, f"model vocab token {token!r}")
+    added = data.get("added_tokens")
+    for k, t in enumerate(added if isinstance(added, list) else ()):
+        i = t.get("id") if isinstance(t, dict) else None
+        _check_id(i, f"added_tokens[{k}] id")
+        if _is_int(i):
+            ids.setdefault(i, f"added_tokens[{k}] ({t.get('content')!r})")
+    padding = data.get("padding")
+    if isinstance(padding, dict):
+        _check_id(padding.get("pad_type_id"), "padding pad_type_id")
+        _check_id(padding.get("pad_id"), "padding pad_id")
+    return ids
+
+
+def _check_dense(data, ids: dict) -> None:
+    """After the file is understood: the ids run 0 .. n-1 without gaps, the padding id is one of them."""
+    if ids and max(ids) >= len(ids):
+        top = max(ids)
+        raise _Bad(f"token ids must run from 0 to {len(ids) - 1} without gaps ({len(ids)} distinct ids), but "
+                   f"{ids[top]} has id {top}")
+    pad = (data.get("padding") or {}).get("pad_id")
+    if _is_int(pad) and pad not in ids:
+        raise _Bad(f"padding pad_id {pad} is not a token id of the vocabulary (0 to {len(ids) - 1})")
 
 
 def _build(data):
