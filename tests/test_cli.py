@@ -609,6 +609,30 @@ def test_run_parses_the_file_and_hands_everything_after_it_to_the_script(tmp_pat
     assert code == 1 and "Traceback" in err and "the script's own bug" in err    # its traceback, as python shows
 
 
+def test_a_failing_scripts_traceback_starts_at_its_own_frame(tmp_path, capsys):
+    """The traceback began with the runner's frames (cli.py, torch_shim, runpy) above the script's."""
+    script = tmp_path / "bad.py"
+    script.write_text("import torch\n\ndef f():\n    raise ValueError('boom')\n\nf()\n")
+    code, _, err = run(["run", script], capsys)
+    lines = err.strip().splitlines()
+    assert code == 1 and lines[0] == "Traceback (most recent call last):", err
+    assert lines[1] == f'  File "{script}", line 6, in <module>' and lines[-1] == "ValueError: boom"
+    assert not any(x in err for x in ("cli.py", "torch_shim", "runpy")), err
+
+
+@pytest.mark.parametrize("body, code, message", [("sys.exit('no data given')", 1, "no data given"),
+                                                 ("sys.exit(3)", 3, ""), ("sys.exit()", 0, ""),
+                                                 ("raise SystemExit(['a', 1])", 1, "['a', 1]")])
+def test_run_sys_exit_with_a_message_prints_it_as_python_does(tmp_path, capsys, body, code, message):
+    """sys.exit('message') exited 1 without printing the message."""
+    script = tmp_path / "s.py"
+    script.write_text(f"import sys\n{body}\n")
+    got, _, err = run(["run", script], capsys)
+    assert got == code and err.strip() == message
+    python = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert python.returncode == code and python.stderr.strip() == message
+
+
 def test_run_errors_and_help(tmp_path, monkeypatch, capsys):
     code, _, err = run(["run", tmp_path / "nope.py", "--x"], capsys)
     assert_one_line_error(code, err, 1, "file not found", "nope.py")

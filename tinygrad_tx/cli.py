@@ -292,9 +292,9 @@ def cmd_run(args) -> int:
         code = e.code
     except KeyboardInterrupt:
         raise
-    except BaseException:   # the script's own error: its traceback, as python FILE.py would show
+    except BaseException as e:   # the script's own error: its traceback, as python FILE.py would show
         import traceback
-        traceback.print_exc()
+        traceback.print_exception(type(e), e, _from_frame_of(e.__traceback__, str(path)))
         return 1
     if code is None:
         return 0
@@ -302,6 +302,16 @@ def cmd_run(args) -> int:
         return code
     print(code, file=sys.stderr)            # sys.exit("message"), as Python does
     return 1
+
+
+def _from_frame_of(tb, filename: str):
+    """``tb`` from the first frame of ``filename`` on: the runner's own frames (cli, torch_shim,
+    runpy) above the script's are left out, as ``python FILE.py`` shows none. Unchanged when no
+    frame is the script's (an error before it ran)."""
+    first = tb
+    while first is not None and first.tb_frame.f_code.co_filename != filename:
+        first = first.tb_next
+    return first if first is not None else tb
 
 
 # --------------------------------------------------------------------------- parser

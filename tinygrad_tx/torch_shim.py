@@ -101,7 +101,10 @@ def run_file(path: str, argv=()) -> int:
             runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
         code = e.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        if code is None or isinstance(code, int):
+            return code or 0
+        print(code, file=sys.stderr)             # sys.exit("message"): Python prints it and exits 1
+        return 1
     except (AttributeError, ImportError) as e:
         name = missing_name(e)
         if name is not None:
