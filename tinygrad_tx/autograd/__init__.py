@@ -18,12 +18,14 @@ from .versions import _check_saved, _link_view, _root, _saved_versions, _tensor_
 from .broadcast import accumulation_dtype, reduce_grad_to_input, sum_rows
 from .function import ArrayFunction, Context, _creation_order, _freed_error
 from .engine import _backward_observers, run_backward
-from . import engine as _engine, function as _function, versions as _versions
+from .api import backward, grad
+from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
+from . import api as _api, dispatch, engine as _engine, function as _function, versions as _versions
 
 
 
 
 def _bind_tensor(tensor_cls, view_cls) -> None:
     """Called once by tensor.py: the engine's modules refer to Tensor, which imports them."""
-    for m in (_engine, _function, _versions):
+    for m in (_engine, _function, _versions, dispatch, _api):
         m.Tensor, m._View = tensor_cls, view_cls

@@ -1,61 +1,167 @@
-"""Running the graph backwards: :func:`run_backward`."""
+"""Running the graph backwards: :func:`run_backward`.
+
+1. The nodes are visited in reverse order of creation: every node's inputs were recorded before
+   it, so a max-heap on the creation number (``Context.seq``) hands out a node only after every
+   consumer of its output has run -- its gradient is then complete. No recursion (a chain of
+   100,000 ops is fine) and no separate sorting pass; the heap holds only the frontier.
+2. Each node's ``backward`` is called once with that fully accumulated gradient, and the node is
+   dropped (its saved arrays freed, unless ``retain_graph``) as soon as its backward has run.
+3. Every returned gradient goes through :func:`reduce_grad_to_input` (``broadcast.py``), the one
+   place where broadcasting is undone.
+4. Leaves (and tensors that called ``retain_grad()``) get their summed gradient in ``.grad``;
+   :func:`grad` (``torch.autograd.grad``) returns the gradients of the tensors asked for instead,
+   and touches no ``.grad``.
+
+With ``create_graph=True`` the gradients are Tensors and each backward runs on Tensors
+(``dispatch.py``), so the backward pass is itself recorded and can be differentiated again.
+"""
 from __future__ import annotations
 
 import heapq
 
 import numpy as np
 
+from . import anomaly
 from .broadcast import reduce_grad_to_input
-from .function import _freed_error
-
+from .dispatch import running_on_tensors
+from .function import ArrayFunction, Context, _freed_error
+from .grad_mode import _state
+from ..dtypes import from_numpy_dtype
 
 # Observers of the backward pass (used by study tools); each is called as
-# observer(ctx, grad_out, grads_in) after a node's backward has run.
+# observer(ctx, grad_out, grads_in) after a node's backward has run (arrays).
 _backward_observers: list = []
 
 
-def _apply_hooks(hooks, g):
+def _apply_hooks(hooks, g, create_graph):
     for hook in hooks:
-        new = hook(Tensor(g))
+        new = hook(g if create_graph else Tensor(g))
         if new is not None:
-            g = new._data if isinstance(new, Tensor) else np.asarray(new)
+            if create_graph:
+                g = new if isinstance(new, Tensor) else Tensor._from_op(np.asarray(new), None)
+            else:
+                g = new._data if isinstance(new, Tensor) else np.asarray(new)
     return g
 
 
-def run_backward(root, gradient, retain_graph: bool):
-    """Backpropagate ``gradient`` (dL/d root) to every leaf behind the Tensor ``root``."""
-    ctx = root._ctx
+def _node(t):
+    """The graph node behind a Tensor: its producer's Context, or the Tensor itself (a leaf)."""
+    return t if t._ctx is None else t._ctx
+
+
+def _reaching(roots, targets: set) -> set:
+    """ids of the Contexts from which some node in ``targets`` (ids) can be reached: only these
+    need their backward run when gradients of a few tensors are asked for. Iterative DFS."""
+    reach = {}
+    stack = [(c, False) for c in roots if isinstance(c, Context)]
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if not expanded:
+            if key in reach:
+                continue
+            reach[key] = False
+            stack.append((node, True))
+            for n in node.input_nodes:
+                if isinstance(n, Context) and id(n) not in reach:
+                    stack.append((n, False))
+        else:
+            reach[key] = any(n is not None and (id(n) in targets or reach.get(id(n), False))
+                             for n in node.input_nodes)
+    return {k for k, v in reach.items() if v}
+
+
+def run_backward(roots, grads, retain_graph, create_graph: bool = False, inputs=None,
+                 accumulate: bool = True):
+    """Backpropagate ``grads`` (dL/d root, one per Tensor in ``roots``) through the graph.
+
+    ``accumulate=True`` (``backward``): add the gradients into ``.grad`` of every leaf behind
+    the roots -- of the Tensors in ``inputs`` only, when given. ``accumulate=False``
+    (``autograd.grad``): return the gradient of each Tensor in ``inputs`` (None where none
+    arrives) and leave every ``.grad`` alone.
+    """
+    if not isinstance(roots, (list, tuple)):
+        roots, grads = [roots], [grads]
+    wanted = None   # id(node) -> positions in ``inputs``
+    if inputs is not None:
+        wanted = {}
+        for i, t in enumerate(inputs):
+            wanted.setdefault(id(_node(t)), []).append(i)
+    captured = {}
     leaves = {}                # id(leaf) -> [leaf, summed gradient], in order of first arrival
-    if ctx is None:
-        leaves[id(root)] = [root, gradient]
-    else:
-        grads = {id(ctx): gradient}
-        pending = [(-ctx.seq, ctx)]     # a max-heap on seq: nodes whose gradient has started to arrive
+    grad_of = {}               # id(ctx) -> gradient arriving so far
+    pending = []               # a max-heap on seq: nodes whose gradient has started to arrive
+    for root, g in zip(roots, grads):
+        node = _node(root)
+        if node is root:
+            _arrive_leaf(leaves, root, g)
+        elif id(node) in grad_of:
+            grad_of[id(node)] = grad_of[id(node)] + g
+        else:
+            grad_of[id(node)] = g
+            heapq.heappush(pending, (-node.seq, node))
+    reach = _reaching([_node(r) for r in roots], set(wanted)) if wanted is not None else None
+    prev_mode = _state.enabled
+    _state.enabled = create_graph   # as torch: the backward itself is recorded only with create_graph
+    try:
         while pending:
             ctx = heapq.heappop(pending)[1]
             if ctx._freed:
                 raise _freed_error(ctx)
-            g = grads.pop(id(ctx))
+            g = grad_of.pop(id(ctx))
             if ctx.hooks:
-                g = _apply_hooks(ctx.hooks, g)
-            if ctx.retained is not None:
+                g = _apply_hooks(ctx.hooks, g, create_graph)
+            if ctx.retained is not None and accumulate and inputs is None:
                 t = ctx.retained()
                 if t is not None:
                     _accumulate(t, g)
-            _backward_node(ctx, g, grads, pending, leaves)
+            if wanted is not None:
+                if id(ctx) in wanted:
+                    captured[id(ctx)] = g
+                if id(ctx) not in reach:
+                    if not retain_graph:
+                        ctx.free()
+                    continue
+            _backward_node(ctx, g, grad_of, pending, leaves, create_graph, wanted, reach)
             if not retain_graph:
                 ctx.free()
-    for leaf, g in leaves.values():
-        if leaf._hooks:
-            g = _apply_hooks(leaf._hooks, g)
-        _accumulate(leaf, g)
+        for key, (leaf, g) in leaves.items():
+            if leaf._hooks:
+                g = _apply_hooks(leaf._hooks, g, create_graph)
+            if wanted is None:
+                _accumulate(leaf, g)
+            elif key in wanted:
+                captured[key] = g
+    finally:
+        _state.enabled = prev_mode
+    if wanted is None:
+        return None
+    result = [None] * len(inputs)
+    for key, positions in wanted.items():
+        g = captured.get(key)
+        for i in positions:
+            if g is not None and accumulate:
+                _accumulate(inputs[i], g)
+            result[i] = g
+    return result
 
 
-def _backward_node(ctx, g, grads, pending, leaves):
-    """Run one node's backward; add each input's (reduced) gradient to ``grads`` (a node's
+def _arrive_leaf(leaves, leaf, g):
+    entry = leaves.get(id(leaf))
+    if entry is None:
+        leaves[id(leaf)] = [leaf, g]
+    else:
+        entry[1] = entry[1] + g
+
+
+def _backward_node(ctx, g, grad_of, pending, leaves, create_graph, wanted, reach):
+    """Run one node's backward; add each input's (reduced) gradient to ``grad_of`` (a node's
     first gradient also puts it on the ``pending`` heap) or to ``leaves``."""
     fn = ctx.fn
-    result = fn.backward(ctx, g)
+    if create_graph:
+        result = _backward_on_tensors(ctx, g)
+    else:
+        result = fn.backward(ctx, g)
     if not isinstance(result, tuple):
         result = (result,)
     nodes = ctx.input_nodes
@@ -67,37 +173,112 @@ def _backward_node(ctx, g, grads, pending, leaves):
         if not need or gi is None:
             continue
         leaf = isinstance(node, Tensor)
+        if reach is not None and (id(node) not in wanted) and (leaf or id(node) not in reach):
+            continue   # leads to none of the tensors whose gradient was asked for
         if leaf:
             shape, dtype = node._data.shape, node._data.dtype
         else:
             shape, dtype = node.out_shape, node.out_dtype
-        if type(gi) is not np.ndarray or gi.shape != shape or gi.dtype != dtype:
+        if create_graph:
+            gi = _reduce_tensor(gi, shape, dtype, fn.__name__)
+        elif type(gi) is not np.ndarray or gi.shape != shape or gi.dtype != dtype:
             gi = reduce_grad_to_input(gi, shape, dtype, fn.__name__)
+        if anomaly._state.enabled:
+            anomaly.check(ctx, i, gi)
         reduced[i] = gi
         key = id(node)
         if leaf:
-            entry = leaves.get(key)
-            if entry is None:
-                leaves[key] = [node, gi]
-            else:
-                entry[1] = entry[1] + gi
+            _arrive_leaf(leaves, node, gi)
         else:
-            prev = grads.get(key)
+            prev = grad_of.get(key)
             if prev is None:
-                grads[key] = gi
+                grad_of[key] = gi
                 heapq.heappush(pending, (-node.seq, node))
             else:
-                grads[key] = prev + gi
+                grad_of[key] = prev + gi
     if _backward_observers:
+        arrays = [r._data if isinstance(r, Tensor) else r for r in reduced]
         for obs in _backward_observers:
-            obs(ctx, g, reduced)
+            obs(ctx, g._data if isinstance(g, Tensor) else g, arrays)
+
+
+# --------------------------------------------------------------------------- create_graph=True
+
+def _backward_on_tensors(ctx, g):
+    """``ctx``'s backward with ``g`` a Tensor, recorded as a graph (``dispatch.py``). An op whose
+    backward cannot run on Tensors runs on arrays and its gradients get a node that refuses to be
+    differentiated (torch's ``once_differentiable``)."""
+    fn = ctx.fn
+    if fn.differentiable_backward:
+        with running_on_tensors():
+            return fn.backward(ctx, g)
+    result = fn.backward(ctx, g._data)
+    if not isinstance(result, tuple):
+        return _once_differentiable(ctx, g, result)
+    return tuple([_once_differentiable(ctx, g, r) for r in result])
+
+
+class NotTwiceDifferentiable(ArrayFunction):
+    """The gradient of an op whose backward is not written to run on Tensors: differentiating
+    it raises, naming the op (torch's ``DelayedError`` behind ``once_differentiable``)."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        raise AssertionError("never called")
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError(
+            f"the gradient computed by {ctx.op_name}'s backward cannot be differentiated: that backward "
+            "is not written to run on Tensors (differentiable_backward = False), so create_graph=True "
+            "cannot record it (as torch's once_differentiable)")
+
+
+def _once_differentiable(ctx, g, r):
+    if r is None:
+        return None
+    r = np.asarray(r)
+    nodes = (_node(g),) + tuple(ctx.input_nodes)
+    needs = (g._requires_grad,) + tuple(ctx.needs_input_grad)
+    if r.dtype.kind not in "fc" or True not in needs:
+        return Tensor._from_op(r, None)
+    node = Context(NotTwiceDifferentiable, nodes, needs)
+    node.op_name = ctx.fn.__name__
+    node.out_shape, node.out_dtype = r.shape, r.dtype
+    return Tensor._from_op(r, node)
+
+
+def _reduce_tensor(gi, shape, dtype, fn_name):
+    """``reduce_grad_to_input`` for a Tensor gradient (create_graph): the same sums, as Tensor ops."""
+    if not isinstance(gi, Tensor):
+        gi = Tensor._from_op(np.asarray(gi), None)
+    gshape = gi._data.shape
+    if gshape != shape:
+        nlead = len(gshape) - len(shape)
+        if nlead < 0:
+            raise RuntimeError(f"{fn_name}.backward returned a gradient of shape {gshape} "
+                               f"for an input of shape {shape}")
+        axes = tuple(range(nlead)) + tuple(nlead + i for i, s in enumerate(shape)
+                                           if s == 1 and gshape[nlead + i] != 1)
+        if axes:
+            gi = gi.sum(dim=axes, keepdim=True)
+        gi = gi.reshape(shape)
+    if gi._data.dtype != dtype:
+        gi = gi.to(from_numpy_dtype(dtype))
+    return gi
 
 
 def _accumulate(t, g):
-    """Accumulate into ``t.grad`` (a Tensor) like torch: the first gradient is copied, later ones added."""
+    """Accumulate into ``t.grad`` (a Tensor) like torch: the first gradient is copied, later ones
+    added; a gradient with history (create_graph) is kept as it is and added out of place."""
     grad = t._grad
+    if isinstance(g, Tensor):
+        t._grad = g if grad is None else grad + g
+        return
     if grad is None:
         t._grad = Tensor._from_op(np.array(g, dtype=t._data.dtype, copy=True), None)
+    elif grad._ctx is not None:
+        t._grad = grad + Tensor._from_op(g, None)
     else:
         grad._data = np.asarray(grad._data + g)
         grad._bump()

@@ -31,6 +31,8 @@ import itertools
 
 import numpy as np
 
+from . import anomaly as _anomaly
+from .dispatch import _dispatch
 from .grad_mode import _state
 from .saved_memory import SavedMemory, _nbytes
 from .versions import _check_saved, _link_view, _saved_versions, _tensor_roots
@@ -87,6 +89,8 @@ class Context:
             raise _freed_error(self, "its saved arrays were freed after the first backward")
         if self._versions:
             _check_saved(self)
+        if _dispatch.active:   # a backward being differentiated: the saved values as Tensors
+            return _saved_as_tensors(self)
         return self._saved
 
     @property
@@ -138,6 +142,13 @@ class ArrayFunction:
     have the broadcast shape of the forward; the engine reduces them.
     """
 
+    # Gradients of gradients (``dispatch.py``): True when ``backward`` runs unchanged on Tensors
+    # (every NumPy call it makes has a Tensor twin, nothing written in place, every saved float
+    # array an input, the output or listed in ``saved_constants``); such a backward is recorded
+    # and can be differentiated again. False: differentiating this op's gradient raises.
+    differentiable_backward = False
+    saved_constants = ()
+
     @staticmethod
     def forward(ctx, *args, **kwargs):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -168,6 +179,8 @@ class ArrayFunction:
         # the node behind each input: its producer's Context, or the Tensor itself for a leaf
         nodes = tuple([(a if a._ctx is None else a._ctx) if isinstance(a, Tensor) else None for a in args])
         ctx = Context(cls, nodes, needs)
+        if _anomaly._state.enabled:
+            _anomaly.record_creation(ctx)
         roots = None
         out = cls.forward(ctx, *arrays, **kwargs)
         if not isinstance(out, np.ndarray):
@@ -190,6 +203,37 @@ class ArrayFunction:
     @classmethod
     def name(cls) -> str:
         return cls.__name__
+
+
+def _saved_as_tensors(ctx) -> tuple:
+    """``ctx``'s saved arrays as Tensors with their history, for a backward that is being
+    differentiated (``dispatch.py``): an input's array is that input (the leaf itself, or a Tensor
+    over the node that produced it), the output's array is the output of ``ctx``; integer and
+    bool arrays (indices, masks) and non-arrays stay as they are: they have no derivative. A
+    floating array computed inside the forward cannot be traced back to the inputs and is
+    refused, unless the op lists its position in ``saved_constants`` (it does not depend on the
+    inputs: a dropout mask)."""
+    origin = {rec[0]: rec[4] for rec in ctx._versions}
+    out = []
+    for k, s in enumerate(ctx._saved):
+        if not isinstance(s, np.ndarray) or s.dtype.kind not in "fc":
+            out.append(s)
+            continue
+        o = origin.get(k)
+        if o is None:
+            if k in ctx.fn.saved_constants:
+                out.append(Tensor._from_op(s, None))
+                continue
+            raise RuntimeError(
+                f"{ctx.fn.__name__}'s backward reads a saved array (saved_tensors[{k}]) computed inside its "
+                "forward, which cannot be traced back to its inputs: this backward cannot be differentiated "
+                "(create_graph=True)")
+        if o == -1:
+            out.append(Tensor._from_op(s, ctx))
+        else:
+            node = ctx.input_nodes[o]
+            out.append(node if isinstance(node, Tensor) else Tensor._from_op(s, node))
+    return tuple(out)
 
 
 def _freed_error(ctx, what: str = "the graph was freed by the first backward"):

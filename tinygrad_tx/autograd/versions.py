@@ -51,22 +51,28 @@ def _link_view(t, fn, args, roots, kwargs) -> None:
 
 
 def _saved_versions(saved, roots, out, t_out) -> tuple:
-    """For each saved array that is (a view of) an input's or the output's array: (position,
-    that tensor's version counter, its value now, the tensor's producer). Arrays computed in the
-    forward belong to no tensor and cannot be changed from outside."""
+    """For each saved array that is (a view of) an input's or the output's array: (position in
+    ``saved``, that tensor's version counter, its value now, the tensor's producer, and where the
+    array came from: the input's position when it *is* that input's array, -1 when it is the
+    output, None when it is only a view of one). Arrays computed in the forward belong to no
+    tensor and cannot be changed from outside. (The origin lets a backward that is differentiated
+    again get the saved value back as a Tensor with its history: ``function._saved_as_tensors``.)"""
     records = []
     out_root = None
     for k, s in enumerate(saved):
         if not isinstance(s, np.ndarray):
             continue
+        origin = None
         if s is out:
-            owner = t_out
+            owner, origin = t_out, -1
         else:
             root = _root(s)
             owner = None
-            for _, a, r in roots:
+            for pos, a, r in roots:
                 if r is root:
                     owner = a
+                    if s is a._data:
+                        origin = pos
                     break
             if owner is None and s.base is not None:
                 if out_root is None:
@@ -75,13 +81,13 @@ def _saved_versions(saved, roots, out, t_out) -> tuple:
                     owner = t_out
         if owner is not None:
             vc = owner._counter()
-            records.append((k, vc, vc.value, owner._ctx.fn if owner._ctx is not None else None))
+            records.append((k, vc, vc.value, owner._ctx.fn if owner._ctx is not None else None, origin))
     return tuple(records)
 
 
 def _check_saved(ctx) -> None:
     """Raise, as torch does, when an array this node saved was changed in place since."""
-    for k, vc, value, producer in ctx._versions:
+    for k, vc, value, producer, _ in ctx._versions:
         if vc.value != value:
             s = ctx._saved[k]
             what = f"output 0 of {producer.__name__}" if producer else "a leaf or an input"
