@@ -20,7 +20,8 @@ import numpy as np
 
 from . import autograd, dtypes
 from . import device as _device
-from .autograd import run_backward
+from .autograd import dispatch as _dispatch
+from .autograd import api as _autograd_api
 
 DEFAULT_FLOAT = np.float32
 
@@ -59,6 +60,15 @@ def _to_array(data, dtype=None) -> np.ndarray:
                             "lists of them")
     _check_element_dtype(arr.dtype)
     return np.array(arr, dtype=dtype, copy=True)   # order K: the layout torch.tensor keeps
+
+
+def _plain(x):
+    """``x`` with every Tensor (also inside lists and tuples) replaced by its array."""
+    if isinstance(x, Tensor):
+        return x._data
+    if isinstance(x, (list, tuple)):
+        return type(x)(_plain(v) for v in x)
+    return x
 
 
 def _wrapped(data) -> np.ndarray:
@@ -306,22 +316,12 @@ class Tensor:
                     ctx.hooks = tuple(h for h in ctx.hooks if h is not entry)
         return _Handle()
 
-    def backward(self, gradient=None, retain_graph: bool = False) -> None:
-        """Accumulate d(self)/d(leaf) · gradient into ``.grad`` of every leaf that requires grad."""
-        if not self._requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-        if gradient is None:
-            if self._data.size != 1:
-                raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
-                                   f"this tensor has shape {self._data.shape}: pass gradient=")
-            g = np.ones_like(self._data)
-        else:
-            g = gradient._data if isinstance(gradient, Tensor) else np.asarray(gradient)
-            if g.shape != self._data.shape:
-                raise ValueError(f"gradient has shape {g.shape} but the tensor has shape {self._data.shape}")
-            if g.dtype != self._data.dtype:
-                g = g.astype(self._data.dtype)
-        run_backward(self, g, retain_graph)
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) · gradient into ``.grad`` of every leaf that requires grad
+        (of ``inputs`` only, when given). ``create_graph=True`` records the backward itself, so
+        the gradients can be differentiated again; ``retain_graph`` defaults to ``create_graph``."""
+        _autograd_api.backward(self, None if gradient is None else [gradient], retain_graph, create_graph,
+                               inputs=inputs)
 
     def detach(self) -> "Tensor":
         """A new leaf sharing this tensor's data (and version counter: an in-place change
@@ -447,7 +447,34 @@ class Tensor:
     def tolist(self):
         return self._data.tolist()
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy's ufuncs on Tensors. A ufunc with a Tensor twin (np.exp, np.multiply, ...) gives
+        a Tensor, as torch's tensors do (so ``ndarray * Tensor`` is a Tensor); others compute on
+        the arrays. While a backward runs on Tensors (``create_graph=True``) every call must
+        have a Tensor twin (``autograd/dispatch.py``)."""
+        if _dispatch._dispatch.active:
+            return _dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+        if method == "__call__" and "out" not in kwargs and not kwargs:
+            fn = _dispatch.UFUNCS.get(ufunc.__name__)
+            if fn is not None:
+                return fn(*inputs)
+        inputs = [x._data if isinstance(x, Tensor) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(x._data if isinstance(x, Tensor) else x for x in kwargs["out"])
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions on Tensors compute on the arrays, as before (``np.sum(t)`` is an
+        array); while a backward runs on Tensors they are the Tensor ops (``autograd/dispatch.py``)."""
+        if _dispatch._dispatch.active:
+            return _dispatch.array_function(func, args, kwargs)
+        return func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
+
     def __array__(self, dtype=None, copy=None):
+        if _dispatch._dispatch.active:
+            raise TypeError(f"a {tuple(self._data.shape)} Tensor was turned into a NumPy array inside a "
+                            "backward that is being differentiated (create_graph=True): its derivative "
+                            "would be lost")
         if dtype is not None:
             return self._data.astype(dtype)
         return self._data.copy() if copy else self._data
