@@ -37,7 +37,8 @@ from tinygrad_tx.testing.compare import (F32_FLOOR, F32_RATIO, F64_RTOL, assert_
                                          check_f32, rel_err)
 from tinygrad_tx.testing.values import non_contiguous, values
 
-__all__ = ["DEVICE", "ERROR_REPORT", "F32_FLOOR", "F32_RATIO", "F64_RTOL", "assert_close", "check_module_parity",
+__all__ = ["DEVICE", "ERROR_REPORT", "F32_FLOOR", "F32_RATIO", "F64_RTOL", "assert_close", "check_double_parity",
+           "check_module_parity",
            "check_parity", "parity_property", "reference_precision", "rel_err", "to_numpy", "to_torch"]
 
 DEVICE = os.environ.get("TINYGRAD_TX_TORCH_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -328,3 +329,82 @@ def parity_property(ours, theirs, *, shapes, dtypes=(np.float64, np.float32), do
         return given(data=st.data())(property_test)
 
     return decorate
+
+
+# ------------------------------------------------------------------------------ second order
+
+def _double_backward(grad_fn, out, xs, v, ws):
+    """∂/∂(xs, v) of ⟨grad(out, xs, v, create_graph=True), ws⟩: Hessian-vector products w.r.t.
+    the inputs and, w.r.t. the cotangent v, the Jacobian-vector product J·w (one backward of
+    the backward checks both second-order paths)."""
+    gs = grad_fn(out, xs, v, create_graph=True, allow_unused=True)
+    s = None
+    for gi, w in zip(gs, ws):
+        if gi is not None:
+            term = (gi * w).sum()
+            s = term if s is None else s + term
+    if s is None or not s.requires_grad:
+        return [None] * (len(xs) + 1)
+    return list(grad_fn(s, list(xs) + [v], allow_unused=True))
+
+
+def check_double_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None, seed=0):
+    """Second-order parity: ``grad(⟨grad(out, x, v, create_graph=True), w⟩, (x, v))`` for ours
+    and torch, with random cotangents ``v`` and ``w`` (never through ``.sum()``), in float64 to
+    ``F64_RTOL`` or in float32 against torch's own float32 error (float64 oracle). ``inputs`` as
+    in :func:`check_parity`. A second derivative that is zero on both sides (a linear op) must be
+    zero or absent on both; the Jacobian-vector product w.r.t. ``v`` must be non-trivial.
+    Returns the worst error."""
+    name = name or _name_of(ours)
+    dtype = _float_dtype(np.float64 if dtype is None else dtype)
+    inputs = [a.astype(dtype) if _is_float(a) else a for a in inputs]
+    diff_mask = [(_is_float(a) if grad is None else (i in grad)) for i, a in enumerate(inputs)]
+    rng = np.random.default_rng(seed)
+
+    def run(lib, grad_fn, arrays, dt):
+        if lib is tg:
+            ts = [tg.from_numpy(a.copy()).requires_grad_(d) if isinstance(a, np.ndarray) else a
+                  for a, d in zip(arrays, diff_mask)]
+            out = ours(*ts)
+        else:
+            ts = [to_torch(a, requires_grad=d, dtype=_TORCH_DTYPES[np.dtype(dt)] if d else None)
+                  if isinstance(a, np.ndarray) else a for a, d in zip(arrays, diff_mask)]
+            out = theirs(*ts)
+        xs = [t for t, d in zip(ts, diff_mask) if d]
+        return out, xs
+
+    out, xs = run(tg, tg.autograd.grad, inputs, dtype)
+    v_np = rng.standard_normal(out.shape).astype(dtype)
+    ws_np = [rng.standard_normal(x.shape).astype(dtype) for x in xs]
+
+    def second(lib, grad_fn, arrays, dt):
+        out, xs = run(lib, grad_fn, arrays, dt)
+        if lib is tg:
+            v = tg.from_numpy(v_np.astype(dt)).requires_grad_()
+            ws = [tg.from_numpy(w.astype(dt)) for w in ws_np]
+        else:
+            v = to_torch(v_np.astype(dt), requires_grad=True, dtype=_TORCH_DTYPES[np.dtype(dt)])
+            ws = [to_torch(w.astype(dt), dtype=_TORCH_DTYPES[np.dtype(dt)]) for w in ws_np]
+        res = _double_backward(grad_fn, out, xs, v, ws)
+        shapes = [tuple(x.shape) for x in xs] + [tuple(out.shape)]
+        return [np.zeros(s, dtype=dt) if r is None else
+                (r.detach().numpy() if lib is tg else to_numpy(r)).astype(np.float64) for r, s in zip(res, shapes)]
+
+    mine = second(tg, tg.autograd.grad, inputs, dtype)
+    ref = second(torch, torch.autograd.grad, inputs, dtype)
+    labels = [f"d2/dx{i}" for i in range(len(xs))] + ["d2/dv (J·w)"]
+    assert_nontrivial(ref[-1], f"{name}: J·w")
+    if dtype == np.float64:
+        worst = max(assert_close(m, r, rtol=F64_RTOL, name=f"{name} float64 {lab}", check_dtype=False)
+                    for lab, m, r in zip(labels, mine, ref))
+        _record(f"{name} (2nd order)", "float64", worst)
+        return worst
+    inputs64 = [a.astype(np.float64) if _is_float(a) else a for a in inputs]
+    oracle = second(torch, torch.autograd.grad, inputs64, np.float64)
+    worst = 0.0
+    for lab, m, r, o in zip(labels, mine, ref, oracle):
+        e_ours, e_torch = rel_err(m, o), rel_err(r, o)
+        check_f32(f"{name} {lab}", e_ours, e_torch)
+        worst = max(worst, e_ours)
+    _record(f"{name} (2nd order)", "float32", worst)
+    return worst
