@@ -404,6 +404,77 @@ def test_cli_errors(tmp_path, capsys, monkeypatch):
     assert code == 2 and "positive integer" in err
 
 
+# --------------------------------------------------------------------------- hostile solutions (issue 23)
+
+MARKER = 'raise NotImplementedError("write the backward of exp")'
+
+
+def _solution(tmp_path, capsys, name, backward=None, extra=""):
+    """exercise_exp.py as 'start' writes it, its backward replaced by ``backward`` (code lines)."""
+    assert run(capsys, "start", "exp", "-o", str(tmp_path / "t.py"), "--state", str(tmp_path / "s.json"))[0] == 0
+    src = (tmp_path / "t.py").read_text()
+    assert MARKER in src
+    if backward is not None:
+        src = src.replace(MARKER, backward.replace("\n", "\n        "))
+    path = tmp_path / name
+    path.write_text(src + extra)
+    return path
+
+
+@pytest.mark.parametrize("backward, said", [
+    ("while True:\n    pass", "did not return within 1 s (an endless loop?)"),
+    ("try:\n    while True:\n        pass\nexcept Exception:\n    return g", "did not return within 1 s"),
+    ("import sys\nsys.exit(0)", "called sys.exit(0)"),
+    ("import os\nos._exit(0)", "called sys.exit(0) (or os._exit)"),
+])
+def test_a_backward_that_hangs_or_exits_is_a_failed_check(tmp_path, capsys, backward, said):
+    """A `while True` hung the checker; sys.exit(0) / os._exit(0) in the solution gave status 0 and no output."""
+    path = _solution(tmp_path, capsys, "mine.py", backward)
+    code, out, err = run(capsys, "check", "exp", str(path), "--state", str(tmp_path / "s.json"), "--timeout", "1",
+                         "--max-examples", "5")
+    assert code == 1 and "exp: FAILED." in out and f"your backward on x: " in out and said in out, out + err
+    assert json.loads((tmp_path / "s.json").read_text())["exercises"]["exp"]["last"] == "failed: stopped"
+    assert check("exp", S.Exp, max_examples=3, timeout=1).passed     # the limit is lifted after the check
+
+
+def test_a_file_that_exits_at_import_is_an_error(tmp_path, capsys):
+    path = _solution(tmp_path, capsys, "mine.py", extra="\nimport os\nos._exit(0)\n")
+    code, _, err = run(capsys, "check", "exp", str(path), "--state", str(tmp_path / "s.json"))
+    assert code == 1 and f"{path}: importing the file called sys.exit(0)" in err
+
+
+def test_a_directory_or_a_binary_file_is_named_as_such(tmp_path, capsys):
+    """A directory was "file not found"; a binary file "syntax error at line None"."""
+    state = str(tmp_path / "s.json")
+    (tmp_path / "d").mkdir()
+    code, _, err = run(capsys, "check", "exp", str(tmp_path / "d"), "--state", state)
+    assert code == 1 and "Is a directory" in err and str(tmp_path / "d") in err and "not found" not in err
+    for name, data, said in [("elf.py", b"\x7fELF\x02\x01\x00\x00binary", "byte 6 is b'\\x00'"),
+                             ("img.py", b"\x89PNG\r\n\x1a\n\xff\xd8", "byte 0 is b'\\x89'")]:
+        (tmp_path / name).write_bytes(data)
+        code, _, err = run(capsys, "check", "exp", str(tmp_path / name), "--state", state)
+        assert code == 1 and f"{tmp_path / name}: not a Python text file ({said}" in err, err
+        assert "line None" not in err
+    (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nx = '\xe9'\n")     # declared: Python decodes it
+    code, _, err = run(capsys, "check", "exp", str(tmp_path / "latin.py"), "--state", state)
+    assert code == 1 and "expected a Function subclass named Exp" in err
+
+
+def test_an_unwritable_state_names_the_users_path(tmp_path, capsys, monkeypatch):
+    """A read-only --state directory named the internal temporary file in the error."""
+    import tempfile
+
+    def denied(prefix, suffix, dir):
+        raise PermissionError(13, "Permission denied", os.path.join(dir, prefix + "abc123" + suffix))
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    state = tmp_path / "ro" / "progress.json"
+    code, _, err = run(capsys, "solution", "exp", "--state", str(state))
+    assert code == 1 and f"cannot write the progress file {state}: Permission denied" in err
+    assert "abc123" not in err and ".tmp" not in err
+    code, _, err = run(capsys, "solution", "exp", "--state", str(tmp_path))
+    assert code == 1 and "Is a directory" in err and str(tmp_path) in err
+
+
 def test_register_exercise_commands_into_a_parser():
     import argparse
     parser = argparse.ArgumentParser(prog="tinygrad-tx")

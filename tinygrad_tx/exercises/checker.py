@@ -22,10 +22,14 @@ shrinks the failure to the smallest case it can find, and that case is diagnosed
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import inspect
+import os
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -39,6 +43,47 @@ from .ladder import LADDER, Case, Exercise, lay_out
 
 RTOL = 1e-7
 DEFAULT_EXAMPLES = 30
+CASE_TIMEOUT = 10.0     # seconds the learner's forward or backward may take on one case
+
+
+class LearnerStopped(BaseException):
+    """The learner's code stopped the check itself: it ran past the per-case timeout (an endless
+    loop?) or called ``sys.exit``/``os._exit``. A BaseException, so neither the learner's own
+    ``except Exception`` nor hypothesis (which would shrink it, case after hung case) holds it."""
+
+
+class _Timeout(BaseException):
+    pass
+
+
+@contextlib.contextmanager
+def learner_code(what: str, timeout: float | None = CASE_TIMEOUT):
+    """Run the learner's ``what`` ("backward", "forward", "the file") under a time limit (SIGALRM,
+    in the main thread of a POSIX process; elsewhere without one), with ``sys.exit`` and
+    ``os._exit`` turned into :class:`LearnerStopped`: a solution that exits would otherwise end
+    the checker with status 0 and no report."""
+    def stop_exit(code=0):
+        raise SystemExit(code)
+    alarm = bool(timeout) and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if alarm:
+        def on_alarm(signum, frame):
+            raise _Timeout()
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    real_exit, os._exit = os._exit, stop_exit
+    try:
+        yield
+    except _Timeout:
+        raise LearnerStopped(f"{what} did not return within {timeout:g} s (an endless loop?); the check "
+                             f"stopped there (--timeout sets the limit)") from None
+    except SystemExit as e:
+        raise LearnerStopped(f"{what} called sys.exit({e.code!r}) (or os._exit); a solution must return "
+                             f"its result, not end the process") from None
+    finally:
+        os._exit = real_exit
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 # --------------------------------------------------------------------------- comparisons
@@ -125,7 +170,8 @@ def run_learner(ex: Exercise, fn: type, case: Case, g) -> Attempt:
     extra_before = {n: v.copy() for n, v in case.extra.items() if isinstance(v, np.ndarray)}
     ts = {n: _leaf(a) for n, a in arrays.items()}
     try:
-        out = ex.call(fn, ts, case)
+        with learner_code(f"forward on {case.describe()}", _timeout):
+            out = ex.call(fn, ts, case)
     except Exception as e:   # the learner's forward: any error is reported, not raised
         at.fatal, at.fatal_tag = f"forward raised {_last_line(e)}", "raised"
         return at
@@ -137,7 +183,8 @@ def run_learner(ex: Exercise, fn: type, case: Case, g) -> Attempt:
     at.out = out._data
     g_in = g.copy(order="K") if g.ndim else g.copy()
     try:
-        raw = fn.backward(ctx, g_in)
+        with learner_code(f"backward on {case.describe()}", _timeout):
+            raw = fn.backward(ctx, g_in)
     except NotImplementedError as e:
         at.fatal, at.fatal_tag = f"backward is not written yet (NotImplementedError: {e})", "not_implemented"
         return at
@@ -464,9 +511,28 @@ def _more_failures(ex, fn, cases, seed, n=12) -> list:
     return found
 
 
-def check(ex: Exercise | str, fn: type, *, max_examples: int = DEFAULT_EXAMPLES, seed: int | None = None) -> Report:
+_timeout = CASE_TIMEOUT     # the limit of the check running now (check(timeout=...))
+
+
+def check(ex: Exercise | str, fn: type, *, max_examples: int = DEFAULT_EXAMPLES, seed: int | None = None,
+          timeout: float | None = CASE_TIMEOUT) -> Report:
     """Check the learner's Function ``fn`` on exercise ``ex``; a :class:`Report` with the diagnosis.
-    ``seed=None`` draws the same cases every run (derandomized); an int draws another fixed set."""
+    ``seed=None`` draws the same cases every run (derandomized); an int draws another fixed set.
+    ``timeout``: seconds the learner's forward or backward may take on one case (None: no limit);
+    past it, or when the learner's code calls ``sys.exit``/``os._exit``, the check stops with a
+    failed report saying so."""
+    global _timeout
+    previous, _timeout = _timeout, timeout
+    name = (LADDER[ex] if isinstance(ex, str) else ex).name
+    try:
+        return _check(ex, fn, max_examples=max_examples, seed=seed)
+    except LearnerStopped as e:
+        return Report(name, False, f"{name}: FAILED.\n  your {e}", {"*": "stopped"}, None, 0)
+    finally:
+        _timeout = previous
+
+
+def _check(ex, fn, *, max_examples, seed) -> Report:
     try:
         import hypothesis
         from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -529,20 +595,37 @@ def check(ex: Exercise | str, fn: type, *, max_examples: int = DEFAULT_EXAMPLES,
 
 # --------------------------------------------------------------------------- loading a learner's file
 
-def load_function(path, ex: Exercise | str) -> type:
+def load_function(path, ex: Exercise | str, timeout: float | None = CASE_TIMEOUT) -> type:
     """The Function class of the learner's file: the one named as the exercise's class, else the
     only Function subclass the file defines."""
     ex = LADDER[ex] if isinstance(ex, str) else ex
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(21, "Is a directory, not your exercise's .py file", str(path))
     if not path.is_file():
         raise FileNotFoundError(2, "No such file", str(path))
+    head = path.read_bytes()[:1 << 16]
+    declared = b"coding" in b"\n".join(head.splitlines()[:2])     # a PEP 263 encoding line: Python decodes
+    try:
+        if b"\0" in head:
+            raise UnicodeDecodeError("utf-8", head, head.index(b"\0"), head.index(b"\0") + 1, "a NUL byte")
+        if not declared:
+            head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.end < len(head) - 3:      # (a multi-byte character cut by the 64 KiB window is fine)
+            raise ValueError(f"{path}: not a Python text file (byte {e.start} is {head[e.start:e.end]!r}: "
+                             f"binary, or not UTF-8)") from None
     name = f"_tinygrad_tx_exercise_{ex.name}_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        with learner_code("importing the file", timeout):
+            spec.loader.exec_module(module)
+    except LearnerStopped as e:
+        raise ValueError(f"{path}: {e}") from None
     except SyntaxError as e:
-        raise ValueError(f"{path}: syntax error at line {e.lineno}: {e.msg}") from None
+        where = f" at line {e.lineno}" if e.lineno else ""
+        raise ValueError(f"{path}: syntax error{where}: {e.msg}") from None
     except Exception as e:   # the learner's module-level code
         raise ValueError(f"{path}: importing it raised {type(e).__name__}: {e}") from None
     finally:

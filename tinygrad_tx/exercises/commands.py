@@ -17,6 +17,8 @@ from pathlib import Path
 
 from .ladder import LADDER
 
+CASE_TIMEOUT = 10.0     # = checker.CASE_TIMEOUT (the checker, with hypothesis, is imported only by 'check')
+
 PROG = "tinygrad-tx"
 STATE_FILE = ".tinygrad-tx-exercises.json"
 EXERCISE_HELP = "learn backprop by writing it: a ladder of backward exercises with a diagnosing checker"
@@ -46,7 +48,13 @@ def save_state(path, state: dict) -> None:
     """Write ``state`` to ``path`` atomically: a temporary file in the same directory, then os.replace."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=directory)
+    if path.is_dir():
+        raise IsADirectoryError(21, "Is a directory; --state names the progress file", str(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=directory)
+    except OSError as e:     # name the user's file, not the temporary one beside it
+        raise type(e)(e.errno, f"cannot write the progress file {path}: {e.strerror} (its directory {directory} "
+                               f"must be writable; --state chooses another file)") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(state, f, indent=1, sort_keys=True)
@@ -125,8 +133,8 @@ def cmd_check(args) -> int:
     state = load_state(args.state)
     entry = _entry(state, args.name)
     path = Path(args.file or entry.get("file") or _default_file(args.name))
-    fn = load_function(path, ex)
-    report = check(ex, fn, max_examples=args.max_examples, seed=args.seed)
+    fn = load_function(path, ex, timeout=args.timeout)
+    report = check(ex, fn, max_examples=args.max_examples, seed=args.seed, timeout=args.timeout)
     print(report.text)
     entry["checks"] = entry.get("checks", 0) + 1
     entry.setdefault("file", str(path))
@@ -163,6 +171,16 @@ def _positive_int(text):
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
     return n
+
+
+def _positive_float(text):
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not x > 0 or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return x
 
 
 def register_exercise_commands(commands) -> None:
@@ -202,6 +220,8 @@ def register_exercise_commands(commands) -> None:
     q.add_argument("--max-examples", type=_positive_int, default=30, help="hypothesis cases (default: %(default)s)")
     q.add_argument("--seed", type=int, default=None,
                    help="draw another fixed set of cases (default: the same derandomized set every run)")
+    q.add_argument("--timeout", type=_positive_float, default=CASE_TIMEOUT, metavar="SECONDS",
+                   help="the longest your forward or backward may take on one case (default: %(default)s)")
     common(q)
     q.set_defaults(func=cmd_check)
 
