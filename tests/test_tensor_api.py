@@ -254,11 +254,11 @@ def test_zero_dim_results_are_zero_dim_arrays_as_torchs():
     """np.asarray(t.argmax(0)) of a 1-D tensor raised "object __array__ method not producing an array":
     np.argmax gives a NumPy scalar, which the Tensor held. torch gives a 0-d array."""
     x = tg.tensor([1.0, 3.0, 2.0])
-    for t, twin in [(x.argmax(0), torch.tensor([1.0, 3.0, 2.0]).argmax(0)), (x.argmax(), None), (x.sum(), None),
+    for t, twin in [(x.argmax(0), torch.tensor([1.0, 3.0, 2.0], device=DEVICE).argmax(0)), (x.argmax(), None), (x.sum(), None),
                     (x.max(), None), (x[1], None)]:
         for got in (t.numpy(), np.asarray(t), np.array(t)):
             assert type(got) is np.ndarray and got.shape == () and got.dtype == t.dtype
-    assert np.asarray(x.argmax(0)) == np.asarray(torch.tensor([1.0, 3.0, 2.0]).argmax(0)) == 1
+    assert np.asarray(x.argmax(0)) == np.asarray(torch.tensor([1.0, 3.0, 2.0], device=DEVICE).argmax(0).cpu()) == 1
 
 
 @pytest.mark.parametrize("first", [True, False])
@@ -291,7 +291,7 @@ def test_cat_with_a_legacy_empty_tensor_that_requires_grad_requires_grad(first):
 ])
 def test_a_mask_of_the_wrong_shape_is_torchs_index_error(index):
     """An empty boolean mask of the wrong shape was accepted (NumPy reads it as an empty integer index)."""
-    x, tx = tg.zeros(2, 3, 4), torch.zeros(2, 3, 4)
+    x, tx = tg.zeros(2, 3, 4), torch.zeros(2, 3, 4, device=DEVICE)
     with pytest.raises(IndexError) as theirs:
         tx[index(torch)]
     with pytest.raises(IndexError) as ours:
