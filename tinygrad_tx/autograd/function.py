@@ -183,8 +183,10 @@ class ArrayFunction:
             _anomaly.record_creation(ctx)
         roots = None
         out = cls.forward(ctx, *arrays, **kwargs)
-        if not isinstance(out, np.ndarray):
-            out = np.asarray(out)
+        if not isinstance(out, np.ndarray):   # a NumPy scalar (ufuncs on 0-d arrays give one)
+            scalar, out = out, np.asarray(out)
+            if ctx._saved:   # a saved output stays recognisable as the output
+                ctx._saved = tuple([out if s is scalar else s for s in ctx._saved])
         if out.dtype.kind not in "fc":
             ctx.free()   # as in torch, integer and bool outputs (x.long(), x > 0) are not differentiable
             t = Tensor._from_op(out, None)
@@ -193,7 +195,7 @@ class ArrayFunction:
             t = Tensor._from_op(out, ctx)
             if ctx._saved:
                 roots = _tensor_roots(args, arrays)
-                ctx._versions = _saved_versions(ctx._saved, roots, out, t)
+                ctx._versions = _saved_versions(ctx._saved, roots, out, t, args, arrays)
         if out.base is not None or (arrays and out is arrays[0]):
             if roots is None:
                 roots = _tensor_roots(args, arrays)
@@ -216,10 +218,13 @@ def _saved_as_tensors(ctx) -> tuple:
     origin = {rec[0]: rec[4] for rec in ctx._versions}
     out = []
     for k, s in enumerate(ctx._saved):
-        if not isinstance(s, np.ndarray) or s.dtype.kind not in "fc":
+        if not isinstance(s, (np.ndarray, np.generic)) or s.dtype.kind not in "fc":
             out.append(s)
             continue
         o = origin.get(k)
+        if o == "const":
+            out.append(Tensor._from_op(s, None))
+            continue
         if o is None:
             if k in ctx.fn.saved_constants:
                 out.append(Tensor._from_op(s, None))

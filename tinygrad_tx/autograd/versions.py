@@ -50,17 +50,29 @@ def _link_view(t, fn, args, roots, kwargs) -> None:
             return
 
 
-def _saved_versions(saved, roots, out, t_out) -> tuple:
+class _Never:
+    """The version counter of a constant argument (an array passed to an op, not a Tensor): it
+    never changes, and the record only says where the saved array came from."""
+    value = 0
+
+
+def _saved_versions(saved, roots, out, t_out, args=(), arrays=()) -> tuple:
     """For each saved array that is (a view of) an input's or the output's array: (position in
     ``saved``, that tensor's version counter, its value now, the tensor's producer, and where the
     array came from: the input's position when it *is* that input's array, -1 when it is the
-    output, None when it is only a view of one). Arrays computed in the forward belong to no
+    output, "const" when it is an array argument that is not a Tensor, None when it is only a view
+    of a tensor's array). Arrays computed in the forward belong to no
     tensor and cannot be changed from outside. (The origin lets a backward that is differentiated
     again get the saved value back as a Tensor with its history: ``function._saved_as_tensors``.)"""
     records = []
     out_root = None
     for k, s in enumerate(saved):
         if not isinstance(s, np.ndarray):
+            if isinstance(s, np.generic) and len(args) > len(roots):
+                for a in args:   # a NumPy scalar argument, saved as it came: a constant
+                    if s is a:
+                        records.append((k, _Never, 0, None, "const"))
+                        break
             continue
         origin = None
         if s is out:
@@ -82,6 +94,11 @@ def _saved_versions(saved, roots, out, t_out) -> tuple:
         if owner is not None:
             vc = owner._counter()
             records.append((k, vc, vc.value, owner._ctx.fn if owner._ctx is not None else None, origin))
+        elif len(args) > len(roots):
+            for a, arr in zip(args, arrays):
+                if s is arr and not isinstance(a, Tensor):
+                    records.append((k, _Never, 0, None, "const"))
+                    break
     return tuple(records)
 
 
