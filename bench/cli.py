@@ -31,9 +31,9 @@ from pathlib import Path
 
 from . import report
 from .components import REGISTRY, main_components
-from .protocol import REPO_ROOT, WorkerClient, WorkerError, child_env
+from .protocol import REPO_ROOT, FileError, WorkerClient, WorkerError, WorkerTimeout, child_env
 from .stats import ratio, summarize, tutorial_attention_macs
-from .userfile import register_described
+from .userfile import BenchFileError, register_described
 
 MODES = ("fwd", "fwdbwd")
 
@@ -58,6 +58,9 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
+CASE_TIMEOUT = 120.0   # --case-timeout: an ``ours`` (or torch) call that never returns stops the bench
+
+
 class Settings:
     """Round counts and budgets: --quick trades statistics for speed."""
 
@@ -69,6 +72,7 @@ class Settings:
         self.case_budget_s = 4.0 if quick else 40.0  # cap on one component's timed calls, all workers
         self.warmup = 1 if quick else 2              # quick: setup's forward+backward is the fwdbwd warm-up
         self.max_n = 200
+        self.case_timeout = CASE_TIMEOUT             # seconds one call of a case may take before it is stopped
 
 
 def log(msg: str):
@@ -85,18 +89,29 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
     drifts of the machine hit all of them alike. Returns {label: {...}}; a
     contender whose setup failed gets {"error": ...}.
     """
-    results, live = {}, []
+    results, live, shapes = {}, [], {}
+    limit = settings.case_timeout
     for label, worker, comp, cfg in contenders:
-        reply = worker.request("setup", key=label, component=comp, cfg=cfg, seed=seed)
+        reply = worker.request("setup", key=label, component=comp, cfg=cfg, seed=seed, timeout=limit)
         if not reply.get("ok"):
             results[label] = {"error": reply.get("error")}
             continue
+        shapes[label] = reply.get("out_shape")
         results[label] = {"saved_bytes": reply["saved_bytes"], "first_fwdbwd_s": reply["first_fwdbwd_s"],
                           "saved_bytes_distinct": reply.get("saved_bytes_distinct"),
                           "flops_fwd": reply["flops_fwd"],
                           "flops_fwdbwd": reply["flops_fwdbwd"], "info": reply.get("info", {}),
                           "times": {m: [] for m in modes}, "cpu_times": {m: [] for m in modes}}
         live.append((label, worker))
+    reference = shapes.get("torch")
+    wrong = {lb: sh for lb, sh in shapes.items() if reference is not None and sh is not None and sh != reference}
+    if wrong:      # a contender computing something else is refused, naming the case; nothing is timed
+        error = f"{contenders[0][2]}: " + ", ".join(f"{lb} returned shape {tuple(sh)}" for lb, sh in wrong.items()) + \
+            f" where torch returns {tuple(reference)}; not timed"
+        for label, worker in live:
+            worker.call("release", key=label)
+            results[label] = {"error": error}
+        return results
     if not live:
         return results
     # warm-up, and the per-call estimate that sizes the rounds
@@ -106,7 +121,7 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
             if m == "fwdbwd" and settings.quick:
                 est[(label, m)] = max(results[label]["first_fwdbwd_s"], 1e-6)
                 continue
-            t = worker.call("time", key=label, mode=m, n=settings.warmup)["times"]
+            t = worker.call("time", key=label, mode=m, n=settings.warmup, timeout=limit * settings.warmup)["times"]
             est[(label, m)] = max(sorted(t)[len(t) // 2], 1e-6)
     n = {k: int(min(settings.max_n, max(1, round(settings.round_s / v)))) for k, v in est.items()}
     per_round = sum(n[k] * est[k] for k in n)
@@ -115,7 +130,7 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
         order = live if r % 2 == 0 else live[::-1]
         for m in modes:
             for label, worker in order:
-                reply = worker.call("time", key=label, mode=m, n=n[(label, m)])
+                reply = worker.call("time", key=label, mode=m, n=n[(label, m)], timeout=limit * n[(label, m)])
                 results[label]["times"][m] += reply["times"]
                 results[label]["cpu_times"][m] += reply["cpu_times"]
     for label, worker in live:
@@ -341,6 +356,9 @@ def parse_args(argv):
                     "components, accuracy, rss, section11, flash, plots")
     ap.add_argument("--rss-steps", type=int, default=None, help="training steps in each RSS process "
                     "(default 3, quick 1)")
+    ap.add_argument("--case-timeout", type=float, default=CASE_TIMEOUT, metavar="SECONDS",
+                    help="stop the bench when one call of a case takes longer (an op that never returns); "
+                         "default %(default)s")
     ap.add_argument("--rss-component", default="gpt_large", help="training step whose peak RSS is measured "
                     "(gpt_large: also its fused and flash variants, except with --quick)")
     return ap.parse_args(argv)
@@ -375,13 +393,24 @@ def file_component_names(meta, args):
 
 
 def main(argv=None) -> int:
+    """The benchmark; with ``--file``, an error of the file (it does not import, no ``BENCH``, bad
+    keys) or a case that does not return within ``--case-timeout`` is one line and status 1."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(args)
+    except (BenchFileError, FileError, WorkerTimeout) as e:
+        print(f"tinygrad-tx bench: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+
+
+def _main(args) -> int:
     if args.replot:
         return replot(args.replot, args.out)
     t_start = time.perf_counter()
     threads = thread_count(args)
     skip = {s for s in args.skip.split(",") if s}
     settings = Settings(args.quick, args.rounds)
+    settings.case_timeout = args.case_timeout
     bench_file = None
     if args.file:
         bench_file = Path(args.file).resolve()

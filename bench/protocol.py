@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 class WorkerError(RuntimeError):
     pass
+
+
+class FileError(WorkerError):
+    """``bench --file``: the user's file is wrong (one line: the worker's BenchFileError)."""
+
+
+class WorkerTimeout(WorkerError):
+    """A request did not get its reply in time (the worker was killed)."""
 
 
 def child_env(threads: int | None) -> dict:
@@ -39,26 +48,36 @@ class WorkerClient:
         ready = self._read()
         if not ready.get("ok"):
             self.close()
+            if ready.get("file_error"):
+                raise FileError(ready.get("error"))
             raise WorkerError(f"{self.label} worker failed to start: {ready.get('error')}\n{ready.get('traceback', '')}")
 
-    def _read(self) -> dict:
+    def _read(self, timeout: float | None = None, what: str = "") -> dict:
+        if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
+            self.proc.kill()
+            self.proc.wait()
+            raise WorkerTimeout(f"{self.label}: {what or 'the request'} did not return within {timeout:g} s "
+                                f"(the worker was stopped)")
         line = self.proc.stdout.readline()
         if not line:
             code = self.proc.poll()
             raise WorkerError(f"{self.label} worker exited (code {code}) without replying")
         return json.loads(line)
 
-    def call(self, cmd: str, **kw) -> dict:
-        """Send one request; return the reply, raising WorkerError if the worker reports failure."""
-        reply = self.request(cmd, **kw)
+    def call(self, cmd: str, timeout: float | None = None, **kw) -> dict:
+        """Send one request; return the reply, raising WorkerError if the worker reports failure
+        (WorkerTimeout when ``timeout`` seconds pass without a reply)."""
+        reply = self.request(cmd, timeout=timeout, **kw)
         if not reply.get("ok"):
             raise WorkerError(f"{self.label}: {cmd} failed: {reply.get('error')}\n{reply.get('traceback', '')}")
         return reply
 
-    def request(self, cmd: str, **kw) -> dict:
+    def request(self, cmd: str, timeout: float | None = None, **kw) -> dict:
         self.proc.stdin.write(json.dumps({"cmd": cmd, **kw}) + "\n")
         self.proc.stdin.flush()
-        return self._read()
+        what = f"{cmd} of {kw['component']!r}" if "component" in kw else f"{cmd} of {kw['key']!r}" if "key" in kw \
+            else cmd
+        return self._read(timeout, what)
 
     def close(self):
         if self.proc.poll() is None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -44,16 +45,27 @@ class BenchFileError(ValueError):
 
 
 def _load(path: Path, framework: str):
-    """The file as a module, run as ``framework`` sees it ("ours": torch → tinygrad_tx)."""
+    """The file as a module, run as ``framework`` sees it ("ours": torch → tinygrad_tx). Any error
+    of the file's own code is one :class:`BenchFileError` line naming the file and the line."""
     mod_name = f"_bench_file_{framework}_{abs(hash(str(path)))}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
     module = importlib.util.module_from_spec(spec)
-    if framework == "ours":
-        from tinygrad_tx.torch_shim import torch_as_tinygrad_tx
-        with torch_as_tinygrad_tx():
+    try:
+        if framework == "ours":
+            from tinygrad_tx.torch_shim import torch_as_tinygrad_tx
+            with torch_as_tinygrad_tx():
+                spec.loader.exec_module(module)
+        else:
             spec.loader.exec_module(module)
-    else:
-        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        where = f" at line {e.lineno}" if e.lineno else ""
+        raise BenchFileError(f"{path}: syntax error{where}: {e.msg}") from None
+    except Exception as e:        # the file's top-level code (an import it lacks, a NameError...)
+        lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if f.filename == str(path)]
+        where = f" at line {lines[-1]}" if lines else ""
+        seen_by = " (run with torch answered by tinygrad_tx)" if framework == "ours" else ""
+        raise BenchFileError(f"{path}: importing it raised {type(e).__name__}{where}{seen_by}: "
+                             f"{' '.join(str(e).split())}") from None
     sys.modules[mod_name] = module
     return module
 

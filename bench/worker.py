@@ -175,6 +175,10 @@ def main(argv=None):
     try:
         worker = Worker(framework, device, argv[argv.index("--file") + 1] if "--file" in argv else None)
     except Exception as e:  # report the failure to the parent instead of dying silently
+        from .userfile import BenchFileError
+        if isinstance(e, BenchFileError):   # the user's file: its one line is the whole message
+            proto.write(json.dumps({"ok": False, "error": str(e), "file_error": True}) + "\n")
+            return 1
         proto.write(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}",
                                 "traceback": traceback.format_exc()}) + "\n")
         return 1

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import textwrap
+import time
 
 import pytest
 
@@ -52,13 +54,18 @@ TINY = textwrap.dedent('''
 ''')
 
 
+def quick_bench(f, out, skip):
+    """``bench --file f --quick`` through the real workers, two rounds, one thread, no CUDA."""
+    return cli.main(["--file", str(f), "--quick", "--rounds", "2", "--threads", "1", "--out", str(out),
+                     "--skip", skip, "--no-cuda"])
+
+
 @needs_torch
 def test_bench_file_through_workers(tmp_path, capsys):
     f = tmp_path / "my_ops.py"
     f.write_text(TINY)
     out = tmp_path / "out"
-    assert cli.main(["--file", str(f), "--quick", "--rounds", "2", "--threads", "1", "--out", str(out),
-                     "--skip", "plots", "--no-cuda"]) == 0
+    assert quick_bench(f, out, "plots") == 0
     res = json.loads((out / "results.json").read_text())
     meta = res["meta"]
     assert meta["file"] == str(f) and meta["ours"]["torch_imported"] is False   # shimmed, never real torch
@@ -104,6 +111,69 @@ def test_bench_file_format_errors(tmp_path):
     check("BENCH = [dict(name='a', ours=abs, torch=abs, inputs=abs, sizes=[3], size=[3])]\n",
           r"unknown key\(s\) \['size'\]")
     check("BENCH = [dict(name='a', ours=abs, torch=abs, inputs=abs, sizes=[3])] * 2\n", "'a' is used twice")
+
+
+@pytest.mark.parametrize("source, said", [
+    ("def f(:\n", r"syntax error at line 1: "),
+    ("import numpy\nimport no_such_module_xyz\n", r"importing it raised ModuleNotFoundError at line 2 \(run with torch "
+                                                   r"answered by tinygrad_tx\): No module named 'no_such_module_xyz'"),
+    ("X = 1\n", "define BENCH, a non-empty list"),
+    ("BENCH = [dict(name='a', ours=abs, torch=abs, inputs=abs, sizes=[3], size=[3])]\n", r"BENCH\[0\]: unknown key\(s\) \['size'\]"),
+])
+def test_file_level_errors_are_one_line_through_the_workers(tmp_path, capsys, source, said):
+    """Every file-level error exited with a full traceback, even our own BenchFileError."""
+    f = tmp_path / "bad.py"
+    f.write_text(source)
+    assert cli.main(["--file", str(f), "--quick", "--out", str(tmp_path / "out"), "--no-cuda"]) == 1
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("tinygrad-tx bench")]
+    assert "Traceback" not in err and len(lines) == 1, err
+    assert re.match(rf"tinygrad-tx bench: error: {re.escape(str(f))}: {said}", lines[0]), lines[0]
+
+
+WRONG = textwrap.dedent('''
+    import time
+    import torch
+
+    def spin(x):
+        while True:
+            time.sleep(0.05)
+
+    BENCH = [dict(name="flat", ours=lambda x: (x * 2).reshape(-1), torch=lambda x: x * 2,
+                  inputs=lambda rng, size: rng.standard_normal(size), sizes=[(4, 8)]),
+             dict(name="twice", ours=lambda x: x * 2, torch=lambda x: x * 2,
+                  inputs=lambda rng, size: rng.standard_normal(size), sizes=[(4, 8)])]
+''')
+
+
+@needs_torch
+def test_an_ours_of_the_wrong_shape_is_refused_naming_the_case(tmp_path, capsys):
+    """It was timed and given a ratio."""
+    f = tmp_path / "wrong.py"
+    f.write_text(WRONG)
+    out = tmp_path / "out"
+    assert quick_bench(f, out, "plots,accuracy") == 0
+    rows = {r["name"]: r for r in json.loads((out / "results.json").read_text())["components"]}
+    flat = rows["flat (4×8)"]
+    assert not flat["available"] and "ratio" not in flat
+    assert flat["error"] == "flat (4×8): ours returned shape (32,) where torch returns (4, 8); not timed"
+    assert "times" not in flat["results"]["ours"] and rows["twice (4×8)"]["available"]
+    assert "flat (4×8)         unavailable: flat (4×8): ours returned shape (32,)" in capsys.readouterr().err
+
+
+@needs_torch
+def test_an_ours_that_never_returns_stops_the_bench_in_one_line(tmp_path, capsys):
+    """It hung the bench."""
+    f = tmp_path / "spin.py"
+    f.write_text(WRONG.replace("ours=lambda x: (x * 2).reshape(-1)", "ours=spin"))
+    t0 = time.perf_counter()
+    assert cli.main(["--file", str(f), "--quick", "--threads", "1", "--out", str(tmp_path / "out"),
+                     "--skip", "plots,accuracy", "--no-cuda", "--case-timeout", "3"]) == 1
+    assert time.perf_counter() - t0 < 60
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == ("tinygrad-tx bench: error: ours: setup of 'flat (4×8)' did not return "
+                                            "within 3 s (the worker was stopped)")
 
 
 def test_bench_file_without_a_file_is_refused(tmp_path):
