@@ -164,12 +164,31 @@ def _run(fn, arrays, cotangent):
     return [out._data] + [t.grad._data for t in ts]
 
 
+class _TorchSoftmaxWithoutCancellation(torch.autograd.Function):
+    """torch's softmax whose backward is dx_j = y_j Σ_k y_k (g_j - g_k): no difference of nearly
+    equal numbers (the k = j term is 0), where torch's y ∘ (g - ⟨g, y⟩) cancels in a saturated row
+    (softmax_large: torch's float64 gradient 3.7e-4 off the exact one, relative to its largest
+    entry, as are the composite's and the closed form's; the fused rung refines it to 1e-62)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.softmax(x, -1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return y * torch.einsum("...k,...jk->...j", y, g[..., :, None] - g[..., None, :])
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_rung_matches_torch_float64(name):
     arrays, call, rungs, theirs, _ = CASES[name]
     for rung, f in zip(RUNGS, rungs):
         if f is not None:
-            check_parity(lambda *t, f=f: call(f, *t), theirs, *arrays, dtype=np.float64,
+            ref = _TorchSoftmaxWithoutCancellation.apply if (name, rung) == ("softmax_large", "fused") else theirs
+            check_parity(lambda *t, f=f: call(f, *t), ref, *arrays, dtype=np.float64,
                          name=f"{name} ({rung})", seed=11)
 
 
@@ -181,6 +200,9 @@ def test_rungs_agree_with_each_other(name):
     results = {rung: _run(lambda *t, f=f: call(f, *t), arrays, g) for rung, f in zip(RUNGS, rungs) if f is not None}
     reference = results["closed_form"]
     for rung, got in results.items():
+        if (name, rung) == ("softmax_large", "fused"):   # the closed form's gradient cancels there
+            y = reference[0]                             # (see _TorchSoftmaxWithoutCancellation)
+            reference = [y, y * np.einsum("...k,...jk->...j", y, g[..., :, None] - g[..., None, :])]
         for k, (a, b) in enumerate(zip(got, reference)):
             what = "output" if k == 0 else f"grad {k - 1}"
             assert rel_err(a, b) <= F64_RTOL, f"{name}: {rung} vs closed form, {what}: {rel_err(a, b):.3g}"

@@ -39,6 +39,16 @@ class Softmax(ArrayFunction):
     i.e.  dx = y ∘ (g - ⟨g, y⟩), the inner product taken along ``dim``.
     Only the output is needed, so the output is what we save.
 
+    One step of refinement. Where a row saturates (one y_i near 1), g_i - ⟨g, y⟩ is a small
+    difference of numbers of the size of g: the rounding of ⟨g, y⟩ and of y itself (Σ y is 1
+    only to an ulp or two) becomes a large relative error of dx. So with h = g - ⟨g, y⟩ the
+    backward returns y ∘ (h - ⟨h, y⟩): equal in exact arithmetic (⟨h, y⟩ = ⟨g, y⟩(1 - Σ y)),
+    but ⟨h, y⟩ is small and rounded at h's size, and it takes back out of h the error that
+    Σ y ≠ 1 put in. Measured on 3,000 drawn float32 inputs (the suite's shapes, scale 3): our
+    gradient's error against a float64 oracle at most 0.6x torch's (was up to 8x, 0.13% of
+    draws over the 4x rule). It costs three passes more: backward of (16384, 128) float32
+    1.9 -> 3.1 ms, forward + backward of (16, 8, 128, 128) 5.6 -> 6.9 ms (one thread, 2026-12-03).
+
     Layout. Both directions work on the slices along ``dim`` as the rows of a
     2-D array (``to_rows``: a view in the usual case of the last dim), in
     blocks of rows that stay in cache across the passes each makes
@@ -63,11 +73,16 @@ class Softmax(ArrayFunction):
         (y2,) = ctx.saved_tensors
         g2 = to_rows(g, ctx.dim)
         dx2 = np.empty_like(y2)
-        for rows in row_blocks(*y2.shape):
+        blocks = row_blocks(*y2.shape)
+        scratch = np.empty_like(y2[blocks[0]] if blocks else y2)
+        for rows in blocks:
             gb, yb, db = g2[rows], y2[rows], dx2[rows]
+            h = scratch[:len(yb)]
             np.multiply(gb, yb, out=db)
-            np.subtract(gb, row_sums(db)[:, None], out=db)  # g - ⟨g, y⟩
-            db *= yb
+            np.subtract(gb, row_sums(db)[:, None], out=h)   # h = g - ⟨g, y⟩
+            np.multiply(h, yb, out=db)
+            h -= row_sums(db)[:, None]                      # refined: h - ⟨h, y⟩ (see above)
+            np.multiply(h, yb, out=db)
         return from_rows(dx2, ctx.shape, ctx.dim)
 
 
