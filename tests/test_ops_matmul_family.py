@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from reference.testing import check_parity
+from reference.testing import check_parity, to_numpy, to_torch
 
 DTYPES = pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 
@@ -55,3 +55,20 @@ def test_rank_and_dtype_errors_as_torch():
             case(torch)
         with pytest.raises((ValueError, TypeError)):
             case(tg)
+
+
+@pytest.mark.parametrize("sa, sb", [((2, 1, 0), (0,)), ((2, 3, 0), (0,)), ((2, 2, 0), (0, 5)), ((2, 0, 3), (3, 4))])
+def test_batched_matmul_with_an_empty_inner_dimension_backward_like_torch(sa, sb):
+    """Regression (fuzz, dev profile): a batched a (k = 0) @ a 1-D or 2-D b, then backward,
+    raised NumPy's "cannot reshape array of size 0" (reshape(-1, 0) of the flattened batch);
+    torch returns the gradients, zero-size or zero."""
+    a, b = np.random.default_rng(0).standard_normal(sa), np.random.default_rng(1).standard_normal(sb)
+    ta, tb = to_torch(a, requires_grad=True), to_torch(b, requires_grad=True)
+    out = ta @ tb
+    g = np.random.default_rng(2).standard_normal(tuple(out.shape))
+    want = [to_numpy(w) for w in torch.autograd.grad(out, (ta, tb), to_torch(g))]
+    oa, ob = tg.tensor(a, requires_grad=True), tg.tensor(b, requires_grad=True)
+    (oa @ ob).backward(tg.tensor(g))
+    for got, w in zip((oa.grad, ob.grad), want):
+        assert got.shape == w.shape
+        np.testing.assert_array_equal(got.numpy(), w)

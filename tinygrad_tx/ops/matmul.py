@@ -80,9 +80,10 @@ class MatMul(ArrayFunction):
         if nb:
             a2 = a[None, :] if a_vec else a
             if ctx.b_ndim <= 2 and a2.ndim > 2:
-                # Σ over the batch of a_iᵀ g_i == (flattened a)ᵀ @ (flattened g)
-                k, m = a2.shape[-1], g.shape[-1]
-                gb = a2.reshape(-1, k).T @ g.reshape(-1, m)
+                # Σ over the batch of a_iᵀ g_i == (flattened a)ᵀ @ (flattened g); the row count is
+                # spelled out: reshape(-1, 0) of an empty array is ambiguous (k = 0) and NumPy refuses it
+                k, m, rows = a2.shape[-1], g.shape[-1], int(np.prod(a2.shape[:-1]))
+                gb = a2.reshape(rows, k).T @ g.reshape(rows, m)
             else:
                 gb = np.matmul(np.swapaxes(a2, -1, -2), g)
             if b_vec:
