@@ -277,6 +277,23 @@ def _outer(a, b, out=None):
     return _as_t(a).reshape(-1, 1) * _as_t(b).reshape(1, -1)
 
 
+def _split(ary, indices_or_sections, axis=0):
+    a = _as_t(ary)
+    n = a.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sizes = [n // int(indices_or_sections)] * int(indices_or_sections)
+    else:
+        bounds = [0] + [min(int(i), n) for i in indices_or_sections] + [n]
+        sizes = [max(e - s, 0) for s, e in zip(bounds[:-1], bounds[1:])]
+    return list(a.split(sizes, axis))
+
+
+def _astype(x, dtype, /, *, copy=True, device=None):
+    x = _as_t(x)
+    dt = np.dtype(dtype)
+    return x if dt == x._data.dtype and not copy else x.to(_tg().dtypes.from_numpy_dtype(dt))
+
+
 def _on_data(func):
     """A NumPy function whose answer is not a differentiable value (a shape, a dtype, a test)."""
     def f(*args, **kwargs):
@@ -292,7 +309,7 @@ FUNCTIONS = {
     np.zeros_like: _like(0), np.ones_like: _like(1), np.full_like: _full_like,
     np.concatenate: _concatenate, np.stack: _stack, np.take_along_axis: _take_along_axis, np.einsum: _einsum,
     np.tril: _tril, np.triu: _triu, np.cumsum: _cumsum, np.flip: _flip, np.diagonal: _diagonal,
-    np.clip: _clip, np.copy: _copy, np.dot: _dot, np.outer: _outer,
+    np.clip: _clip, np.copy: _copy, np.dot: _dot, np.outer: _outer, np.split: _split, np.astype: _astype,
     np.shape: _on_data(np.shape), np.ndim: _on_data(np.ndim), np.size: _on_data(np.size),
     np.result_type: _on_data(np.result_type), np.any: _on_data(np.any), np.all: _on_data(np.all),
     np.count_nonzero: _on_data(np.count_nonzero), np.array_equal: _on_data(np.array_equal),

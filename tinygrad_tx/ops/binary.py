@@ -62,6 +62,8 @@ class DivRounded(ArrayFunction):
     y is piecewise constant in a and b, so dy/da = dy/db = 0: torch returns zero gradients
     (``div(..., rounding_mode=...)``), and so do we."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, a, b, mode="floor", op="div"):
         _zero_divisor_check(op, a, b)
@@ -94,6 +96,8 @@ class Remainder(ArrayFunction):
     ⌊a/b⌋ is piecewise constant, so dy/da = 1 and dy/db = -⌊a/b⌋ (torch's gradient):
     dL/da = g, dL/db = -g ⌊a/b⌋. Floats are computed as torch does: m = fmod(a, b), then
     m + b where m is non-zero and its sign differs from b's."""
+
+    differentiable_backward = True
 
     quotient = staticmethod(_floor_div)   # the rounded a/b whose multiple of b is taken away
 
@@ -143,6 +147,8 @@ class Atan2(ArrayFunction):
     With r² = a² + b²: dy/da = b / r², dy/db = -a / r² (the derivatives of atan(a/b), valid in
     every quadrant), so dL/da = g b / r² and dL/db = -g a / r²."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, a, b):
         _E.check_broadcast("atan2", a, b)
@@ -161,6 +167,8 @@ class Atan2(ArrayFunction):
 class Hypot(ArrayFunction):
     """y = √(a² + b²) (without overflow).   dy/da = a / y, dy/db = b / y,
     so dL/da = g a / y and dL/db = g b / y."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -185,6 +193,8 @@ class Lerp(ArrayFunction):
     dL/dend = g w, dL/dw = g (end - start). The forward is written as torch's:
     start + w (end - start) for |w| < 0.5, else end - (end - start)(1 - w), exact at w = 1."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, start, end, weight):
         ctx.save_for_backward(start, end, weight)   # a Python weight stays exact (1 - w in float64)
@@ -208,6 +218,8 @@ class Copysign(ArrayFunction):
     (0 where a = 0, as torch) and dy/db = 0 (torch returns zeros for b):
     dL/da = g y/a, dL/db = 0."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, a, b):
         _E.check_broadcast("copysign", a, b)
@@ -222,7 +234,7 @@ class Copysign(ArrayFunction):
         ga = None
         if na:
             with _quiet():
-                ratio = np.where(a == 0, np.zeros((), dtype=y.dtype), y / a)
+                ratio = np.where(a == 0, 0, y / a)
             ga = g * ratio
         return ga, (np.zeros_like(g) if nb else None)
 
@@ -231,7 +243,7 @@ def _xlogy(x, y):
     """x log y, 0 where x == 0 (unless y is nan), as torch's xlogy."""
     with _quiet():
         r = x * np.log(y)
-    return np.where((x == 0) & ~np.isnan(y), np.zeros((), dtype=r.dtype), r)
+    return np.where((x == 0) & ~np.isnan(y), 0, r)
 
 
 class Xlogy(ArrayFunction):
@@ -239,6 +251,8 @@ class Xlogy(ArrayFunction):
 
     dz/dx = log y, dz/dy = x / y. torch's gradient: dL/dx = xlogy(g, y), set to 0 where
     x = 0 and y <= 0 (where log y is -inf or nan); dL/dy = g x / y."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, y):
@@ -252,7 +266,7 @@ class Xlogy(ArrayFunction):
         nx, ny = ctx.needs_input_grad
         gx = gy = None
         if nx:
-            gx = np.where((x == 0) & (y <= 0), np.zeros((), dtype=g.dtype), _xlogy(g, y))
+            gx = np.where((x == 0) & (y <= 0), 0, _xlogy(g, y))
         if ny:
             with _quiet():
                 gy = g * x / y

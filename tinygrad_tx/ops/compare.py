@@ -24,6 +24,8 @@ class ClampTensor(ArrayFunction):
     dL/dhi = g where x > hi (or hi < lo: then hi wins everywhere, as min(max(x, lo), hi) = hi)
     -- torch's clamp_backward_min_max."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, lo, hi):
         y = x
@@ -38,12 +40,10 @@ class ClampTensor(ArrayFunction):
     def backward(ctx, g):
         x, lo, hi = ctx.saved_tensors
         nx, nlo, nhi = ctx.needs_input_grad
-        zero = np.zeros((), dtype=g.dtype)
-        keep = np.ones(np.shape(x), dtype=bool)
-        if lo is not None:
-            keep = keep & (x >= lo)
+        zero = 0
+        keep = x >= lo if lo is not None else None   # lo <= x <= hi; a missing bound holds
         if hi is not None:
-            keep = keep & (x <= hi)
+            keep = x <= hi if keep is None else keep & (x <= hi)
         gx = np.where(keep, g, zero) if nx else None
         glo = ghi = None
         if nlo:

@@ -51,6 +51,8 @@ def _binary(op, fn, a, b):
 class Add(ArrayFunction):
     """y = a + b.   dy/da = 1, dy/db = 1, so dL/da = g and dL/db = g."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, a, b):
         return _binary("add", np.add, a, b)
@@ -63,6 +65,8 @@ class Add(ArrayFunction):
 class Sub(ArrayFunction):
     """y = a - b.   dL/da = g, dL/db = -g."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, a, b):
         return _binary("sub", np.subtract, a, b)
@@ -74,6 +78,8 @@ class Sub(ArrayFunction):
 
 class Mul(ArrayFunction):
     """y = a * b.   dy/da = b, dy/db = a, so dL/da = g*b and dL/db = g*a."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -92,6 +98,8 @@ class Div(ArrayFunction):
     """y = a / b.   dy/da = 1/b, dy/db = -a/b^2 = -y/b,
     so dL/da = g/b and dL/db = -g*y/b (reusing the output saves recomputing a/b)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, a, b):
         y = _binary("div", np.true_divide, a, b)
@@ -109,6 +117,8 @@ class Div(ArrayFunction):
 
 class Neg(ArrayFunction):
     """y = -x.   dL/dx = -g."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -145,6 +155,8 @@ class Pow(ArrayFunction):
     b >= 0 (the limit of a^b log a as a -> 0+), which avoids 0 * -inf = nan.
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, a, b):
         y = _binary("pow", _power, a, b)
@@ -172,6 +184,8 @@ class Pow(ArrayFunction):
 class Exp(ArrayFunction):
     """y = e^x.   dy/dx = e^x = y, so dL/dx = g*y (save the output, not the input)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         y = np.exp(x)
@@ -186,6 +200,8 @@ class Exp(ArrayFunction):
 
 class Log(ArrayFunction):
     """y = ln x.   dy/dx = 1/x, so dL/dx = g/x."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -202,6 +218,8 @@ class Log(ArrayFunction):
 
 class Sqrt(ArrayFunction):
     """y = sqrt(x).   dy/dx = 1/(2 sqrt x) = 1/(2y), so dL/dx = g/(2y)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -229,6 +247,8 @@ class Tanh(ArrayFunction):
     against a float64 oracle at most 1.0x torch's (was up to 48x, 0.7% of draws over 4x).
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         y = np.tanh(x, dtype=np.float64).astype(np.float32) if x.dtype == np.float32 else np.tanh(x)
@@ -248,6 +268,8 @@ class Sigmoid(ArrayFunction):
     y = e/(1+e) for x < 0, the same value written so that the tiny outputs of
     x << 0 keep full relative precision (1 + tanh(x/2) would cancel to 0).
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -269,6 +291,8 @@ class Relu(ArrayFunction):
     At x = NaN, y = NaN and torch passes the gradient through (its rule is "0 where
     y <= 0, else g", and NaN <= 0 is false), so the mask is ``~(y <= 0)``, not ``y > 0``.
     The output carries the same information as x, so it is what we save."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -350,6 +374,8 @@ class Where(ArrayFunction):
 
     dL/da = g where c, 0 elsewhere; dL/db = g where not c, 0 elsewhere."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, cond, a, b):
         cond = np.asarray(cond)
@@ -367,16 +393,17 @@ class Where(ArrayFunction):
     def backward(ctx, g):
         (cond,) = ctx.saved_tensors
         _, na, nb = ctx.needs_input_grad
-        zero = np.zeros((), dtype=g.dtype)
         return (None,
-                np.where(cond, g, zero) if na else None,
-                np.where(cond, zero, g) if nb else None)
+                np.where(cond, g, 0) if na else None,
+                np.where(cond, 0, g) if nb else None)
 
 
 class MaskedFill(ArrayFunction):
     """y = x with ``value`` written where mask is true (mask broadcasts against x).
 
     dL/dx = g where the mask is false, 0 where it was overwritten."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, mask, value):
@@ -395,11 +422,13 @@ class MaskedFill(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         (mask,) = ctx.saved_tensors
-        return np.where(mask, np.zeros((), dtype=g.dtype), g), None, None
+        return np.where(mask, 0, g), None, None
 
 
 class Clamp(ArrayFunction):
     """y = min(max(x, lo), hi).  dy/dx = 1 where lo <= x <= hi (inclusive, as torch), else 0."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, min=None, max=None):
@@ -422,11 +451,11 @@ class Clamp(ArrayFunction):
         return g * keep
 
 
-def _max_share(a, b, a_loses):
-    """The fraction of g that a receives in max/min (``a_loses``: where b wins outright): 0
-    where a loses, 1/2 at ties, 1 elsewhere -- elsewhere includes a NaN on either side, where
+def _max_share(g, a, b, a_loses):
+    """The part of g that a receives in max/min (``a_loses``: where b wins outright): 0
+    where a loses, g/2 at ties, g elsewhere -- elsewhere includes a NaN on either side, where
     neither compares smaller, so both inputs receive g, as torch's masked_fill rule gives."""
-    return np.where(a_loses, 0.0, np.where(a == b, 0.5, 1.0))
+    return np.where(a_loses, 0, np.where(a == b, g * 0.5, g))
 
 
 class Maximum(ArrayFunction):
@@ -437,6 +466,8 @@ class Maximum(ArrayFunction):
     zeroed where a < b" for a (and mirrored for b), so where a or b is NaN (no comparison
     holds) each receives the whole g."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -446,13 +477,15 @@ class Maximum(ArrayFunction):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
-        return (g * _max_share(a, b, a < b).astype(g.dtype) if na else None), \
-            (g * _max_share(b, a, b < a).astype(g.dtype) if nb else None)
+        return (_max_share(g, a, b, a < b) if na else None), \
+            (_max_share(g, b, a, b < a) if nb else None)
 
 
 class Minimum(ArrayFunction):
     """y = min(a, b) elementwise; the mirror image of Maximum (ties split evenly, a NaN
     on either side passes g to both)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -463,8 +496,8 @@ class Minimum(ArrayFunction):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
-        return (g * _max_share(a, b, a > b).astype(g.dtype) if na else None), \
-            (g * _max_share(b, a, b > a).astype(g.dtype) if nb else None)
+        return (_max_share(g, a, b, a > b) if na else None), \
+            (_max_share(g, b, a, b > a) if nb else None)
 
 
 # ============================================================================ casts and copies
@@ -472,6 +505,8 @@ class Minimum(ArrayFunction):
 class Cast(ArrayFunction):
     """y = x converted to ``dtype``.  dL/dx = g converted back to x's dtype (the engine
     casts every gradient to its input's dtype, so the backward is the identity)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, dtype):
@@ -484,6 +519,8 @@ class Cast(ArrayFunction):
 
 class Clone(ArrayFunction):
     """y = a copy of x.  dL/dx = g."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):

@@ -29,14 +29,17 @@ def _quiet():
 
 
 def _const(c, like):
-    """A float constant in the dtype of ``like`` (keeps float32 math in float32)."""
-    return np.asarray(c, dtype=like.dtype)
+    """A float constant in the dtype of ``like`` (keeps float32 math in float32; ``like`` may be
+    an array or, in a backward being differentiated, a Tensor)."""
+    return np.asarray(c, dtype=np.result_type(like))
 
 
 # ============================================================================ trigonometric
 
 class Sin(ArrayFunction):
     """y = sin x.   dy/dx = cos x, so dL/dx = g cos x."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -53,6 +56,8 @@ class Sin(ArrayFunction):
 class Cos(ArrayFunction):
     """y = cos x.   dy/dx = -sin x, so dL/dx = -g sin x."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -67,6 +72,8 @@ class Cos(ArrayFunction):
 
 class Tan(ArrayFunction):
     """y = tan x.   dy/dx = 1/cos² x = 1 + tan² x = 1 + y², so dL/dx = g (1 + y²)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -84,6 +91,8 @@ class Tan(ArrayFunction):
 class Asin(ArrayFunction):
     """y = asin x (|x| <= 1).   x = sin y, dx/dy = cos y = √(1 - x²), so dL/dx = g / √(1 - x²)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -99,6 +108,8 @@ class Asin(ArrayFunction):
 
 class Acos(ArrayFunction):
     """y = acos x = π/2 - asin x, so dL/dx = -g / √(1 - x²)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -116,6 +127,8 @@ class Acos(ArrayFunction):
 class Atan(ArrayFunction):
     """y = atan x.   x = tan y, dx/dy = 1 + tan² y = 1 + x², so dL/dx = g / (1 + x²)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -131,6 +144,8 @@ class Atan(ArrayFunction):
 
 class Sinh(ArrayFunction):
     """y = sinh x = (eˣ - e⁻ˣ)/2.   dy/dx = cosh x, so dL/dx = g cosh x."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -148,6 +163,8 @@ class Sinh(ArrayFunction):
 class Cosh(ArrayFunction):
     """y = cosh x = (eˣ + e⁻ˣ)/2.   dy/dx = sinh x, so dL/dx = g sinh x."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -164,6 +181,8 @@ class Cosh(ArrayFunction):
 class Asinh(ArrayFunction):
     """y = asinh x.   x = sinh y, dx/dy = cosh y = √(1 + x²), so dL/dx = g / √(x² + 1)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -178,6 +197,8 @@ class Asinh(ArrayFunction):
 
 class Acosh(ArrayFunction):
     """y = acosh x (x >= 1).   x = cosh y, dx/dy = sinh y = √(x² - 1), so dL/dx = g / √(x² - 1)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -194,6 +215,8 @@ class Acosh(ArrayFunction):
 
 class Atanh(ArrayFunction):
     """y = atanh x (|x| < 1).   x = tanh y, dx/dy = 1 - tanh² y = 1 - x², so dL/dx = g / (1 - x²)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -213,6 +236,8 @@ class Atanh(ArrayFunction):
 class Log1p(ArrayFunction):
     """y = ln(1 + x), accurate for tiny x.   dy/dx = 1/(1 + x), so dL/dx = g / (1 + x)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -228,6 +253,8 @@ class Log1p(ArrayFunction):
 
 class Expm1(ArrayFunction):
     """y = eˣ - 1, accurate for tiny x.   dy/dx = eˣ = y + 1, so dL/dx = g (y + 1)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -245,6 +272,8 @@ class Expm1(ArrayFunction):
 class Log2(ArrayFunction):
     """y = log₂ x = ln x / ln 2.   dy/dx = 1/(x ln 2), so dL/dx = g / (x ln 2)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -260,6 +289,8 @@ class Log2(ArrayFunction):
 
 class Log10(ArrayFunction):
     """y = log₁₀ x = ln x / ln 10.   dy/dx = 1/(x ln 10), so dL/dx = g / (x ln 10)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -277,6 +308,8 @@ class Log10(ArrayFunction):
 class Exp2(ArrayFunction):
     """y = 2ˣ = e^(x ln 2).   dy/dx = 2ˣ ln 2 = y ln 2, so dL/dx = g y ln 2."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         with _quiet():
@@ -292,6 +325,8 @@ class Exp2(ArrayFunction):
 
 class Rsqrt(ArrayFunction):
     """y = 1/√x = x^(-1/2).   dy/dx = -½ x^(-3/2) = -½ y³, so dL/dx = -½ g y³."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -310,6 +345,8 @@ class Rsqrt(ArrayFunction):
 class Reciprocal(ArrayFunction):
     """y = 1/x.   dy/dx = -1/x² = -y², so dL/dx = -g y²."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         with _quiet():
@@ -326,6 +363,8 @@ class Reciprocal(ArrayFunction):
 
 class Square(ArrayFunction):
     """y = x².   dy/dx = 2x, so dL/dx = 2 g x. (Integer inputs stay integers, as in torch.)"""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -344,6 +383,8 @@ class Square(ArrayFunction):
 class Erf(ArrayFunction):
     """y = erf x = 2/√π ∫₀ˣ e^(-t²) dt.   dy/dx = 2/√π e^(-x²), so dL/dx = g 2/√π e^(-x²)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -358,6 +399,8 @@ class Erf(ArrayFunction):
 
 class Erfc(ArrayFunction):
     """y = erfc x = 1 - erf x (accurate where erf x is near 1).   dL/dx = -g 2/√π e^(-x²)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -374,6 +417,8 @@ class Erfc(ArrayFunction):
 class Erfinv(ArrayFunction):
     """y = erf⁻¹ x (|x| < 1).   x = erf y, dx/dy = 2/√π e^(-y²), so
     dL/dx = g / (dx/dy) = g √π/2 e^(y²) (the output is what the derivative needs)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -400,6 +445,8 @@ class Logit(ArrayFunction):
     dL/dx = g · inf, as torch's.
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, eps=None):
         ctx.save_for_backward(x)
@@ -412,14 +459,14 @@ class Logit(ArrayFunction):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         eps = ctx.eps
+        if eps is None:   # at x = 0 or 1 (even -0.0): g / +0, so g·inf
+            with _quiet():
+                d = g / np.where((x == 0) | (x == 1), 0, x * (1 - x))
+            return np.where((x < 0) | (x > 1), _const(np.nan, x), d)
         with _quiet():
             d = g / (x * (1 - x))
-        if eps is None:
-            with _quiet():
-                d = np.where((x == 0) | (x == 1), g * _const(np.inf, x), d)
-            return np.where((x < 0) | (x > 1), _const(np.nan, x), d)
         outside = (x < _const(eps, x)) | (x > _const(1 - eps, x))
-        return np.where(outside, np.zeros((), dtype=d.dtype), d)
+        return np.where(outside, 0, d)
 
 
 class Sinc(ArrayFunction):
@@ -428,6 +475,8 @@ class Sinc(ArrayFunction):
     Quotient rule with t = πx: dy/dx = π (t cos t - sin t)/t² = (t cos t - sin t)/(π x²);
     at x = 0 the limit is 0. dL/dx = g dy/dx.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -443,4 +492,4 @@ class Sinc(ArrayFunction):
         t = pi * x
         with _quiet():
             d = (t * np.cos(t) - np.sin(t)) / (pi * x * x)
-        return g * np.where(x == 0, np.zeros((), dtype=d.dtype), d)
+        return g * np.where(x == 0, 0, d)

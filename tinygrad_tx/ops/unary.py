@@ -35,14 +35,16 @@ def _reject_bool(x, op, what):
 def _sign(x):
     """-1, 0 or 1, and 0 for nan (torch's sign; NumPy's gives nan)."""
     s = np.sign(x)
-    if s.dtype.kind == "f":
-        s = np.where(np.isnan(s), np.zeros((), dtype=s.dtype), s)
+    if np.result_type(s).kind == "f":
+        s = np.where(np.isnan(s), 0, s)
     return s
 
 
 class Abs(ArrayFunction):
     """y = |x|.   dy/dx = sign x (-1, 0 or 1): torch uses 0 at the kink x = 0 (and at nan), as
     we do, so dL/dx = g sign x."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -58,6 +60,8 @@ class Abs(ArrayFunction):
 class _PiecewiseConstant(ArrayFunction):
     """y = f(x) with f constant between jumps (sign, floor, ceil, round, trunc): dy/dx = 0
     everywhere it is defined, so dL/dx = 0 -- a zero array, as torch returns, not None."""
+
+    differentiable_backward = True
 
     @staticmethod
     def backward(ctx, g):
@@ -118,6 +122,8 @@ class Frac(ArrayFunction):
     """y = x - trunc(x), the fractional part (sign of x). trunc has zero derivative, so
     dy/dx = 1 and dL/dx = g."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         with np.errstate(invalid="ignore"):   # frac(±inf) = nan, as torch's
@@ -135,6 +141,8 @@ class NanToNum(ArrayFunction):
     Where x is finite y = x (dy/dx = 1); elsewhere y is a constant (dy/dx = 0), so
     dL/dx = g where x is finite and 0 where it was replaced -- torch's gradient."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, nan=0.0, posinf=None, neginf=None):
         if x.dtype.kind != "f":
@@ -145,7 +153,7 @@ class NanToNum(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         (finite,) = ctx.saved_tensors
-        return np.where(finite, g, np.zeros((), dtype=g.dtype))
+        return np.where(finite, g, 0)
 
 
 # ============================================================================ the methods
