@@ -111,7 +111,7 @@ def test_retained_grad_and_name_are_kept_on_live_tensors():
     h = x * 2.0
     h.retain_grad()
     h.name = "h"
-    assert h._ctx.name == "h"        # the graph node carries the label for the study tools
+    assert h._ctx.label == "h"       # the graph node carries the label for the study tools
     (h * h).sum().backward()
     np.testing.assert_allclose(h.grad, 2 * h._data)
 

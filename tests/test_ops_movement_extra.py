@@ -462,7 +462,7 @@ FUNCTION_OF = {   # op -> the Function class whose node it must produce
 @pytest.mark.parametrize("fn", list(FUNCTION_OF), ids=lambda f: f.__name__)
 def test_each_op_records_its_function(fn):
     out = FUNCTION_OF[fn](tg.tensor(np.arange(4.0).reshape(2, 2), requires_grad=True))
-    assert out.grad_fn is fn
+    assert out.grad_fn.fn is fn
 
 
 # ============================================================================ exact integer results

@@ -131,7 +131,7 @@ def test_name_activations_labels_module_outputs_and_removes_hooks():
     with name_activations(block):
         out = block(x)
     assert all(not m._forward_hooks for m in block.modules())
-    names = {t.name for t, _ in graph_mod.graph_nodes(out) if t.name}
+    names = {graph_mod._label(t) for t, _ in graph_mod.graph_nodes(out) if graph_mod._label(t)}
     assert {"ln1", "ln2", "attn", "attn.c_attn", "mlp", "mlp.net.0", "mlp.net.1"} <= names
     assert not any("dropout" in n or n == "mlp.net.3" for n in names)   # p = 0 passes its input through
     assert x.name is None and out.name is None    # the input is a leaf; the root module is not named

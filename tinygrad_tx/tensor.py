@@ -266,8 +266,9 @@ class Tensor:
 
     @property
     def grad_fn(self):
-        """The Function that produced this tensor (None for leaves), like torch's ``grad_fn``."""
-        return None if self._ctx is None else self._ctx.fn
+        """The graph node that produced this tensor (None for leaves), like torch's ``grad_fn``:
+        ``grad_fn.name()``, ``grad_fn.next_functions``; ``grad_fn.fn`` is the ArrayFunction."""
+        return self._ctx
 
     @property
     def name(self):
@@ -278,7 +279,7 @@ class Tensor:
     def name(self, value):
         self._name = value
         if self._ctx is not None:   # the graph node outlives this Tensor object: label it too
-            self._ctx.name = value
+            self._ctx.label = value
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` of this non-leaf tensor after backward (leaves always keep theirs)."""
@@ -486,7 +487,7 @@ class Tensor:
                 or self._data.size == 0:
             extras.append(f"dtype={self._data.dtype}")
         if self._ctx is not None:
-            extras.append(f"grad_fn=<{self._ctx.fn.__name__}Backward>")
+            extras.append(f"grad_fn=<{self._ctx.name()}>")
         elif self._requires_grad:
             extras.append("requires_grad=True")
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"

@@ -52,12 +52,16 @@ class Context:
     ``seq`` numbers the nodes in creation order (the backward visits them in reverse).
     ``out_shape``/``out_dtype`` describe the output, so that a consumer can reduce
     its gradient to it without keeping the output array alive. A non-leaf Tensor's
-    hooks, ``retain_grad()`` (a weak reference to it) and ``name`` live here too,
-    because the node outlives the Tensor object.
+    hooks, ``retain_grad()`` (a weak reference to it) and its ``label`` (``Tensor.name``) live
+    here too, because the node outlives the Tensor object.
+
+    It is also the tensor's ``grad_fn``, as in torch: ``name()`` (``"MulBackward0"``),
+    ``next_functions`` (per input, the node behind it: a Context, an :class:`AccumulateGrad`
+    for a leaf that requires grad, or None), so a graph can be walked by hand.
     """
 
     __slots__ = ("fn", "seq", "input_nodes", "needs_input_grad", "out_shape", "out_dtype", "hooks",
-                 "retained", "name", "_saved", "_saved_bytes", "_freed", "_versions", "__dict__")
+                 "retained", "label", "_saved", "_saved_bytes", "_freed", "_versions", "__dict__")
 
     def __init__(self, fn, input_nodes, needs_input_grad):
         self.fn = fn
@@ -66,7 +70,7 @@ class Context:
         self.needs_input_grad = needs_input_grad
         self.hooks = ()
         self.retained = None
-        self.name = None
+        self.label = None
         self._saved = ()
         self._saved_bytes = 0
         self._freed = False
@@ -93,6 +97,30 @@ class Context:
             return _saved_as_tensors(self)
         return self._saved
 
+    def name(self) -> str:
+        """torch's name of this backward node: ``"MulBackward0"`` for a node made by ``Mul``."""
+        return f"{self.fn.__name__}Backward0"
+
+    @property
+    def next_functions(self) -> tuple:
+        """``((node, 0), ...)``, one pair per input of the forward, as torch's ``grad_fn``."""
+        out = []
+        for node, need in zip(self.input_nodes, self.needs_input_grad):
+            if isinstance(node, Context):
+                out.append((node, 0))
+            elif node is not None and node._requires_grad:
+                out.append((AccumulateGrad(node), 0))
+            else:
+                out.append((None, 0))
+        return tuple(out)
+
+    @property
+    def metadata(self) -> dict:
+        return self.__dict__.setdefault("_metadata", {})
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
     @property
     def saved_bytes(self) -> int:
         return self._saved_bytes
@@ -113,6 +141,32 @@ class Context:
     def __del__(self):
         if self._saved_bytes:
             SavedMemory.current -= self._saved_bytes
+
+
+class AccumulateGrad:
+    """The node behind a leaf that requires grad in ``next_functions`` (torch's ``AccumulateGrad``):
+    where the backward pass adds into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    @property
+    def next_functions(self) -> tuple:
+        return ()
+
+    def __eq__(self, other):
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self):
+        return id(self.variable)
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {id(self.variable):#x}>"
 
 
 class _NothingNeeded:
@@ -148,6 +202,10 @@ class ArrayFunction:
     # and can be differentiated again. False: differentiating this op's gradient raises.
     differentiable_backward = False
     saved_constants = ()
+    # A fused op whose fast backward cannot run on Tensors may name its closed form (rung 2, an
+    # ArrayFunction whose forward and backward do): create_graph then differentiates that one
+    # (``engine._backward_via_closed_form``; the fused class also defines ``closed_form_call``).
+    twice_differentiable_via = None
 
     @staticmethod
     def forward(ctx, *args, **kwargs):  # pragma: no cover - abstract

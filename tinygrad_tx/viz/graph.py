@@ -133,6 +133,11 @@ STYLES = {
 QKV = ("q", "k", "v")
 
 
+def _label(node):
+    """The label of a graph node: a leaf Tensor's ``name``, an op node's ``label``."""
+    return node.name if isinstance(node, Tensor) else node.label
+
+
 def split_names(nodes) -> dict:
     """``id(ctx) -> 'q' | 'k' | 'v'`` for the three ``GetItem`` ops that split the output of a
     module named ``...c_attn`` (the fused Q/K/V projection), in the order ``split`` made them."""
@@ -140,7 +145,7 @@ def split_names(nodes) -> dict:
     for node, inputs in nodes:
         if not isinstance(node, Tensor) and node.fn.__name__ == "GetItem" and inputs:
             src = inputs[0]
-            if (src.name or "").split(".")[-1] == "c_attn":
+            if (_label(src) or "").split(".")[-1] == "c_attn":
                 children.setdefault(id(src), []).append(node)
     labels = {}
     for group in children.values():
@@ -217,7 +222,7 @@ def to_dot(tensor: Tensor, params=None, *, constants: bool = False, saved_bytes:
         nid = node_id(node)
         if not isinstance(node, Tensor):    # an op
             label = f"{node.fn.__name__}\n{_shape(node.out_shape)}"
-            name = node.name or qkv.get(id(node))
+            name = node.label or qkv.get(id(node))
             if name:
                 label = f"{name} = {label}"
             if saved_bytes:

@@ -89,7 +89,7 @@ class BackwardTrace:
                     self._leaves[id(inp)] = inp
             elif inp is not None:           # the node of an op's output
                 shapes.append(tuple(inp.out_shape))
-                labels.append(inp.name)
+                labels.append(inp.label)
             else:
                 shapes.append(None)
                 labels.append(None)
