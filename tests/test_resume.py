@@ -340,8 +340,11 @@ def kill_experiment(n: int, workdir: Path, seed: int = 0) -> dict:
         key = f"{name} -> {status}"
         counts["statuses"][key] = counts["statuses"].get(key, 0) + 1
         # 0: the run had finished; 128 + signal: the CLI's own exit; -signal: the signal's default
-        # action, only while `import tinygrad_tx` runs, before the CLI's code can install handlers
-        before_main = status == -signum and (signum != signal.SIGINT or b"KeyboardInterrupt" in err)
+        # action, only before the launcher installs its handlers -- while `import tinygrad_tx` runs
+        # (SIGINT then prints Python's KeyboardInterrupt) or, on a loaded machine, while the
+        # interpreter itself still starts, before Python has a SIGINT handler (no output at all)
+        before_main = status == -signum and (signum != signal.SIGINT or b"KeyboardInterrupt" in err
+                                             or not err.strip())
         counts["ended_during_import"] += before_main and signum != signal.SIGKILL
         counts["exit_status_ok"] += status in (0, -9 if signum == signal.SIGKILL else 128 + signum) or before_main
         if out.parent.exists():
