@@ -132,3 +132,33 @@ def test_result_type_refuses_what_is_not_a_number():
         tt.result_type(tt.ones(2), "a")
     with pytest.raises(TypeError, match="complex"):
         tt.result_type(tt.ones(2), 1j)
+
+
+REFLECTED = {"%": lambda x, y: x % y, "//": lambda x, y: x // y, "&": lambda x, y: x & y,
+             "|": lambda x, y: x | y, "^": lambda x, y: x ^ y, "divmod": lambda x, y: divmod(x, y)[1]}
+
+
+@pytest.mark.parametrize("op", REFLECTED)
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64", "float16", "float32", "float64"])
+def test_a_number_on_the_left_of_a_reflected_operator_ranks_below_a_0d_tensor(op, dtype):
+    """Regression (fuzz, dev profile): 0 % t, 0 ^ t, 0 & t, 0 | t, 0 // t with a 0-d uint8 t gave
+    int64 (the number became a 0-d int64 tensor, which won the promotion), 2.0 % t with a float16
+    t float32; torch keeps the tensor's dtype. Same dtype and values as torch, or both raise."""
+    fn = REFLECTED[op]
+    if op == "divmod":   # torch's Tensor has no divmod: its __rmod__ is the reference
+        fn = lambda x, y: divmod(x, y)[1] if isinstance(y, tt.Tensor) else x % y  # noqa: E731
+    for shape in [(), (3,)]:
+        data = np.array([3, 1, 2][:shape[0]] if shape else 3).astype(dtype)
+        for number in (0, 5, -3, 2.0, True):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    want = fn(number, torch.from_numpy(data.copy()).to(DEVICE))
+                except (RuntimeError, TypeError):
+                    with pytest.raises((RuntimeError, TypeError)):
+                        fn(number, tt.from_numpy(data.copy()))
+                    continue
+                got = fn(number, tt.from_numpy(data.copy()))
+            case = (number, op, dtype, shape)
+            assert _our_name(got.dtype) == _torch_name(want.dtype), case
+            np.testing.assert_array_equal(got.numpy(), want.cpu().numpy(), err_msg=str(case))

@@ -440,8 +440,11 @@ def sub(self, other, *, alpha=1):
 
 
 def _swap(method):
+    """``other <op> self``: a Python number on the left stays a number, ranked below every tensor
+    (a 0-d one too) as torch ranks it: ``0 % t`` with a 0-d uint8 t is uint8, ``2.0 % t`` with a
+    float16 t is float16 (made a 0-d int64 / float32 tensor first, it won the promotion)."""
     def r(self, other):
-        return method(_to_tensor(_as_operand(other, self)), self)
+        return method(_as_operand(other, self), self)
     return r
 
 
@@ -462,7 +465,8 @@ TENSOR_METHODS = {
     "bitwise_not": bitwise_not, "__invert__": bitwise_not, "bitwise_and": bitwise_and,
     "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
     "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor,
-    "__rand__": _swap(bitwise_and), "__ror__": _swap(bitwise_or), "__rxor__": _swap(bitwise_xor),
+    # & | ^ commute: other & self is self & other (a number on the left ranked as on the right)
+    "__rand__": bitwise_and, "__ror__": bitwise_or, "__rxor__": bitwise_xor,
 }
 # tensor.py's div had no rounding_mode, add/sub no integer alpha check, clamp no tensor bounds,
 # and & | ^ ~ were logical for ints (torch's are bitwise) with NumPy's error for floats
