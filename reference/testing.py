@@ -284,11 +284,13 @@ def parity_property(ours, theirs, *, shapes, dtypes=(np.float64, np.float32), do
     (one name or one per input, see :func:`tinygrad_tx.testing.values`) times ``scale``, in C
     order or (``layouts``) as a transposed view. ``check_kwargs`` go to ``check_parity``. The
     decorated function runs after each passing check — with the drawn arrays when it takes
-    parameters, room for op-specific assertions; a docstring alone is enough. Stack
-    ``@hypothesis.settings`` above it to change the example count.
+    parameters, room for op-specific assertions; a docstring alone is enough. There is no
+    deadline per example. Stack ``@hypothesis.settings(max_examples=..., deadline=None)``
+    above it to change the example count (it replaces the kit's settings).
     """
     st = _strategies._require()
     from hypothesis import given
+    from hypothesis import settings as _settings
 
     if isinstance(shapes, (list, tuple)) and all(isinstance(s, st.SearchStrategy) for s in shapes):
         shape_strategy = st.tuples(*shapes)
@@ -326,7 +328,15 @@ def parity_property(ours, theirs, *, shapes, dtypes=(np.float64, np.float32), do
         # hypothesis keys its database and derandomized seed on the function: give it the test's name
         for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
             setattr(property_test, attr, getattr(fn, attr))
-        return given(data=st.data())(property_test)
+        test = given(data=st.data())(property_test)
+        # no deadline (hypothesis's default is 200 ms per example; the suite's profiles turn it
+        # off): one example runs our op, torch's and a float64 oracle, and on a loaded machine the
+        # README's block failed on it. Set where @given keeps its settings, not with @settings,
+        # so that a @settings stacked above is still accepted (it replaces these: give it
+        # deadline=None too).
+        test._hypothesis_internal_use_settings = _settings(
+            getattr(test, "_hypothesis_internal_use_settings", None), deadline=None)
+        return test
 
     return decorate
 

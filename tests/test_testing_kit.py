@@ -237,6 +237,35 @@ def test_parity_property_passes_and_fails():
         parity_property(Softplus.apply, torch.nn.functional.softplus, shapes=(2, 3))
 
 
+def test_parity_property_has_no_deadline():
+    """Regression: the README's block copied verbatim (hypothesis's default profile, 200 ms per
+    example) failed once on a loaded machine with DeadlineExceeded; parity_property turns the
+    deadline off, and a @settings stacked above is still accepted."""
+    import time
+
+    def slow_softplus(t):
+        time.sleep(0.25)
+        return Softplus.apply(t)
+
+    previous = settings._current_profile
+    settings.register_profile("kit-200ms", max_examples=2, deadline=200, database=None, derandomize=True,
+                              phases=[Phase.generate])
+    settings.load_profile("kit-200ms")
+    try:
+        @parity_property(slow_softplus, torch.nn.functional.softplus, shapes=S.shapes(1, 2), dtypes=[np.float64])
+        def test_slow():
+            """two examples of over 200 ms each"""
+
+        @NO_SHRINK
+        @parity_property(slow_softplus, torch.nn.functional.softplus, shapes=S.shapes(1, 2), dtypes=[np.float64])
+        def test_slow_stacked():
+            """NO_SHRINK's own deadline=None"""
+    finally:
+        settings.load_profile(previous)
+    assert test_slow._hypothesis_internal_use_settings.deadline is None
+    test_slow()
+
+
 def _readme_block():
     text = (ROOT / "README.md").read_text()
     section = text.split("## Test your own op", 1)[1].split("\n## ", 1)[0]
