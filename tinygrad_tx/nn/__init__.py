@@ -12,6 +12,8 @@
 * :mod:`.loss` — ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``, ``BCELoss``,
   ``BCEWithLogitsLoss``, ``SmoothL1Loss``, ``HuberLoss``;
 * :mod:`.attention` — ``MultiheadAttention``;
+* :mod:`.transformer` — ``TransformerEncoderLayer``, ``TransformerEncoder``, ``TransformerDecoderLayer``,
+  ``TransformerDecoder``, ``Transformer`` (torch's semantics and state-dict names);
 * :mod:`.recurrent` — ``RNNCell``, ``GRUCell``, ``LSTMCell``, ``RNN``, ``GRU``, ``LSTM``;
 * :mod:`.rms_norm` — ``RMSNorm`` (and ``rms_norm``, its fused Function and composite);
 * :mod:`.batch_norm` — the fused batch-norm Function and ``batch_norm``;
@@ -35,6 +37,8 @@ from .module import Module, RemovableHandle, StateDictError, functional_call
 from .parameter import Parameter
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .rms_norm import RMSNorm
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+                          TransformerEncoderLayer)
 
 __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
@@ -43,5 +47,6 @@ __all__ = [
     "MultiheadAttention", "NLLLoss", "NonDynamicallyQuantizableLinear", "Parameter", "ParameterDict",
     "ParameterList", "RMSNorm", "RNN", "RNNCell", "ReLU", "ReLU6", "RemovableHandle", "Sequential", "SiLU",
     "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "StateDictError", "Tanh", "Unflatten", "batch_norm",
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
     "functional", "functional_call", "init", "utils",
 ]

@@ -1,0 +1,349 @@
+"""The ``nn.Transformer`` family against torch's own modules: ``TransformerEncoderLayer``,
+``TransformerEncoder``, ``TransformerDecoderLayer``, ``TransformerDecoder`` and ``Transformer``.
+
+Each case builds our module, loads its state dict into torch's (strict: the names are torch's),
+runs both on the same inputs and masks in float64 and compares the output, the inputs' gradients
+and every parameter's gradient under a random cotangent (≤ 1e-10 relative; torch's gradients are
+checked to be non-trivial) — in training mode with dropout 0 and in eval mode with dropout 0.1.
+"""
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+import torch
+
+import tinygrad_tx as tg
+from reference.testing import DEVICE
+from tinygrad_tx import nn
+
+tnn = torch.nn
+TF = torch.nn.functional
+RTOL = 1e-10
+
+D, H, FF = 6, 2, 10
+
+
+def torch_state(module):
+    return OrderedDict((k, torch.from_numpy(np.ascontiguousarray(v)).to(DEVICE)) for k, v in module.state_dict().items())
+
+
+def rel_err(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)) if b.size else 0.0
+
+
+def build(kind, tg_kw, torch_kw, layers=2):
+    """(ours, theirs) of ``kind`` in float64 with the same weights (ours → theirs by state dict)."""
+    if kind in ("EncoderLayer", "DecoderLayer", "Transformer"):
+        name = {"EncoderLayer": "TransformerEncoderLayer", "DecoderLayer": "TransformerDecoderLayer"}.get(kind, kind)
+        ours, theirs = getattr(nn, name)(**tg_kw), getattr(tnn, name)(**torch_kw)
+    else:
+        layer = "TransformerEncoderLayer" if kind == "Encoder" else "TransformerDecoderLayer"
+        stack = "TransformerEncoder" if kind == "Encoder" else "TransformerDecoder"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # torch: enable_nested_tensor's fast path not usable
+            ours = getattr(nn, stack)(getattr(nn, layer)(**tg_kw), layers, nn.LayerNorm(D))
+            theirs = getattr(tnn, stack)(getattr(tnn, layer)(**torch_kw), layers, tnn.LayerNorm(D))
+    ours = ours.double()
+    theirs = theirs.to(DEVICE).double()
+    theirs.load_state_dict(torch_state(ours))   # strict: every name is torch's
+    return ours, theirs
+
+
+def compare(ours, theirs, inputs, masks, kwargs, seed):
+    """Forward both on ``inputs`` (float64 arrays) with ``masks`` (arrays) and ``kwargs``; backward a
+    random cotangent; compare output, inputs' and parameters' gradients."""
+    xs = [tg.tensor(x, requires_grad=True) for x in inputs]
+    txs = [torch.tensor(x, device=DEVICE, requires_grad=True) for x in inputs]
+    ms = {k: tg.tensor(v) for k, v in masks.items()}
+    tms = {k: torch.tensor(v, device=DEVICE) for k, v in masks.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # mixed bool/float masks: torch's (and our) deprecation warning
+        out = ours(*xs, **ms, **kwargs)
+        ref = theirs(*txs, **tms, **kwargs)
+    assert rel_err(out.detach().numpy(), ref.detach().cpu().numpy()) <= RTOL
+    g = np.random.default_rng(seed + 1000).standard_normal(ref.shape)
+    out.backward(tg.tensor(g))
+    ref.backward(torch.tensor(g, device=DEVICE))
+    pairs = list(zip(xs, txs)) + [(p, dict(theirs.named_parameters())[n]) for n, p in ours.named_parameters()]
+    assert len(pairs) == len(xs) + len(list(theirs.parameters()))
+    for ours_t, torch_t in pairs:
+        tref = torch_t.grad.cpu().numpy()
+        assert np.any(tref != 0), "torch's gradient is zero: the check would prove nothing"
+        assert ours_t.grad is not None
+        assert rel_err(ours_t.grad.numpy(), tref) <= RTOL
+    return out
+
+
+def seq(rng, batched, batch_first, n, length):
+    if not batched:
+        return rng.standard_normal((length, D))
+    return rng.standard_normal((n, length, D) if batch_first else (length, n, D))
+
+
+def make_mask(rng, kind, shape):
+    """A bool or float attention/padding mask of ``shape`` whose first key is never masked."""
+    if kind is None:
+        return None
+    m = rng.random(shape) < 0.4
+    m[..., 0] = False
+    if kind == "causal":
+        return np.triu(np.ones(shape, dtype=bool), 1)
+    return m if kind == "bool" else np.where(m, -np.inf, 0.1 * rng.standard_normal(shape))
+
+
+def layer_kwargs(norm_first, batch_first, activation, bias, train):
+    dropout = 0.0 if train else 0.1
+    common = dict(d_model=D, nhead=H, dim_feedforward=FF, dropout=dropout, batch_first=batch_first,
+                  norm_first=norm_first, bias=bias, layer_norm_eps=1e-6)
+    acts = {"relu": ("relu", "relu"), "gelu": ("gelu", "gelu"), "fn": (tg.nn.functional.silu, TF.silu),
+            "module": (nn.GELU(approximate="tanh"), tnn.GELU(approximate="tanh")), "default": (None, None)}
+    a, ta = acts[activation]
+    return (dict(common, **({} if a is None else {"activation": a})),
+            dict(common, **({} if ta is None else {"activation": ta})))
+
+
+def set_mode(ours, theirs, train):
+    ours.train(train)
+    theirs.train(train)
+
+
+# ----------------------------------------------------------------------------------- encoder
+
+ENCODER_CASES = [
+    # norm_first, batch_first, activation, bias, train, batched, src_mask, kpm
+    (False, False, "default", True, True, True, None, None),
+    (True, True, "gelu", True, False, True, "bool", "bool"),
+    (False, True, "relu", False, True, True, "float", "float"),
+    (True, False, "fn", True, True, True, "causal", "bool"),
+    (False, False, "module", True, False, False, "bool", "bool"),
+    (True, True, "relu", True, True, False, "float", None),
+    (False, True, "gelu", True, False, True, None, "float"),
+]
+
+
+@pytest.mark.parametrize("kind", ["EncoderLayer", "Encoder"])
+@pytest.mark.parametrize("case", ENCODER_CASES)
+def test_encoder_parity(kind, case):
+    norm_first, batch_first, activation, bias, train, batched, mask_kind, kpm_kind = case
+    seed = ENCODER_CASES.index(case)
+    rng = np.random.default_rng(seed)
+    tg.manual_seed(seed)
+    ours, theirs = build(kind, *layer_kwargs(norm_first, batch_first, activation, bias, train))
+    set_mode(ours, theirs, train)
+    n, S = 2, 4
+    src = seq(rng, batched, batch_first, n, S)
+    masks = {}
+    mask_name = "src_mask" if kind == "EncoderLayer" else "mask"
+    if mask_kind:
+        masks[mask_name] = make_mask(rng, mask_kind, (S, S))
+    if kpm_kind:
+        masks["src_key_padding_mask"] = make_mask(rng, kpm_kind, (n, S) if batched else (S,))
+    kwargs = {"is_causal": True} if mask_kind == "causal" else {}
+    compare(ours, theirs, [src], masks, kwargs, seed)
+
+
+# ----------------------------------------------------------------------------------- decoder
+
+DECODER_CASES = [
+    # norm_first, batch_first, activation, bias, train, batched, tgt_mask, memory_mask, tgt_kpm, memory_kpm
+    (False, False, "default", True, True, True, "causal", None, None, None),
+    (True, True, "gelu", True, False, True, "bool", "float", "bool", "bool"),
+    (False, True, "fn", False, True, True, "float", "bool", "float", None),
+    (True, False, "relu", True, True, False, "causal", None, None, "bool"),
+    (False, False, "gelu", True, False, True, None, None, "bool", "float"),
+]
+
+
+@pytest.mark.parametrize("kind", ["DecoderLayer", "Decoder", "Transformer"])
+@pytest.mark.parametrize("case", DECODER_CASES)
+def test_decoder_and_transformer_parity(kind, case):
+    norm_first, batch_first, activation, bias, train, batched, tmask, mmask, tkpm, mkpm = case
+    seed = 100 + DECODER_CASES.index(case)
+    rng = np.random.default_rng(seed)
+    tg.manual_seed(seed)
+    kw, tkw = layer_kwargs(norm_first, batch_first, activation, bias, train)
+    if kind == "Transformer":
+        for k in (kw, tkw):
+            k.update(num_encoder_layers=2, num_decoder_layers=2)
+    ours, theirs = build(kind, kw, tkw)
+    set_mode(ours, theirs, train)
+    n, T, S = 2, 3, 4
+    tgt, mem = seq(rng, batched, batch_first, n, T), seq(rng, batched, batch_first, n, S)
+    masks = {}
+    if tmask:
+        masks["tgt_mask"] = make_mask(rng, tmask, (T, T))
+    if mmask:
+        masks["memory_mask"] = make_mask(rng, mmask, (T, S))
+    if tkpm:
+        masks["tgt_key_padding_mask"] = make_mask(rng, tkpm, (n, T) if batched else (T,))
+    if mkpm:
+        masks["memory_key_padding_mask"] = make_mask(rng, mkpm, (n, S) if batched else (S,))
+    kwargs = {}
+    if tmask == "causal":
+        kwargs["tgt_is_causal"] = True
+    if kind == "Transformer":
+        if mkpm:   # the encoder pads the same source positions the decoder's cross-attention skips
+            masks["src_key_padding_mask"] = masks["memory_key_padding_mask"]
+        masks["src_mask"] = make_mask(rng, "bool", (S, S))
+        inputs = [mem, tgt]
+    else:
+        inputs = [tgt, mem]
+    compare(ours, theirs, inputs, masks, kwargs, seed)
+
+
+# ----------------------------------------------------------------------------------- semantics
+
+def test_decoder_layer_module_activation():
+    """A Module as activation (nn.GELU('tanh')): a single decoder layer equals torch's. In a
+    TransformerDecoder torch's deep copies silently fall back to F.relu (its ``__setstate__`` puts
+    F.relu in the instance dict, which hides the submodule); ours keep the activation given."""
+    seed = 5
+    rng = np.random.default_rng(seed)
+    ours, theirs = build("DecoderLayer", *layer_kwargs(True, True, "module", True, True))
+    tgt, mem = seq(rng, True, True, 2, 3), seq(rng, True, True, 2, 4)
+    compare(ours, theirs, [tgt, mem], {"tgt_mask": make_mask(rng, "bool", (3, 3))}, {}, seed)
+    ours_stack = nn.TransformerDecoder(nn.TransformerDecoderLayer(D, H, activation=nn.GELU()), 2)
+    theirs_stack = tnn.TransformerDecoder(tnn.TransformerDecoderLayer(D, H, activation=tnn.GELU()), 2)
+    assert isinstance(ours_stack.layers[1].activation, nn.GELU)
+    assert theirs_stack.layers[1].activation is TF.relu   # torch's behaviour, not reproduced
+
+
+def test_state_dict_names_match_torch_both_ways():
+    ours = nn.Transformer(d_model=D, nhead=H, num_encoder_layers=2, num_decoder_layers=1, dim_feedforward=FF)
+    theirs = tnn.Transformer(d_model=D, nhead=H, num_encoder_layers=2, num_decoder_layers=1, dim_feedforward=FF)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
+    ours.load_state_dict(theirs.state_dict())
+    assert np.array_equal(ours.state_dict()["decoder.layers.0.multihead_attn.in_proj_weight"],
+                          theirs.state_dict()["decoder.layers.0.multihead_attn.in_proj_weight"].numpy())
+    layer = nn.TransformerEncoderLayer(D, H, bias=False)
+    assert list(layer.state_dict()) == list(tnn.TransformerEncoderLayer(D, H, bias=False).state_dict())
+    # torch's init: every matrix Xavier-uniform, biases zero (MHA) and LayerNorms ones/zeros
+    w = ours.state_dict()["encoder.layers.0.linear1.weight"]
+    assert np.all(np.abs(w) <= np.sqrt(6 / (D + FF)))
+    assert np.all(ours.state_dict()["encoder.norm.weight"] == 1)
+
+
+def test_layers_are_deep_copies():
+    layer = nn.TransformerEncoderLayer(D, H, FF)
+    enc = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
+    assert len(enc.layers) == 3 and enc.num_layers == 3
+    assert enc.layers[0].linear1.weight is not enc.layers[1].linear1.weight
+    assert np.array_equal(enc.layers[0].linear1.weight.detach().numpy(), enc.layers[2].linear1.weight.detach().numpy())
+    assert enc.layers[0] is not layer
+
+
+def test_generate_square_subsequent_mask():
+    for sz in (0, 1, 4):
+        ours, ref = nn.Transformer.generate_square_subsequent_mask(sz), tnn.Transformer.generate_square_subsequent_mask(sz)
+        assert ours.dtype == tg.float32
+        assert np.array_equal(ours.numpy(), ref.numpy())
+    ours = nn.Transformer.generate_square_subsequent_mask(3, dtype=tg.bool)
+    assert np.array_equal(ours.numpy(), tnn.Transformer.generate_square_subsequent_mask(3, dtype=torch.bool).numpy())
+    assert nn.Transformer.generate_square_subsequent_mask(3, dtype=tg.float64).dtype == tg.float64
+
+
+def test_causal_mask_detected_and_is_causal_hint():
+    """A causal src_mask is detected (is_causal=None); is_causal=True without a mask is torch's error."""
+    rng = np.random.default_rng(7)
+    ours, theirs = build("Encoder", *layer_kwargs(True, True, "relu", True, True))
+    x = rng.standard_normal((2, 4, D))
+    mask = nn.Transformer.generate_square_subsequent_mask(4, dtype=tg.float64)
+    tmask = tnn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64)
+    out = ours(tg.tensor(x), mask=mask)
+    ref = theirs(torch.tensor(x), mask=tmask)
+    assert rel_err(out.detach().numpy(), ref.detach().numpy()) <= RTOL
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+        ours(tg.tensor(x), is_causal=True)
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+        theirs(torch.tensor(x), is_causal=True)
+
+
+def test_nested_tensor_fast_path_zeros_padding():
+    """torch's eval, no-grad encoder runs a nested tensor when given a left-aligned padding mask:
+    the padded positions come out 0 (then the final norm). Ours does the same; with grad enabled,
+    they are computed normally, as torch."""
+    rng = np.random.default_rng(8)
+    kw, tkw = layer_kwargs(False, True, "relu", True, False)
+    ours = nn.TransformerEncoder(nn.TransformerEncoderLayer(**kw), 2).double().eval()
+    theirs = tnn.TransformerEncoder(tnn.TransformerEncoderLayer(**tkw), 2).double().eval()
+    assert ours.use_nested_tensor and theirs.use_nested_tensor
+    theirs.load_state_dict(torch_state(ours))
+    x = rng.standard_normal((2, 4, D))
+    kpm = np.array([[False, False, True, True], [False, False, False, False]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # torch: nested tensors are a prototype
+        with torch.no_grad():
+            ref = theirs(torch.tensor(x), src_key_padding_mask=torch.tensor(kpm)).numpy()
+    with tg.no_grad():
+        out = ours(tg.tensor(x), src_key_padding_mask=tg.tensor(kpm)).numpy()
+    assert np.all(ref[0, 2:] == 0) and np.all(out[0, 2:] == 0)
+    assert rel_err(out, ref) <= RTOL
+    out = ours(tg.tensor(x), src_key_padding_mask=tg.tensor(kpm)).detach().numpy()
+    ref = theirs(torch.tensor(x), src_key_padding_mask=torch.tensor(kpm)).detach().numpy()
+    assert np.all(ref[0, 2:] != 0) and rel_err(out, ref) <= RTOL
+
+
+def test_enable_nested_tensor_warning_like_torch():
+    with pytest.warns(UserWarning, match="batch_first was not True"):
+        enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, H), 1)
+    assert enc.enable_nested_tensor and not enc.use_nested_tensor
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, H), 1, enable_nested_tensor=False)
+    assert not enc.use_nested_tensor
+
+
+def test_dropout_is_active_in_training():
+    rng = np.random.default_rng(9)
+    layer = nn.TransformerEncoderLayer(D, H, FF, dropout=0.5).double()
+    x = tg.tensor(rng.standard_normal((3, 2, D)))
+    a, b = layer(x), layer(x)
+    assert not np.allclose(a.detach().numpy(), b.detach().numpy())
+    layer.eval()
+    assert np.array_equal(layer(x).detach().numpy(), layer(x).detach().numpy())
+
+
+def test_errors_like_torch():
+    with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
+        nn.TransformerEncoderLayer(D, H, activation="tanh")
+    with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
+        nn.TransformerDecoderLayer(D, H, activation="tanh")
+    with pytest.raises(TypeError, match="activation"):
+        nn.TransformerEncoderLayer(D, H, activation=3)
+    with pytest.raises(AssertionError, match="divisible"):
+        nn.TransformerEncoderLayer(D, 4)
+    with pytest.raises(ValueError, match="num_layers"):
+        nn.TransformerEncoder(nn.TransformerEncoderLayer(D, H), -1, enable_nested_tensor=False)
+    t = nn.Transformer(D, H, 1, 1, FF, dropout=0.0)
+    with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
+        t(tg.randn(3, 2, D), tg.randn(3, 3, D))
+    with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal to d_model"):
+        t(tg.randn(3, 2, D), tg.randn(3, 2, D + 1))
+    layer = nn.TransformerEncoderLayer(D, H, FF)
+    with pytest.raises(AssertionError, match="only bool and floating types of src_key_padding_mask"):
+        layer(tg.randn(3, 2, D), src_key_padding_mask=tg.zeros(2, 3, dtype=tg.int64))
+    with pytest.raises(TypeError, match="src must be a Tensor"):
+        layer([[1.0] * D])
+
+
+def test_unbatched_transformer_shape():
+    t = nn.Transformer(D, H, 1, 1, FF, dropout=0.0)
+    assert t(tg.randn(4, D), tg.randn(3, D)).shape == (3, D)
+    assert t.d_model == D and t.nhead == H and t.batch_first is False
+
+
+def test_all_combinations_run():
+    """Every flag combination builds and runs forward and backward (parity is shown above)."""
+    for norm_first, batch_first, bias in itertools.product([False, True], repeat=3):
+        t = nn.Transformer(D, H, 1, 1, FF, dropout=0.0, norm_first=norm_first, batch_first=batch_first, bias=bias)
+        x = tg.randn(2, 3, D)
+        t(x, x).sum().backward()
+        assert all(p.grad is not None for p in t.parameters())
