@@ -62,11 +62,14 @@ when ``s`` is words separated by single spaces (and, with punctuation
 splitting, contains no punctuation). Whitespace amount and kind are not
 preserved.
 
-``WordPieceTokenizer.train`` builds a vocabulary with the WordPiece
-likelihood criterion: like BPE it merges adjacent pieces, but it picks the
-pair maximising ``count(ab) / (count(a) * count(b))``, which favours pieces
-whose parts rarely occur apart. (Hugging Face's ``WordPieceTrainer`` is its
-BPE trainer with a ``##`` prefix: it merges the most *frequent* pair instead.)
+``WordPieceTokenizer.train`` builds a vocabulary as Hugging Face's
+``WordPieceTrainer`` does: its BPE trainer with a ``##`` prefix, merging the
+most *frequent* adjacent pair (ties: the smallest pair of ids) until
+``vocab_size`` or until no pair occurs ``min_frequency`` times, so frequent
+words become single tokens. ``criterion="likelihood"`` picks instead the pair
+maximising ``count(ab) / (count(a) * count(b))`` (the WordPiece paper's score,
+as the Hugging Face course teaches it), which favours pieces whose parts
+rarely occur apart.
 
 Special tokens, encodings, files
 --------------------------------

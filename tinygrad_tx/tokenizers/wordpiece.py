@@ -1,6 +1,8 @@
-"""WordPiece (see the package docstring): greedy longest-match encoding, likelihood training, files."""
+"""WordPiece (see the package docstring): greedy longest-match encoding, training (Hugging Face's
+count-based merges, or the likelihood score), files."""
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -14,6 +16,41 @@ BERT_TEMPLATE = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")
 # Hugging Face's WordPiece decoder with cleanup=True: these replacements, on each token.
 _CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
             (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+def _most_frequent_pairs(state: _PairMerger):
+    """Yield the most frequent pair of ``state`` (ties: the smallest pair of ids), again after
+    each merge, whose grown pairs are sent back in (``gen.send(grown)``). As Hugging Face's
+    trainer: a heap of ``(-count, pair)``, where an entry whose count has since changed is
+    put back with its current count when it comes up."""
+    heap = [(-c, p) for p, c in state.pair_counts.items()]
+    heapq.heapify(heap)
+    while heap:
+        negative, pair = heapq.heappop(heap)
+        count = state.pair_counts.get(pair, 0)
+        if count != -negative:                   # stale: changed since it was pushed
+            if count > 0:
+                heapq.heappush(heap, (-count, pair))
+            continue
+        grown = yield pair
+        yield None                               # the value of send()
+        for p, c in grown.items():
+            heapq.heappush(heap, (-c, p))
+
+
+def _most_likely_pairs(state: _PairMerger, vocab: list, min_frequency: int):
+    """Yield the pair occurring at least ``min_frequency`` times with the highest
+    ``count(a b) / (count(a) * count(b))`` (ties: the smallest pair of strings) until there is
+    none; ``state`` is read afresh for each."""
+    while True:
+        counts, singles = state.pair_counts, state.symbol_counts
+        candidates = [pair for pair, count in counts.items() if count >= min_frequency]
+        if not candidates:
+            return
+        # int / int is correctly rounded in Python, so equal ratios give equal floats
+        # and ties are decided by the pair order, not by rounding noise.
+        yield min(candidates, key=lambda p: (-counts[p] / (singles[p[0]] * singles[p[1]]),
+                                             vocab[ord(p[0])], vocab[ord(p[1])]))
 
 
 class WordPieceTokenizer(SubwordTokenizer):
@@ -154,27 +191,36 @@ class WordPieceTokenizer(SubwordTokenizer):
 
     @classmethod
     def train(cls, texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] = ("[UNK]",),
-              min_frequency: int = 1, unk_token: str | None = None, **kwargs) -> "WordPieceTokenizer":
-        """Learn a vocabulary with the WordPiece likelihood criterion.
+              min_frequency: int = 1, unk_token: str | None = None, criterion: str = "count",
+              **kwargs) -> "WordPieceTokenizer":
+        """Learn a vocabulary as Hugging Face's ``WordPieceTrainer`` does (``criterion="count"``),
+        or with the WordPiece likelihood score (``criterion="likelihood"``).
 
-        Words are split into characters, the first as is and the others with
-        the continuation prefix (``"hug"`` -> ``h ##u ##g``). The vocabulary
-        starts as ``special_tokens`` followed by every such symbol (sorted).
-        Each step merges the adjacent pair ``(a, b)`` with the highest score
-        ``count(a b) / (count(a) * count(b))`` (ties: the smallest pair of
-        strings, which need not be the pair the Hugging Face course's example
-        picks among its ties) into ``a + b`` without ``b``'s prefix, until the vocabulary has
-        ``vocab_size`` tokens or no pair occurs ``min_frequency`` times.
+        Words are split into characters, the first as is and the others with the
+        continuation prefix (``"hug"`` -> ``h ##u ##g``). Each step merges one adjacent pair
+        ``(a, b)`` everywhere into ``a + b`` without ``b``'s prefix, until the vocabulary has
+        ``vocab_size`` tokens or no pair occurs ``min_frequency`` times. Which pair:
 
-        This is the score of the WordPiece paper and of the Hugging Face course; Hugging
-        Face's ``WordPieceTrainer`` instead merges the most *frequent* pair (it is its BPE
-        trainer with a ``##`` prefix), so its vocabularies differ.
+        * ``"count"`` (default): the most frequent pair, ties to the smallest pair of ids.
+          This is Hugging Face's trainer (its BPE trainer with a ``##`` prefix): the
+          vocabulary starts as ``special_tokens``, then every character of the corpus as a
+          word-initial token (sorted), then the continuation symbols (sorted here; Hugging
+          Face adds them in its hash map's order, so its ids, and its choice among pairs of
+          equal count, change from run to run). Frequent words end up whole (``the``,
+          ``attention``).
+        * ``"likelihood"``: the highest ``count(a b) / (count(a) * count(b))`` (the
+          WordPiece paper's score, as the Hugging Face course teaches it; ties: the smallest
+          pair of strings). The vocabulary starts as ``special_tokens`` and the symbols that
+          occur (sorted). It favours pieces whose parts rarely occur apart, so rare strings
+          (``##94560``) win over common words.
 
         ``unk_token`` defaults to ``"[UNK]"`` if it is among ``special_tokens``, else to
         ``special_tokens[0]``. With ``[CLS]`` and ``[SEP]`` among them the tokenizer gets
         BERT's template (``[CLS] $A [SEP]``, pairs ``[CLS] $A [SEP] $B:1 [SEP]:1``). Other
         keyword arguments go to the constructor.
         """
+        if criterion not in ("count", "likelihood"):
+            raise ValueError(f"criterion must be 'count' or 'likelihood', got {criterion!r}")
         texts = check_texts(texts)
         special_tokens = check_token_list(special_tokens, "special_tokens")
         if not special_tokens:
@@ -189,7 +235,12 @@ class WordPieceTokenizer(SubwordTokenizer):
                 enc_words.extend(probe.pretokenize(segment))
             word_freqs.update(enc_words)
         words = [[w[0]] + [prefix + c for c in w[1:]] for w in word_freqs]
-        alphabet = sorted({s for w in words for s in w} - set(special_tokens))
+        symbols = {s for w in words for s in w}
+        if criterion == "count":    # every character word-initial, then the continuation symbols
+            alphabet = sorted({c for w in word_freqs for c in w} - set(special_tokens))
+            alphabet += sorted(symbols - set(alphabet) - set(special_tokens))
+        else:
+            alphabet = sorted(symbols - set(special_tokens))
         vocab = special_tokens + alphabet
         if check_int(vocab_size, "vocab_size") < len(vocab):
             raise ValueError(f"vocab_size {vocab_size!r} is smaller than the special tokens plus the "
@@ -197,21 +248,20 @@ class WordPieceTokenizer(SubwordTokenizer):
         if check_int(min_frequency, "min_frequency") < 1:
             raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
         symbol_of = {t: k for k, t in enumerate(vocab)}        # the merger's symbols are integers
-        state = _PairMerger([[symbol_of[s] for s in w] for w in words], word_freqs.values(), count_symbols=True)
+        state = _PairMerger([[symbol_of[s] for s in w] for w in words], word_freqs.values(),
+                            count_symbols=criterion == "likelihood")
+        pick = _most_frequent_pairs(state) if criterion == "count" else _most_likely_pairs(state, vocab, min_frequency)
         while len(vocab) < vocab_size:
-            counts, singles = state.pair_counts, state.symbol_counts
-            candidates = [pair for pair, count in counts.items() if count >= min_frequency]
-            if not candidates:
+            a, b = next(pick, (None, None))
+            if a is None or state.pair_counts[(a, b)] < min_frequency:
                 break
-            # int / int is correctly rounded in Python, so equal ratios give equal floats
-            # and ties are decided by the pair order, not by rounding noise.
-            a, b = min(candidates, key=lambda p: (-counts[p] / (singles[p[0]] * singles[p[1]]),
-                                                  vocab[ord(p[0])], vocab[ord(p[1])]))
             new = vocab[ord(a)] + vocab[ord(b)][len(prefix):]    # b is never word-initial: it carries the prefix
             if new not in symbol_of:
                 symbol_of[new] = len(vocab)
                 vocab.append(new)
-            state.merge((a, b), chr(symbol_of[new]))
+            grown = state.merge((a, b), chr(symbol_of[new]))
+            if criterion == "count":
+                pick.send(grown)
         tok = cls(vocab, unk_token=unk_token, special_tokens=special_tokens, **kwargs)
         if "[CLS]" in special_tokens and "[SEP]" in special_tokens:
             tok.set_template(*BERT_TEMPLATE)
