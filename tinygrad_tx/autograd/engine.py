@@ -25,6 +25,7 @@ from . import anomaly
 from .broadcast import reduce_grad_to_input
 from .dispatch import running_on_tensors
 from .function import ArrayFunction, Context, _freed_error
+from .versions import _check_saved
 from .grad_mode import _state
 from ..dtypes import from_numpy_dtype
 
@@ -179,11 +180,13 @@ def _backward_node(ctx, g, grad_of, pending, leaves, create_graph, wanted, reach
             shape, dtype = node._data.shape, node._data.dtype
         else:
             shape, dtype = node.out_shape, node.out_dtype
-        if create_graph:
+        if shape is None:
+            pass   # a custom Function's node with several outputs (custom.py): gi is [(output, gradient)]
+        elif create_graph:
             gi = _reduce_tensor(gi, shape, dtype, fn.__name__)
         elif type(gi) is not np.ndarray or gi.shape != shape or gi.dtype != dtype:
             gi = reduce_grad_to_input(gi, shape, dtype, fn.__name__)
-        if anomaly._state.enabled:
+        if anomaly._state.enabled and shape is not None:
             anomaly.check(ctx, i, gi)
         reduced[i] = gi
         key = id(node)
@@ -205,17 +208,76 @@ def _backward_node(ctx, g, grad_of, pending, leaves, create_graph, wanted, reach
 # --------------------------------------------------------------------------- create_graph=True
 
 def _backward_on_tensors(ctx, g):
-    """``ctx``'s backward with ``g`` a Tensor, recorded as a graph (``dispatch.py``). An op whose
-    backward cannot run on Tensors runs on arrays and its gradients get a node that refuses to be
-    differentiated (torch's ``once_differentiable``)."""
+    """``ctx``'s backward with ``g`` a Tensor, recorded as a graph (``dispatch.py``). A fused op
+    with a closed form is differentiated through it (``_backward_via_closed_form``). Any other op
+    whose backward cannot run on Tensors runs on arrays and its gradients get a node that refuses
+    to be differentiated (torch's ``once_differentiable``)."""
     fn = ctx.fn
     if fn.differentiable_backward:
         with running_on_tensors():
             return fn.backward(ctx, g)
+    if fn.twice_differentiable_via is not None:
+        return _backward_via_closed_form(ctx, g, fn.twice_differentiable_via)
     result = fn.backward(ctx, g._data)
     if not isinstance(result, tuple):
         return _once_differentiable(ctx, g, result)
     return tuple([_once_differentiable(ctx, g, r) for r in result])
+
+
+class _ClosedFormContext:
+    """The ctx of a closed form replayed on Tensors: what its forward saves (Tensors with their
+    history) is what its backward reads; attributes set on it stay."""
+
+    def __init__(self, needs_input_grad):
+        self.needs_input_grad = needs_input_grad
+        self.saved_tensors = ()
+
+    def save_for_backward(self, *values):
+        self.saved_tensors = values
+
+
+def _backward_via_closed_form(ctx, g, closed_form):
+    """The backward of a fused op (``functional/``) differentiated through its closed form.
+
+    A fused op's fast backward cannot run on Tensors: it writes into buffers, works in row blocks
+    or with SciPy, and reads intermediates its forward saved (x̂, the probabilities) that have no
+    history. Its derivation is also written plainly, as the op's rung 2 (``closed_form.py``), and
+    that is the one differentiated: the closed form's forward runs again on the fused node's
+    inputs -- as Tensors with their history, so every value it saves is recorded -- and then its
+    backward runs on Tensors. The fused class names its closed form (``twice_differentiable_via``)
+    and says how to call it (``closed_form_call(ctx, *inputs)``: the arguments from the fused
+    node's inputs and attributes; the closed form's positional inputs are the fused op's first
+    ones, in order, any further fused inputs being constants such as targets); its forward saves
+    each input that the closed form needs.
+    Without ``create_graph`` none of this runs: the first-order backward is the fast one."""
+    args, kwargs = ctx.fn.closed_form_call(ctx, *_inputs_as_tensors(ctx))   # reads ctx.saved_tensors as arrays
+    with running_on_tensors():
+        replay = _ClosedFormContext(ctx.needs_input_grad)
+        closed_form.forward(replay, *args, **kwargs)
+        grads = closed_form.backward(replay, g)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    return grads + (None,) * (len(ctx.input_nodes) - len(grads))   # the fused op's trailing constants
+
+
+def _inputs_as_tensors(ctx) -> list:
+    """The positional inputs of ``ctx``'s op as Tensors with their history (None where the input
+    was not a Tensor): a leaf is its own node; a computed input is rebuilt over the node that
+    produced it from the array the forward saved (an input not saved cannot be rebuilt: error)."""
+    if ctx._versions:
+        _check_saved(ctx)
+    saved = {rec[4]: ctx._saved[rec[0]] for rec in ctx._versions if type(rec[4]) is int and rec[4] >= 0}
+    out = []
+    for pos, node in enumerate(ctx.input_nodes):
+        if node is None or isinstance(node, Tensor):
+            out.append(node)
+        elif pos in saved:
+            out.append(Tensor._from_op(saved[pos], node))
+        else:
+            raise RuntimeError(
+                f"{ctx.fn.__name__}'s backward cannot be differentiated (create_graph=True) through "
+                f"{ctx.fn.twice_differentiable_via.__name__}: its forward did not save input {pos}, a computed "
+                "tensor, which the closed form needs")
+    return out
 
 
 class NotTwiceDifferentiable(ArrayFunction):

@@ -80,12 +80,13 @@ def _saved_versions(saved, roots, out, t_out, args=(), arrays=()) -> tuple:
         else:
             root = _root(s)
             owner = None
-            for pos, a, r in roots:
+            for pos, a, r in roots:   # inputs may be views of one buffer (q, k, v split from one)
                 if r is root:
-                    owner = a
+                    if owner is None:
+                        owner = a
                     if s is a._data:
-                        origin = pos
-                    break
+                        owner, origin = a, pos
+                        break
             if owner is None and s.base is not None:
                 if out_root is None:
                     out_root = _root(out)

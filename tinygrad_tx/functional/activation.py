@@ -75,8 +75,11 @@ class Dropout(ArrayFunction):
     Scaling the kept entries by 1/(1-p) keeps E[y] = x, so evaluation (no
     dropout) needs no rescaling. y is linear in x with a fixed mask, so
         dL/dx = g ∘ m / (1 - p).
-    Saved: the boolean mask (one byte per element).
+    Saved: the boolean mask (one byte per element). The backward runs on Tensors as it is
+    (the mask is a constant), so gradients of gradients differentiate it.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, keep, scale):
@@ -89,9 +92,7 @@ class Dropout(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         (keep,) = ctx.saved_tensors
-        dx = g * keep
-        dx *= ctx.scale
-        return dx
+        return (g * keep) * ctx.scale
 
 
 def _check_dropout(input, p, op, training=True):

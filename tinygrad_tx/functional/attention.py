@@ -64,8 +64,15 @@ class ScaledDotProductAttention(ArrayFunction):
     key. Fully masked rows (P = 0 by definition) get dS = 0 likewise.
     Saved: Q, K, V, P and the dropout mask (if any). The plain form is
     ``ScaledDotProductAttentionClosedForm``; this one works in place on the score array and
-    caches the causal mask (``_causal_future``).
+    caches the causal mask (``_causal_future``). Gradients of gradients (``create_graph=True``)
+    go through the plain form (for a float mask that requires grad, the forward keeps it too).
     """
+
+    twice_differentiable_via = None   # ScaledDotProductAttentionClosedForm: bound in closed_form.py
+
+    @staticmethod
+    def closed_form_call(ctx, q, k, v, attn_mask):
+        return (q, k, v, attn_mask), ctx.closed_form_kwargs
 
     @staticmethod
     def forward(ctx, q, k, v, attn_mask, *, scores_shape, is_causal, scale, keep, keep_scale_):
@@ -99,13 +106,15 @@ class ScaledDotProductAttention(ArrayFunction):
         else:
             p_used = p
         out = np.matmul(p_used, v)
-        ctx.save_for_backward(q, k, v, p, keep)
+        ctx.save_for_backward(q, k, v, p, keep, attn_mask if ctx.needs_input_grad[3] else None)
         ctx.scale, ctx.keep_scale = scale, keep_scale_
+        ctx.closed_form_kwargs = dict(scores_shape=scores_shape, is_causal=is_causal, scale=scale, keep=keep,
+                                      keep_scale_=keep_scale_)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        q, k, v, p, keep = ctx.saved_tensors
+        q, k, v, p, keep, _ = ctx.saved_tensors
         nq, nk, nv, nm = ctx.needs_input_grad[:4]
         dq = dk = dv = None
         if nv:

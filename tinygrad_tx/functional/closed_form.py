@@ -18,6 +18,14 @@ the fused op's own checks, so the three rungs accept and refuse the same calls.
 
 Fully masked attention rows (every key forbidden) follow ``scaled_dot_product_attention``:
 their weights are 0, so is their output row, and no gradient flows through them.
+
+Gradients of gradients. Every forward and backward here is written with NumPy calls that have a
+Tensor twin, nothing written in place, so each also runs on Tensors (``autograd/dispatch.py``).
+That is how a fused op is differentiated twice: with ``create_graph=True`` its closed form's
+forward runs again on the fused node's inputs, recorded, and then its backward, on Tensors
+(``autograd/engine.py``, ``_backward_via_closed_form``): the derivation below is the one a
+second derivative comes from. A row maximum subtracted for stability is taken as a constant
+(``_row_max``): the result does not depend on it.
 """
 from __future__ import annotations
 
@@ -27,17 +35,24 @@ import numpy as np
 from scipy.special import erf
 
 from ..autograd import ArrayFunction
-from ..nn.batch_norm import check_batch_norm
+from ..nn.batch_norm import BatchNorm, check_batch_norm
 from ..ops.flash_attention import check_flash_attention
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, keep_mask, keep_scale
-from .attention import _causal_future
+from .attention import ScaledDotProductAttention, _causal_future
 from .attention import _check as _check_attention
-from .linear import _check_embedding, _check_linear, _check_patch_embed
+from .linear import Embedding, PatchEmbed, _check_embedding, _check_linear, _check_patch_embed
 from .loss import _check as _check_cross_entropy
-from .loss import target_distribution
+from .loss import CrossEntropy, target_distribution
+from .normalization import LayerNorm
 from .normalization import _check as _check_layer_norm
-from .softmax import _prepare
+from .softmax import LogSoftmax, Softmax, _prepare
+
+
+def _row_max(x, axis):
+    """max along ``axis`` (keepdims; -inf for an empty or all -inf slice) as a constant array: the
+    stabilising shift, on which softmax does not depend, so no derivative flows through it."""
+    return np.max(x._data if isinstance(x, Tensor) else x, axis=axis, keepdims=True, initial=-np.inf)
 
 
 # ============================================================================ softmax family
@@ -54,7 +69,7 @@ class SoftmaxClosedForm(ArrayFunction):
     @staticmethod
     def forward(ctx, x, *, dim):
         with np.errstate(invalid="ignore"):                   # an all -inf slice gives nan, as torch
-            e = np.exp(x - np.max(x, axis=dim, keepdims=True, initial=-np.inf))
+            e = np.exp(x - _row_max(x, dim))
             y = e / np.sum(e, axis=dim, keepdims=True)
         ctx.save_for_backward(y)
         ctx.dim = dim
@@ -76,7 +91,7 @@ class LogSoftmaxClosedForm(ArrayFunction):
     @staticmethod
     def forward(ctx, x, *, dim):
         with np.errstate(invalid="ignore", divide="ignore"):   # all -inf: nan, as torch
-            s = x - np.max(x, axis=dim, keepdims=True, initial=-np.inf)
+            s = x - _row_max(x, dim)
             y = s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
         ctx.save_for_backward(y)
         ctx.dim = dim
@@ -102,15 +117,15 @@ class CrossEntropyClosedForm(ArrayFunction):
 
     @staticmethod
     def forward(ctx, z, *, q, axis, reduction, denominator):
-        s = z - np.max(z, axis=axis, keepdims=True)
+        s = z - _row_max(z, axis)
         log_p = s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
         loss = -np.sum(q * log_p, axis=axis)
         ctx.save_for_backward(np.exp(log_p), q)
         ctx.axis, ctx.reduction, ctx.denominator = axis, reduction, denominator
         if reduction == "none":
             return loss
-        with np.errstate(invalid="ignore"):                   # everything ignored: 0/0 = nan, as torch
-            return np.sum(loss) if reduction == "sum" else np.asarray(np.sum(loss) / denominator, z.dtype)
+        with np.errstate(invalid="ignore", divide="ignore"):  # everything ignored: 0/0 = nan, as torch
+            return np.sum(loss) if reduction == "sum" else np.sum(loss) / denominator   # a Python float
 
     @staticmethod
     def backward(ctx, g):
@@ -166,27 +181,40 @@ class BatchNormClosedForm(ArrayFunction):
 
     (The same derivation as ``nn.batch_norm.BatchNorm``'s (r/m)(m d - Σ d - x̂ Σ d x̂).)
     Saved: x̂, r and γ. No running statistics: ``F.batch_norm`` updates those.
+
+    Eval mode (``running=(μ, σ²)``, given constants, as ``nn.BatchNorm`` uses them): x̂ = (x - μ) r
+    with μ and r constants, so dL/dx = r d. (Only ``BatchNorm``'s gradients of gradients use it.)
     """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, *, eps):
+    def forward(ctx, x, weight, bias, *, eps, running=None):
         axes, per_channel = (0,) + tuple(range(2, x.ndim)), (-1,) + (1,) * (x.ndim - 2)
-        c = x - np.mean(x, axis=axes, keepdims=True)
-        r = 1 / np.sqrt(np.mean(c * c, axis=axes, keepdims=True) + eps)
+        if running is None:
+            c = x - np.mean(x, axis=axes, keepdims=True)
+            r = 1 / np.sqrt(np.mean(c * c, axis=axes, keepdims=True) + eps)
+        else:
+            mean, var = running
+            c = x - mean.reshape(per_channel).astype(x.dtype)
+            r = (1 / np.sqrt(var.reshape(per_channel) + eps)).astype(x.dtype)
         xhat = c * r
         gamma = None if weight is None else weight.reshape(per_channel)
         ctx.save_for_backward(xhat, r, gamma)
-        ctx.axes = axes
+        ctx.axes, ctx.training = axes, running is None
+        ctx.param_shape = None if weight is None else weight.shape
         y = xhat if gamma is None else xhat * gamma
         return y if bias is None else y + bias.reshape(per_channel)
 
     @staticmethod
     def backward(ctx, g):
         xhat, r, gamma = ctx.saved_tensors
-        axes = ctx.axes
+        axes, shape = ctx.axes, ctx.param_shape
         d = g if gamma is None else g * gamma
-        dx = r * (d - np.mean(d, axis=axes, keepdims=True) - xhat * np.mean(d * xhat, axis=axes, keepdims=True))
-        return dx, np.sum(g * xhat, axis=axes), np.sum(g, axis=axes)
+        if ctx.training:
+            dx = r * (d - np.mean(d, axis=axes, keepdims=True) - xhat * np.mean(d * xhat, axis=axes, keepdims=True))
+        else:
+            dx = r * d
+        dw, db = np.sum(g * xhat, axis=axes), np.sum(g, axis=axes)
+        return dx, dw if shape is None else dw.reshape(shape), db if shape is None else db.reshape(shape)
 
 
 # ============================================================================ GELU
@@ -244,7 +272,7 @@ class ScaledDotProductAttentionClosedForm(ArrayFunction):
     @staticmethod
     def forward(ctx, q, k, v, attn_mask, *, scores_shape, is_causal, scale, keep, keep_scale_):
         s = attention_scores(q, k, attn_mask, is_causal, scale, scores_shape)
-        m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
+        m = _row_max(s, -1)
         e = np.exp(s - np.where(m == -np.inf, 0, m))            # a fully masked row: all 0
         total = np.sum(e, axis=-1, keepdims=True)
         p = e / np.where(total == 0, 1, total)
@@ -308,22 +336,24 @@ class FlashAttentionClosedForm(ArrayFunction):
 class EmbeddingClosedForm(ArrayFunction):
     """y[..., :] = W[ids[...], :].  Backward: table row v receives the gradients of every
     position that looked it up,  dL/dW[v] = Σ_{n : ids_n = v} g_n  (a scatter-add;
-    the row ``padding_idx`` gets none). Saved: the ids."""
+    the row ``padding_idx`` gets none). As a product: with M the (N, V) one-hot matrix of
+    the ids (M_nv = 1 where ids_n = v; its column ``padding_idx`` zeroed), y = M W and
+    dL/dW = Mᵀ G (G: the N gradient rows). Saved: the ids."""
 
     @staticmethod
     def forward(ctx, weight, *, ids, padding_idx):
         ctx.save_for_backward(ids)
-        ctx.shape, ctx.padding_idx = weight.shape, padding_idx
+        ctx.shape, ctx.dtype, ctx.padding_idx = weight.shape, np.result_type(weight), padding_idx
         return weight[ids]
 
     @staticmethod
     def backward(ctx, g):
         (ids,) = ctx.saved_tensors
-        dw = np.zeros(ctx.shape, g.dtype)
-        np.add.at(dw, ids, g)
+        v, d = ctx.shape
+        m = ids.reshape(-1, 1) == np.arange(v)                  # the one-hot M, (N, V): a constant
         if ctx.padding_idx is not None:
-            dw[ctx.padding_idx] = 0
-        return dw
+            m[:, ctx.padding_idx] = False
+        return m.T.astype(ctx.dtype) @ g.reshape(-1, d)
 
 
 class LinearClosedForm(ArrayFunction):
@@ -340,8 +370,8 @@ class LinearClosedForm(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
-        rows = tuple(range(g.ndim - 1))
-        return g @ weight, np.tensordot(g, x, axes=(rows, rows)), np.sum(g, axis=rows)
+        g2, x2 = g.reshape(-1, g.shape[-1]), x.reshape(-1, x.shape[-1])   # every leading index a row
+        return g @ weight, g2.T @ x2, np.sum(g2, axis=0)
 
 
 class PatchEmbedClosedForm(ArrayFunction):
@@ -355,7 +385,7 @@ class PatchEmbedClosedForm(ArrayFunction):
     @staticmethod
     def forward(ctx, x, weight, bias, *, ph, pw):
         b, c, h, w = x.shape
-        patches = x.reshape(b, c, h // ph, ph, w // pw, pw).transpose(0, 2, 4, 1, 3, 5)
+        patches = np.transpose(x.reshape(b, c, h // ph, ph, w // pw, pw), (0, 2, 4, 1, 3, 5))
         patches = patches.reshape(b, (h // ph) * (w // pw), c * ph * pw)
         w_flat = weight.reshape(weight.shape[0], -1)
         ctx.save_for_backward(patches, w_flat)
@@ -368,9 +398,10 @@ class PatchEmbedClosedForm(ArrayFunction):
         patches, w_flat = ctx.saved_tensors
         (b, c, h, w), ph, pw = ctx.x_shape, ctx.ph, ctx.pw
         dp = (g @ w_flat).reshape(b, h // ph, w // pw, c, ph, pw)
-        dx = dp.transpose(0, 3, 1, 4, 2, 5).reshape(ctx.x_shape)
-        dw = np.tensordot(g, patches, axes=((0, 1), (0, 1))).reshape(ctx.w_shape)
-        return dx, dw, np.sum(g, axis=(0, 1))
+        dx = np.transpose(dp, (0, 3, 1, 4, 2, 5)).reshape(ctx.x_shape)
+        g2 = g.reshape(-1, g.shape[-1])                          # the B·N rows
+        dw = (g2.T @ patches.reshape(g2.shape[0], -1)).reshape(ctx.w_shape)
+        return dx, dw, np.sum(g2, axis=0)
 
 
 # ============================================================================ functional spellings
@@ -474,3 +505,16 @@ CLOSED_FORMS = {
     "patch_embed": (PatchEmbedClosedForm, patch_embed_closed_form),
 }
 """op name -> (its rung-2 Function, its functional spelling)."""
+
+
+# Gradients of gradients of the fused ops (``create_graph=True``) go through their closed forms
+# (``autograd/engine.py``, ``_backward_via_closed_form``). Named here, not in the fused classes,
+# because this module imports theirs.
+Softmax.twice_differentiable_via = SoftmaxClosedForm
+LogSoftmax.twice_differentiable_via = LogSoftmaxClosedForm
+CrossEntropy.twice_differentiable_via = CrossEntropyClosedForm
+LayerNorm.twice_differentiable_via = LayerNormClosedForm
+ScaledDotProductAttention.twice_differentiable_via = ScaledDotProductAttentionClosedForm
+Embedding.twice_differentiable_via = EmbeddingClosedForm
+PatchEmbed.twice_differentiable_via = PatchEmbedClosedForm
+BatchNorm.twice_differentiable_via = BatchNormClosedForm

@@ -64,18 +64,27 @@ class Embedding(ArrayFunction):
 
     Rows of ``padding_idx`` (if given) get no gradient, as in torch. The plain form,
     ``EmbeddingClosedForm``, is the scatter-add ``np.add.at``; the switch between the
-    dense and the sparse Mᵀ is ``_one_hot_transposed``.
+    dense and the sparse Mᵀ is ``_one_hot_transposed``. Gradients of gradients
+    (``create_graph=True``) go through the plain form (dL/dW is linear in g, read as Mᵀ g there);
+    for it the forward also keeps the table (no extra memory when it is a parameter).
     """
+
+    twice_differentiable_via = None   # EmbeddingClosedForm: bound in closed_form.py
+
+    @staticmethod
+    def closed_form_call(ctx, weight):
+        ids, _ = ctx.saved_tensors
+        return (weight,), {"ids": ids, "padding_idx": ctx.padding_idx}
 
     @staticmethod
     def forward(ctx, weight, *, ids, padding_idx):
-        ctx.save_for_backward(ids)
+        ctx.save_for_backward(ids, weight if ctx.needs_input_grad[0] else None)   # weight: for closed_form_call
         ctx.num_embeddings, ctx.padding_idx = weight.shape[0], padding_idx
         return np.take(weight, ids, axis=0)
 
     @staticmethod
     def backward(ctx, g):
-        (ids,) = ctx.saved_tensors
+        ids, _ = ctx.saved_tensors
         n, dim, v = ids.size, g.shape[-1], ctx.num_embeddings
         dw = _one_hot_transposed(ids.reshape(-1), v, g.dtype) @ g.reshape(n, dim)
         if ctx.padding_idx is not None:
@@ -169,23 +178,25 @@ class Linear(ArrayFunction):
         dL/db = Σ_rows g     — the engine's reduction of the broadcast bias.
     Saved: x (for dW) and W (for dx), each only when that gradient is needed.
     Speed: the products run over the flattened rows (``_rows``); the plain form is
-    ``LinearClosedForm``.
+    ``LinearClosedForm``. This backward has no buffers or blocks: it runs on Tensors as it is,
+    so gradients of gradients differentiate it (``differentiable_backward``).
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, weight, bias):
         nx, nw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        x_rows = _rows(x)
-        ctx.save_for_backward(x_rows if nw else None, weight if nx else None)
-        return _affine(x_rows, weight, bias).reshape(x.shape[:-1] + (weight.shape[0],))
+        ctx.save_for_backward(x if nw else None, weight if nx else None)
+        return _affine(_rows(x), weight, bias).reshape(x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod
     def backward(ctx, g):
-        x_rows, weight = ctx.saved_tensors
+        x, weight = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
         g_rows = _rows(g)  # (N, out): every product below is one 2-D BLAS call
-        dx = (g_rows @ weight).reshape(g.shape[:-1] + (weight.shape[1],)) if nx else None
-        return dx, (_weight_grad(g_rows, x_rows) if nw else None), (g if nb else None)
+        dx = (g_rows @ weight).reshape(tuple(g.shape[:-1]) + (weight.shape[1],)) if nx else None
+        return dx, (_weight_grad(g_rows, x) if nw else None), (g if nb else None)
 
 
 def _check_linear(input, weight, bias, op):
@@ -239,21 +250,28 @@ class PatchEmbed(ArrayFunction):
         dL/dW = Σ_{b,n} gᵀ patches  (reshaped to (D, C, P, P)),   dL/dbias = Σ_{b,n} g.
     Saved: the patch matrix (the size of x, needed for dW) and W_flat (for dx).
     Speed: Linear's flattened-rows products (``_rows``, ``_affine``, ``_weight_grad``);
-    the plain form is ``PatchEmbedClosedForm``.
+    the plain form is ``PatchEmbedClosedForm``. Gradients of gradients (``create_graph=True``)
+    go through the plain form; for it the forward also keeps x when x requires grad.
     """
+
+    twice_differentiable_via = None   # PatchEmbedClosedForm: bound in closed_form.py
+
+    @staticmethod
+    def closed_form_call(ctx, x, weight, bias):
+        return (x, weight, bias), {"ph": ctx.ph, "pw": ctx.pw}
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, ph, pw):
         nx, nw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         patches = _to_patches(x, ph, pw)
         w_flat = weight.reshape(weight.shape[0], -1)
-        ctx.save_for_backward(patches if nw else None, w_flat if nx else None)
+        ctx.save_for_backward(patches if nw else None, w_flat if nx else None, x if nx else None)
         ctx.x_shape, ctx.w_shape, ctx.ph, ctx.pw = x.shape, weight.shape, ph, pw
         return _affine(patches, w_flat, bias).reshape(patches.shape[:-1] + (w_flat.shape[0],))
 
     @staticmethod
     def backward(ctx, g):
-        patches, w_flat = ctx.saved_tensors
+        patches, w_flat, _ = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
         dx = dw = None
         if nx:

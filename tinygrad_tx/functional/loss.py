@@ -59,8 +59,18 @@ class CrossEntropy(ArrayFunction):
     on (4096, 64) float32 rows, one thread, 2026-12-02). log p is only needed at the
     targets (and, with smoothing, summed over the classes), so the full array of it is
     never formed; without a backward, p is not kept either. The plain form, which forms
-    log p and the whole target distribution q, is ``CrossEntropyClosedForm``.
+    log p and the whole target distribution q, is ``CrossEntropyClosedForm``; gradients of
+    gradients (``create_graph=True``) go through it, for which the forward also keeps z.
     """
+
+    twice_differentiable_via = None   # CrossEntropyClosedForm: bound in closed_form.py
+
+    @staticmethod
+    def closed_form_call(ctx, z, target, weight):
+        _, t, valid, _, weight, _ = ctx.saved_tensors                # arrays: no derivative
+        t = np.where(valid, t, ctx.ignore_index).reshape(ctx.target_shape)
+        q, denominator = target_distribution(z._data, t, weight, ctx.axis, ctx.ignore_index, ctx.eps)
+        return (z,), {"q": q, "axis": ctx.axis, "reduction": ctx.reduction, "denominator": denominator}
 
     @staticmethod
     def forward(ctx, z, target, weight, *, axis, ignore_index, reduction, label_smoothing):
@@ -99,8 +109,9 @@ class CrossEntropy(ArrayFunction):
             loss -= (eps / n_classes) * smooth
         loss[~valid] = 0
 
-        ctx.save_for_backward(p2, t, valid, w_t, weight)
+        ctx.save_for_backward(p2, t, valid, w_t, weight, z if keep_p else None)
         ctx.z_shape, ctx.axis, ctx.reduction, ctx.eps = z.shape, axis, reduction, eps
+        ctx.target_shape, ctx.ignore_index = target.shape, ignore_index
         if reduction == "none":
             return loss.reshape(target.shape)
         total = np.sum(loss)
@@ -112,7 +123,7 @@ class CrossEntropy(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        p2, t, valid, w_t, weight = ctx.saved_tensors
+        p2, t, valid, w_t, weight, _ = ctx.saved_tensors
         eps = ctx.eps
         c = p2.shape[1]
         if ctx.reduction == "none":

@@ -46,7 +46,18 @@ class LayerNorm(ArrayFunction):
     matrix-vector products (``_row_means``, ``_column_sums``); the rounding error of
     the mean is removed where it matters (``_drop_mean_rounding``). Overflow follows
     torch (``_nan_where_torch_overflows``).
+
+    Gradients of gradients (``create_graph=True``) go through ``LayerNormClosedForm``: this
+    backward writes into buffers, so the closed form's derivation is the one differentiated
+    (``closed_form_call``). For it the forward also keeps x (torch's layer_norm saves its input
+    too): one more array of x's size per layer norm while the graph lives.
     """
+
+    twice_differentiable_via = None   # LayerNormClosedForm: bound in closed_form.py (which imports this module)
+
+    @staticmethod
+    def closed_form_call(ctx, x, weight, bias):
+        return (x, weight, bias), {"ndim_normalized": len(ctx.shapes[1]), "eps": ctx.eps}
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, ndim_normalized, eps):
@@ -77,13 +88,14 @@ class LayerNorm(ArrayFunction):
                 np.copyto(yb, cb)
             if b is not None:
                 yb += b
-        ctx.save_for_backward(xhat2, rstd, weight)
+        ctx.save_for_backward(xhat2, rstd, weight, x if ctx.needs_input_grad[0] else None)
         ctx.shapes = x.shape, x.shape[x.ndim - ndim_normalized:]
+        ctx.eps = eps
         return y2.reshape(x.shape)
 
     @staticmethod
     def backward(ctx, g):
-        xhat2, rstd, weight = ctx.saved_tensors
+        xhat2, rstd, weight, _ = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
         x_shape, normalized_shape = ctx.shapes
         n_rows, d = xhat2.shape

@@ -58,8 +58,15 @@ class BatchNorm(ArrayFunction):
     are ±sqrt(σ²/(σ² + ε)), and the bracket above is (d_1 − d_2)/2 · ε/(σ² + ε),
     a difference of nearly equal terms that float32 would resolve only to a
     few digits. No speed tricks: the plain form, ``BatchNormClosedForm``, is the same
-    derivation written as LayerNorm's closed form over the batch axes.
+    derivation written as LayerNorm's closed form over the batch axes. Gradients of gradients
+    (``create_graph=True``) go through it: this backward reads μ and r, computed in the forward.
     """
+
+    twice_differentiable_via = None   # BatchNormClosedForm: bound in functional/closed_form.py
+
+    @staticmethod
+    def closed_form_call(ctx, x, weight, bias, *running):
+        return (x, weight, bias), {"eps": ctx.eps, "running": None if ctx.training else ctx.running}
 
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -85,13 +92,15 @@ class BatchNorm(ArrayFunction):
         y = xhat if weight is None else xhat * weight
         if bias is not None:
             y = y + bias
-        ctx.save_for_backward(x, mean, r, weight)
-        ctx.training, ctx.axes, ctx.cs = training, axes, cs
+        ctx.save_for_backward(x, mean, r, weight, bias if ctx.needs_input_grad[2] else None)   # bias: see closed_form_call
+        ctx.training, ctx.axes, ctx.cs, ctx.eps = training, axes, cs, eps
+        if not training:
+            ctx.running = mean, var
         return y.astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
-        x, mean, r, weight = ctx.saved_tensors
+        x, mean, r, weight, _ = ctx.saved_tensors
         axes, cs = ctx.axes, ctx.cs
         nx, nw, nb = ctx.needs_input_grad[:3]
         xhat = (x.astype(mean.dtype) - mean.reshape(cs)) * r.reshape(cs)

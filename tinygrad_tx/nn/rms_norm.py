@@ -34,24 +34,27 @@ class RMSNormFunction(ArrayFunction):
         dL/dx = r · (ĝ - x ∘ r² · mean(ĝ ∘ x))        (mean over the row),
         dL/dw = g ∘ x ∘ r   (in the broadcast shape; the engine sums it over the rows).
 
-    Saved: x, r (one per row) and w.
+    Saved: x and w; the backward recomputes r from x (one pass over the row), so that every
+    value it reads is an input: it runs on Tensors as it is, and gradients of gradients
+    (``create_graph=True``) differentiate this very derivation.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, weight, *, ndim_normalized, eps):
         dims = tuple(range(x.ndim - ndim_normalized, x.ndim))
-        r = 1.0 / np.sqrt(np.mean(x * x, axis=dims, keepdims=True) + x.dtype.type(eps))
-        r = r.astype(x.dtype, copy=False)
-        y = x * r
+        y = x * _inverse_rms(x, dims, eps)
         if weight is not None:
             y = y * weight
-        ctx.save_for_backward(x, r, weight)
-        ctx.dims = dims
+        ctx.save_for_backward(x, weight)
+        ctx.dims, ctx.eps = dims, eps
         return y
 
     @staticmethod
     def backward(ctx, g):
-        x, r, weight = ctx.saved_tensors
+        x, weight = ctx.saved_tensors
+        r = _inverse_rms(x, ctx.dims, ctx.eps)
         need_x, need_w = ctx.needs_input_grad
         gw = g if weight is None else g * weight
         dx = dw = None
@@ -61,6 +64,11 @@ class RMSNormFunction(ArrayFunction):
         if need_w:
             dw = g * x * r
         return dx, dw
+
+
+def _inverse_rms(x, dims, eps: float):
+    """r = 1/√(mean(x²) + eps) per row (kept dims), in x's dtype (``eps`` a Python float)."""
+    return 1.0 / np.sqrt(np.mean(x * x, axis=dims, keepdims=True) + eps)
 
 
 def _check(input, normalized_shape, weight, eps, op):
