@@ -28,11 +28,13 @@ except ImportError:  # pragma: no cover - torch is a dev dependency
 settings.register_profile(
     "ci", max_examples=12, derandomize=True, deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# dev and thorough draw anew each run (CI runs the fuzz and parity files once in dev too); a
+# failure prints its @reproduce_failure blob, and ``--hypothesis-seed=N`` replays a whole run
 settings.register_profile(
-    "dev", max_examples=40, deadline=None,
+    "dev", max_examples=40, deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile(
-    "thorough", max_examples=500, deadline=None,
+    "thorough", max_examples=500, deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 _default = "ci" if os.environ.get("CI") else "dev"
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _default))
