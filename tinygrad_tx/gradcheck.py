@@ -97,3 +97,31 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-6, rtol: float 
             raise GradcheckError(f"directional derivative mismatch: numerical {numeric:.10g} "
                                  f"vs analytical {analytic:.10g} (difference {abs(numeric - analytic):.3g})")
     return True
+
+
+def gradgradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-6, rtol: float = 1e-4,
+                  full_jacobian_max: int = 48, n_directions: int = 2, seed: int = 0) -> bool:
+    """Check ``fn``'s second derivatives: :func:`gradcheck` of the gradient itself,
+    ``(inputs, u) -> d⟨u, fn(inputs)⟩ / d(float64 inputs)`` computed with ``create_graph=True``
+    (flattened and joined), for a random cotangent ``u`` that is checked as an input too. A
+    backward whose own backward is wrong (or missing: a value used as a constant) fails here.
+    """
+    from .autograd import enable_grad, grad
+    from .tensor import cat
+
+    arrays = [np.asarray(a._data if isinstance(a, Tensor) else a) for a in inputs]
+    diff_idx = [i for i, a in enumerate(arrays) if a.dtype == np.float64]
+    u = np.random.default_rng(seed).standard_normal(_forward(fn, arrays).shape)
+
+    def first_derivative(*ts):
+        *xs, ut = ts
+        with enable_grad():
+            for i in diff_idx:   # finite-difference calls pass plain Tensors: differentiate them all the same
+                if not xs[i].requires_grad:
+                    xs[i] = xs[i].detach().requires_grad_(True)
+            grads = grad(fn(*xs), [xs[i] for i in diff_idx], ut, create_graph=True, allow_unused=True)
+            flat = [g.reshape(-1) for g in grads if g is not None]
+            return flat[0] if len(flat) == 1 else cat(flat)
+
+    return gradcheck(first_derivative, arrays + [u], eps=eps, atol=atol, rtol=rtol,
+                     full_jacobian_max=full_jacobian_max, n_directions=n_directions, seed=seed)

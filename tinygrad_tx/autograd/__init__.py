@@ -8,6 +8,12 @@
 * ``versions.py``    -- version counters and views: refusing to differentiate a value that an
   in-place op has changed since it was saved (skip it on a first reading);
 * ``saved_memory.py`` -- bytes held for backward (read by the benchmark).
+
+PyTorch's user-level autograd, built on the engine:
+
+* ``custom.py``      -- ``Function``: PyTorch's custom Function (forward and backward on Tensors);
+* ``functional.py``  -- ``jacobian``, ``hessian``, ``vjp``, ``jvp``, ``hvp``, ``vhp``;
+* ``gradcheck.py``   -- ``gradcheck`` and ``gradgradcheck`` (finite differences), ``GradcheckError``.
 """
 from __future__ import annotations
 
@@ -21,11 +27,20 @@ from .engine import _backward_observers, run_backward
 from .api import backward, grad
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from . import api as _api, dispatch, engine as _engine, function as _function, versions as _versions
+from . import custom as _custom
+from .custom import Function, FunctionCtx, once_differentiable
+from . import functional
+from . import gradcheck as _gradcheck
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+
+# ``torch.autograd.function`` names (``from torch.autograd.function import once_differentiable``
+# under ``tinygrad-tx run``): that module is function.py here, home of the engine's ArrayFunction.
+_function.Function, _function.FunctionCtx, _function.once_differentiable = Function, FunctionCtx, once_differentiable
 
 
 
 
 def _bind_tensor(tensor_cls, view_cls) -> None:
     """Called once by tensor.py: the engine's modules refer to Tensor, which imports them."""
-    for m in (_engine, _function, _versions, dispatch, _api):
+    for m in (_engine, _function, _versions, dispatch, _api, _custom, functional, _gradcheck):
         m.Tensor, m._View = tensor_cls, view_cls
