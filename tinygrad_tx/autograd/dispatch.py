@@ -252,6 +252,22 @@ def _cumsum(a, axis=None, dtype=None, out=None):
     return a.reshape(-1).cumsum(0) if axis is None else a.cumsum(axis)
 
 
+def _cumprod(a, axis=None, dtype=None, out=None):
+    a = _as_t(a)
+    return a.reshape(-1).cumprod(0) if axis is None else a.cumprod(axis)
+
+
+def _roll(a, shift, axis=None):
+    return _as_t(a).roll(shift, axis)
+
+
+def _take(a, indices, axis=None, out=None, mode="raise"):
+    a = _as_t(a)
+    if axis is None:
+        return a.reshape(-1)[np.asarray(indices)]
+    return a[(slice(None),) * (axis % a.ndim) + (np.asarray(indices),)]
+
+
 def _flip(m, axis=None):
     m = _as_t(m)
     return m.flip(tuple(range(m.ndim)) if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis)))
@@ -310,6 +326,7 @@ FUNCTIONS = {
     np.concatenate: _concatenate, np.stack: _stack, np.take_along_axis: _take_along_axis, np.einsum: _einsum,
     np.tril: _tril, np.triu: _triu, np.cumsum: _cumsum, np.flip: _flip, np.diagonal: _diagonal,
     np.clip: _clip, np.copy: _copy, np.dot: _dot, np.outer: _outer, np.split: _split, np.astype: _astype,
+    np.cumprod: _cumprod, np.roll: _roll, np.take: _take,
     np.shape: _on_data(np.shape), np.ndim: _on_data(np.ndim), np.size: _on_data(np.size),
     np.result_type: _on_data(np.result_type), np.any: _on_data(np.any), np.all: _on_data(np.all),
     np.count_nonzero: _on_data(np.count_nonzero), np.array_equal: _on_data(np.array_equal),

@@ -13,12 +13,17 @@ import numpy as np
 from ..autograd import ArrayFunction
 from ..tensor import Tensor, _adopt
 from . import movement as _M
-from .movement import IndexOutOfRange, canonical_dim
+from .movement import IndexOutOfRange, canonical_dim, put
 from .scatter import (Gather, Scatter, ScatterAdd, ScatterReduce, _INT32_OR_64, _INT64, _check_bounds,  # noqa: F401
                       _index, _tensor, gather, scatter, scatter_add, scatter_reduce)
 
 
 # ============================================================================ slices along a dim
+
+def _at(dim: int, index):
+    """The index that picks positions ``index`` along ``dim`` (every other axis whole)."""
+    return (slice(None),) * dim + (index,)
+
 
 def _rows(a: np.ndarray, dim: int) -> np.ndarray:
     """A view of ``a`` with axis ``dim`` first, so positions along dim are row indices."""
@@ -30,6 +35,8 @@ class IndexSelect(ArrayFunction):
     dL/dx = zeros with each slice of g added at its position (np.add.at: a position selected
     twice gets both slices)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, index=None, dim=0):
         ctx.shape, ctx.index, ctx.dim = x.shape, index, dim
@@ -37,9 +44,7 @@ class IndexSelect(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        out = np.zeros(ctx.shape, dtype=g.dtype)
-        np.add.at(_rows(out, ctx.dim), ctx.index, _rows(g, ctx.dim))
-        return out
+        return put(np.zeros_like(g, shape=ctx.shape), _at(ctx.dim, ctx.index), g, accumulate=True)
 
 
 def _vector_index(op, input, dim, index, allowed=_INT32_OR_64, error=TypeError):
@@ -76,6 +81,8 @@ class IndexAdd(ArrayFunction):
     """y = x, then y[..., index[k], ...] += alpha * source[..., k, ...] along ``dim``.
     dL/dx = g; dL/dsource = alpha * (the slices of g at ``index``)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, source, index=None, dim=0, alpha=1):
         ctx.index, ctx.dim, ctx.alpha = index, dim, alpha
@@ -99,6 +106,8 @@ class IndexCopy(ArrayFunction):
     """y = x, then y[..., index[k], ...] = source[..., k, ...] along ``dim``.
     dL/dx = g with the overwritten slices zeroed; dL/dsource = the slices of g at ``index``."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, source, index=None, dim=0):
         ctx.index, ctx.dim = index, dim
@@ -108,9 +117,7 @@ class IndexCopy(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        gx = g.copy()
-        _rows(gx, ctx.dim)[ctx.index] = 0
-        return gx, np.take(g, ctx.index, axis=ctx.dim)
+        return put(np.copy(g), _at(ctx.dim, ctx.index), 0), np.take(g, ctx.index, axis=ctx.dim)
 
 
 def index_copy(input, dim, index, source):
@@ -124,6 +131,8 @@ class IndexFill(ArrayFunction):
     dL/dx = g with those slices zeroed; dL/dv = the sum of g over the filled positions
     (each position once, however often its index repeats: it is filled once)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, value, index=None, dim=0):
         ctx.index, ctx.dim = index, dim
@@ -133,11 +142,10 @@ class IndexFill(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        gx = g.copy()
-        _rows(gx, ctx.dim)[ctx.index] = 0
+        gx = put(np.copy(g), _at(ctx.dim, ctx.index), 0)
         gv = None
         if ctx.needs_input_grad[1]:
-            gv = _rows(g, ctx.dim)[np.unique(ctx.index)].sum(dtype=np.float64).astype(g.dtype)
+            gv = np.astype(np.sum(g[_at(ctx.dim, np.unique(ctx.index))], dtype=np.float64), np.result_type(g))
         return gx, gv
 
 
@@ -180,6 +188,8 @@ class MaskedSelect(ArrayFunction):
     dL/dx = zeros with g written at the True positions (in the broadcast shape: the engine
     sums it back onto x)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, mask=None):
         xb, mb = _broadcast_mask(x, mask, "masked_select")
@@ -188,9 +198,7 @@ class MaskedSelect(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        out = np.zeros(ctx.mask.shape, dtype=g.dtype)
-        out[ctx.mask] = g
-        return out
+        return put(np.zeros_like(g, shape=ctx.mask.shape), ctx.mask, g)
 
 
 def masked_select(input, mask):
@@ -202,6 +210,8 @@ class MaskedScatter(ArrayFunction):
     of source, n = mask.sum().
     dL/dx = g where mask is False, 0 where it is True;
     dL/dsource = g at the True positions for the first n elements, 0 for the rest."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, source, mask=None):
@@ -217,9 +227,9 @@ class MaskedScatter(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        gsrc = np.zeros(int(np.prod(ctx.src_shape, dtype=np.int64)), dtype=g.dtype)
-        gsrc[:ctx.n] = g[ctx.mask]
-        return np.where(ctx.mask, 0, g), gsrc.reshape(ctx.src_shape)
+        gsrc = put(np.zeros_like(g, shape=(int(np.prod(ctx.src_shape, dtype=np.int64)),)), slice(None, ctx.n),
+                   g[ctx.mask])
+        return np.where(ctx.mask, 0, g), np.reshape(gsrc, ctx.src_shape)
 
 
 def masked_scatter(input, mask, source):
@@ -259,6 +269,8 @@ class Take(ArrayFunction):
     """y = x.flatten()[index] (index of any shape; negative entries count from the end).
     dL/dx = zeros of x's size with g scatter-added at ``index`` (repeats add), reshaped."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, index=None):
         ctx.shape, ctx.index = x.shape, index
@@ -266,9 +278,8 @@ class Take(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        out = np.zeros(int(np.prod(ctx.shape, dtype=np.int64)), dtype=g.dtype)
-        np.add.at(out, ctx.index, g)
-        return out.reshape(ctx.shape)
+        out = put(np.zeros_like(g, shape=(int(np.prod(ctx.shape, dtype=np.int64)),)), ctx.index, g, accumulate=True)
+        return np.reshape(out, ctx.shape)
 
 
 def take(input, index):

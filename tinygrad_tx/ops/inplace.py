@@ -26,6 +26,7 @@ import numpy as np
 from .. import autograd
 from ..autograd import Context, ArrayFunction, is_grad_enabled, no_grad, unshare_saved
 from ..tensor import Tensor
+from .movement import put
 
 _KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
@@ -40,6 +41,8 @@ class CopySlices(ArrayFunction):
     dL/dv = g[P] (each view element's gradient is the gradient of the base element it wrote).
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, base, value, positions):
         ctx.index = np.unravel_index(positions, base.shape)
@@ -47,9 +50,7 @@ class CopySlices(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        g_base = np.array(g, copy=True)
-        g_base[ctx.index] = 0
-        return g_base, g[ctx.index], None
+        return put(np.copy(g), ctx.index, 0), g[ctx.index], None
 
 
 def _view_positions(t: Tensor) -> np.ndarray:

@@ -53,6 +53,8 @@ class MatMul(ArrayFunction):
     rather than a batch of products that would then be summed.
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, a, b):
         _check_matmul_dtypes(a, b)

@@ -44,6 +44,8 @@ class Reshape(ArrayFunction):
     """y = x with a new shape (same elements in row-major order).
     The inverse rearrangement of g is g reshaped to x's shape."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
@@ -57,6 +59,8 @@ class Reshape(ArrayFunction):
 class Permute(ArrayFunction):
     """y = x with axes reordered: y.shape[i] = x.shape[dims[i]].
     dL/dx = g with the inverse permutation applied (argsort of dims)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -73,6 +77,8 @@ class Expand(ArrayFunction):
     element it was broadcast to, so dL/dx is the sum of g over the broadcast
     axes — which is exactly what the engine's reduction to the input's shape
     does, so the backward returns g unchanged."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -172,6 +178,8 @@ class GetItem(ArrayFunction):
     Integer-array indexing may select an element several times; each use
     contributes, so dL/dx is a scatter-add: np.add.at(zeros, index, g)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, index, advanced=False):
         if advanced:
@@ -185,17 +193,14 @@ class GetItem(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        out = np.zeros(ctx.shape, dtype=g.dtype)
-        if ctx.advanced:
-            np.add.at(out, ctx.index, g)
-        else:
-            out[ctx.index] = g
-        return out, None
+        return put(np.zeros_like(g, shape=ctx.shape), ctx.index, g, accumulate=ctx.advanced), None
 
 
 class Cat(ArrayFunction):
     """y = concatenation of xs along ``dim``.
     dL/dx_i = the slice of g that x_i occupies (split g at the cumulative sizes)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, *xs, dim=0, skip_legacy=False):
@@ -209,11 +214,13 @@ class Cat(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         parts = iter(np.split(g, np.cumsum(ctx.sizes)[:-1], axis=ctx.dim))
-        return tuple(np.zeros(0, g.dtype) if s else next(parts) for s in ctx.skipped)
+        return tuple(np.zeros_like(g, shape=(0,)) if s else next(parts) for s in ctx.skipped)
 
 
 class Stack(ArrayFunction):
     """y = xs stacked along a new axis ``dim``.  dL/dx_i = g[..., i, ...] (index i on dim)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, *xs, dim=0):
@@ -307,6 +314,8 @@ class IndexPut(ArrayFunction):
     the output; g[index] still gives each duplicate that position's gradient, as torch does.)
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, v, index=None, accumulate=False):
         shape = _indexed_shape(x, index, "index_put")
@@ -323,11 +332,33 @@ class IndexPut(ArrayFunction):
     def backward(ctx, g):
         gx = g
         if not ctx.accumulate and ctx.needs_input_grad[0]:
-            gx = g.copy()
-            gx[ctx.index] = 0
+            gx = put(np.copy(g), ctx.index, 0)
         gv = None
         if ctx.needs_input_grad[1]:
-            gv = np.asarray(g[ctx.index])
+            gv = g[ctx.index]
+            if isinstance(gv, np.generic):   # an int index of an array gives a NumPy scalar
+                gv = np.asarray(gv)
             if len(ctx.v_shape) > gv.ndim:   # v had extra leading size-1 axes (dropped in forward)
                 gv = gv.reshape((1,) * (len(ctx.v_shape) - gv.ndim) + gv.shape)
         return gx, gv
+
+
+def _advanced(index) -> bool:
+    return any(isinstance(i, (np.ndarray, list)) for i in (index if isinstance(index, tuple) else (index,)))
+
+
+def put(out, index, values, accumulate=False):
+    """``out[index] = values`` (``accumulate``: ``out[index] += values``, duplicate indices each
+    adding) as an expression: the scatter that is the adjoint of indexing, which the backwards of
+    the indexing ops share. On an array (a buffer the caller owns) it writes in place and returns
+    it; on Tensors -- a backward being differentiated -- it is the op :class:`IndexPut`, whose
+    own backward is the indexing ``g[index]``."""
+    if isinstance(out, np.ndarray) and isinstance(values, (np.ndarray, np.generic, int, float)):
+        if accumulate and _advanced(index):
+            np.add.at(out, index, values)
+        elif accumulate:
+            out[index] += values
+        else:
+            out[index] = values
+        return out
+    return IndexPut.apply(out, values, index=index, accumulate=accumulate)

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import ArrayFunction, accumulation_dtype
+from ..autograd import dispatch as _dispatch
 
 
 class DimensionError(IndexError, ValueError):
@@ -93,15 +94,26 @@ def _expand_reduced(g, axes, keepdim):
 def save_reduced(ctx, x, y, axes, keepdim):
     """Save x and the result y (reduced axes kept as size 1) for a backward that reads them
     with :func:`saved_reduced`; return y shaped as the caller asked."""
-    ctx.save_for_backward(x, y)
+    out = y if keepdim else np.squeeze(y, axes)
+    ctx.save_for_backward(x, out)   # the output itself (a backward on Tensors finds it again)
     ctx.axes, ctx.keepdim = axes, keepdim
-    return y if keepdim else np.squeeze(y, axes)
+    return out
 
 
 def saved_reduced(ctx, g):
     """(x, y with kept axes, g with the reduced axes re-inserted) in a backward."""
     x, y = ctx.saved_tensors
-    return x, y, _expand_reduced(g, ctx.axes, ctx.keepdim)
+    return x, _expand_reduced(y, ctx.axes, ctx.keepdim), _expand_reduced(g, ctx.axes, ctx.keepdim)
+
+
+def _zeros_once_differentiable(op):
+    """prod/cumprod with a zero in a slice: the gradient is chosen case by case (0 where the
+    product of the others holds the zero), right in value but not in its own derivative (the
+    zero's perturbation moves those products). Differentiating it again raises."""
+    if _dispatch.active():
+        raise RuntimeError(f"{op}'s backward at an input holding zeros cannot be differentiated "
+                           "(create_graph=True): its case-by-case gradient is not differentiable "
+                           "there; without zeros it is")
 
 
 def _count(shape, axes) -> int:
@@ -131,6 +143,8 @@ class Sum(ArrayFunction):
     dL/dx = g broadcast back over the reduced axes.
     bool and integer inputs sum to int64 (torch's rule; no gradient)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
         axes = reduce_axes(dim, x.ndim, "sum")
@@ -151,6 +165,8 @@ class NanSum(ArrayFunction):
     dL/dx = g · [x is not NaN] (the NaNs do not reach y). A product with the mask, as
     torch's: an infinite g (nanmean of an all-NaN slice divides by 0) gives NaN there."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, axes=(), keepdim=False):
         ctx.save_for_backward(np.isnan(x))
@@ -169,6 +185,8 @@ class Mean(ArrayFunction):
     """y = (1/N) Σ x over the reduced axes (N = number of reduced elements).
     dL/dx = g / N broadcast back over the reduced axes."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
         axes = reduce_axes(dim, x.ndim, "mean")
@@ -183,7 +201,7 @@ class Mean(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         with np.errstate(invalid="ignore", divide="ignore"):
-            g = _expand_reduced(g, ctx.axes, ctx.keepdim) / g.dtype.type(ctx.n)
+            g = _expand_reduced(g, ctx.axes, ctx.keepdim) / ctx.n
         return np.broadcast_to(g, ctx.shape)
 
 
@@ -261,6 +279,8 @@ class Prod(ArrayFunction):
     of the nonzero elements). With two or more zeros every product of others contains a
     zero: dL/dx = 0. Integer and bool inputs give int64 (no gradient)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, axes=(), keepdim=False):
         if x.dtype.kind in "biu":
@@ -275,13 +295,15 @@ class Prod(ArrayFunction):
         zero = x == 0
         if not zero.any():
             return g * y / x
+        _zeros_once_differentiable("Prod")
         zeros = np.sum(zero, axis=ctx.axes, keepdims=True)
-        others = np.prod(np.where(zero, np.ones((), x.dtype), x), axis=ctx.axes, keepdims=True,
-                         dtype=accumulation_dtype(x.dtype)).astype(x.dtype)
+        dt = np.result_type(x)
+        others = np.astype(np.prod(np.where(zero, 1, x), axis=ctx.axes, keepdims=True,
+                                   dtype=accumulation_dtype(dt)), dt)
         with np.errstate(divide="ignore", invalid="ignore"):
             no_zero = g * y / x
-        one_zero = np.where(zero, g * others, np.zeros((), x.dtype))
-        return np.where(zeros == 0, no_zero, np.where(zeros == 1, one_zero, np.zeros((), x.dtype)))
+        one_zero = np.where(zero, g * others, 0)
+        return np.where(zeros == 0, no_zero, np.where(zeros == 1, one_zero, 0))
 
 
 class LogSumExp(ArrayFunction):
@@ -290,6 +312,8 @@ class LogSumExp(ArrayFunction):
     -inf gives -inf and one holding +inf gives +inf.
 
     dy/dx_i = exp(x_i) / Σ_j exp(x_j) = exp(x_i − y): the softmax. dL/dx = g · exp(x − y)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, axes=(), keepdim=False):

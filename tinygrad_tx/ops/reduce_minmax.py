@@ -24,6 +24,7 @@ MinResult = namedtuple("min", ["values", "indices"])
 AminmaxResult = namedtuple("aminmax", ["min", "max"])
 
 from ..autograd import ArrayFunction  # noqa: E402
+from .movement import put  # noqa: E402
 
 
 def _check_nonempty(x, axes, op):
@@ -47,20 +48,22 @@ class MaxAll(ArrayFunction):
     dL/dx = g · [x == y] / count(x == y). A NaN is the max (and the min); then the
     gradient is shared by the NaN positions."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, mode="max"):
         if x.size == 0:
             raise DimensionError(f"{mode}(): expected a non-empty tensor (got shape {x.shape}); "
                                  "specify the reduction dim with the 'dim' argument")
-        y = np.max(x) if mode == "max" else np.min(x)
-        ctx.save_for_backward(x, np.asarray(y))
-        return np.asarray(y)
+        y = np.asarray(np.max(x) if mode == "max" else np.min(x))
+        ctx.save_for_backward(x, y)
+        return y
 
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        hit = np.isnan(x) if y.dtype.kind == "f" and np.isnan(y) else x == y
-        return hit * (g / np.count_nonzero(hit)).astype(x.dtype)
+        hit = np.isnan(x) if np.result_type(y).kind == "f" and np.isnan(y) else x == y
+        return hit * (g / np.count_nonzero(hit))
 
 
 class SelectAlongDim(ArrayFunction):
@@ -72,6 +75,8 @@ class SelectAlongDim(ArrayFunction):
 
     Each output is one input element, so dL/dx = g scattered back to the selected
     positions, zero elsewhere."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, idx, axis, keepdim=False):
@@ -85,9 +90,9 @@ class SelectAlongDim(ArrayFunction):
         (idx,) = ctx.saved_tensors
         if not ctx.keepdim:
             g = np.expand_dims(g, ctx.axis)
-        out = np.zeros(ctx.shape, dtype=g.dtype)
-        np.put_along_axis(out, idx, g, axis=ctx.axis)
-        return out, None
+        grid = list(np.indices(idx.shape, sparse=True))
+        grid[ctx.axis] = idx
+        return put(np.zeros_like(g, shape=ctx.shape), tuple(grid), g), None
 
 
 MaxDim = SelectAlongDim   # the name tensor.py knows
@@ -99,6 +104,8 @@ class Amax(ArrayFunction):
     As for :class:`MaxAll`, per slice: dL/dx = g · [x == y] / count(x == y), the gradient
     shared evenly by tied extremes. A slice whose max is NaN has no x equal to it: the
     count is 0 and the gradient NaN, as torch's."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, axes=(), keepdim=False, mode="max"):
@@ -114,7 +121,7 @@ class Amax(ArrayFunction):
         hit = x == y
         count = np.sum(hit, axis=ctx.axes, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return hit * (g / count.astype(x.dtype))
+            return hit * (g / np.astype(count, np.result_type(x)))
 
 
 def arg_extreme(x, dim, keepdim, mode):

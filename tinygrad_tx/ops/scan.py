@@ -11,7 +11,8 @@ from collections import namedtuple
 import numpy as np
 
 from ..autograd import ArrayFunction, accumulation_dtype
-from .reduce import as_function, canonical_dim, cast_input, pick_dim
+from .movement import put
+from .reduce import _zeros_once_differentiable, as_function, canonical_dim, cast_input, pick_dim
 
 CummaxResult = namedtuple("cummax", ["values", "indices"])
 CumminResult = namedtuple("cummin", ["values", "indices"])
@@ -19,12 +20,15 @@ CumminResult = namedtuple("cummin", ["values", "indices"])
 
 def _revcumsum(a, axis):
     """r_j = Σ_{i ≥ j} a_i along ``axis``."""
-    return np.flip(np.cumsum(np.flip(a, axis), axis=axis, dtype=accumulation_dtype(a.dtype)), axis).astype(a.dtype)
+    dt = np.result_type(a)
+    return np.astype(np.flip(np.cumsum(np.flip(a, axis), axis=axis, dtype=accumulation_dtype(dt)), axis), dt)
 
 
 class CumSum(ArrayFunction):
     """y_i = Σ_{j ≤ i} x_j.  ∂y_i/∂x_j = 1 for i ≥ j, so dL/dx_j = Σ_{i ≥ j} g_i, the
     reversed cumulative sum of g. Integer and bool inputs give int64 (torch)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, axis=0):
@@ -51,6 +55,8 @@ class CumProd(ArrayFunction):
     * j > k: every product of others still holds x_k = 0: dL/dx_j = 0.
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, axis=0):
         ctx.axis = axis
@@ -67,15 +73,15 @@ class CumProd(ArrayFunction):
         zero = x == 0
         if not zero.any():
             return _revcumsum(g * y, axis) / x
+        _zeros_once_differentiable("CumProd")
         zeros_so_far = np.cumsum(zero, axis=axis)
         before = zeros_so_far == 0
         first = zero & (zeros_so_far == 1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            left = _revcumsum(g * y, axis) / np.where(before, x, np.ones((), x.dtype))
-        cz = np.cumprod(np.where(first, np.ones((), x.dtype), x), axis=axis)
+            left = _revcumsum(g * y, axis) / np.where(before, x, 1)
+        cz = np.cumprod(np.where(first, 1, x), axis=axis)
         at_first = _revcumsum(g * cz, axis)
-        zero_v = np.zeros((), x.dtype)
-        return np.where(before, left, np.where(first, at_first, zero_v))
+        return np.where(before, left, np.where(first, at_first, 0))
 
 
 class LogCumSumExp(ArrayFunction):
@@ -116,6 +122,8 @@ class CumExtreme(ArrayFunction):
     Each output copies one input, so dL/dx_j = Σ_{i: idx_i = j} g_i: a scatter-add of g
     to the indices (one input may be the max of many positions)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, idx, axis=0):
         ctx.save_for_backward(idx)
@@ -125,11 +133,9 @@ class CumExtreme(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         (idx,) = ctx.saved_tensors
-        out = np.zeros(ctx.shape, g.dtype)
         grid = list(np.indices(idx.shape, sparse=True))
         grid[ctx.axis] = idx
-        np.add.at(out, tuple(grid), g)
-        return out, None
+        return put(np.zeros_like(g, shape=ctx.shape), tuple(grid), g, accumulate=True), None
 
 
 # ============================================================================ methods

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..autograd import ArrayFunction
 from ..tensor import Tensor
-from .movement import IndexOutOfRange, canonical_dim
+from .movement import IndexOutOfRange, canonical_dim, put
 
 _INT32_OR_64 = (np.dtype(np.int32), np.dtype(np.int64))
 _INT64 = (np.dtype(np.int64),)
@@ -68,6 +68,8 @@ class Gather(ArrayFunction):
     x element j feeds every output whose index points at it: dL/dx = scatter-add of g at
     the gathered positions (np.add.at(zeros, grid, g): repeated indices add up)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, index=None, dim=0):
         ctx.grid, ctx.shape = _grid(index, dim), x.shape
@@ -75,9 +77,7 @@ class Gather(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        out = np.zeros(ctx.shape, dtype=g.dtype)
-        np.add.at(out, ctx.grid, g)
-        return out
+        return put(np.zeros_like(g, shape=ctx.shape), ctx.grid, g, accumulate=True)
 
 
 def _check_scatter_shapes(op, x, index, dim, src=None):
@@ -116,6 +116,8 @@ class Scatter(ArrayFunction):
     indices only one write survives, but each gets that position's g, as in torch).
     With ``reduce`` ('add', 'multiply') torch has no derivative; neither do we."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, src, index=None, dim=0, reduce=None):
         grid = _grid(index, dim)
@@ -135,12 +137,10 @@ class Scatter(ArrayFunction):
         if ctx.reduce is not None:
             raise RuntimeError(f"the derivative of scatter with reduce={ctx.reduce!r} is not implemented "
                                "(nor in torch): use scatter_add or scatter_reduce")
-        gx = g.copy()
-        gx[ctx.grid] = 0
+        gx = put(np.copy(g), ctx.grid, 0)
         gsrc = None
         if ctx.needs_input_grad[1]:
-            gsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
-            gsrc[ctx.crop] = g[ctx.grid]
+            gsrc = put(np.zeros_like(g, shape=ctx.src_shape), ctx.crop, g[ctx.grid])
         return gx, gsrc
 
 
@@ -178,6 +178,8 @@ class ScatterAdd(ArrayFunction):
     """y = x, then y[i0, .., index[i0, .., ik], .., ik] += src[i0, .., ik] (duplicates add).
     y is x plus a sum of src elements: dL/dx = g, and dL/dsrc = a gather of g."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, src, index=None, dim=0):
         ctx.grid, ctx.src_shape, ctx.crop = _grid(index, dim), src.shape, _crop(index.shape)
@@ -187,9 +189,7 @@ class ScatterAdd(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        gsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
-        gsrc[ctx.crop] = g[ctx.grid]
-        return g, gsrc
+        return g, put(np.zeros_like(g, shape=ctx.src_shape), ctx.crop, g[ctx.grid])
 
 
 def scatter_add(input, dim, index, src):

@@ -16,7 +16,12 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..autograd import ArrayFunction, accumulation_dtype
 from ..tensor import Tensor, _adopt
 from .einsum import einsum
-from .movement import canonical_dim, canonical_dims, infer_shape
+from .movement import canonical_dim, canonical_dims, infer_shape, put
+
+
+def _dim_first(shape: tuple, dim: int) -> tuple:
+    """``shape`` with axis ``dim`` moved to the front (np.moveaxis(x, dim, 0)'s shape)."""
+    return (shape[dim],) + shape[:dim] + shape[dim + 1:]
 
 
 def _tensor(x, op: str) -> Tensor:
@@ -62,6 +67,8 @@ class Triangle(ArrayFunction):
     y[..., i, j] = x[..., i, j] where j - i <= k (triu: j - i >= k), else 0.
     A kept element is copied once, the rest are constants: dL/dx = tril(g, k) (triu(g, k))."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, diagonal=0, upper=False):
         ctx.k, ctx.keep = diagonal, (np.triu if upper else np.tril)
@@ -91,6 +98,8 @@ triu = _triangle("triu")
 class Roll(ArrayFunction):
     """y = roll(x, shifts, dims): y[i + s mod n] = x[i] along each rolled axis (dims=None: the
     flattened tensor). A permutation: dL/dx = roll(g, -shifts, dims)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, shifts=(), dims=None):
@@ -125,6 +134,8 @@ def roll(input, shifts, dims=None):
 
 class Flip(ArrayFunction):
     """y = x reversed along ``dims``. Its own inverse: dL/dx = flip(g, dims)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, dims=()):
@@ -192,6 +203,8 @@ class Diagonal(ArrayFunction):
     Each diagonal element is copied once, the others unused: dL/dx = zeros with g written
     onto that diagonal (DiagEmbed's forward)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, offset=0, dim1=0, dim2=1):
         ctx.shape, ctx.offset, ctx.dims = x.shape, offset, (dim1, dim2)
@@ -199,17 +212,19 @@ class Diagonal(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        out = np.zeros(ctx.shape, dtype=g.dtype)
-        planes = np.moveaxis(out, ctx.dims, (-2, -1))   # a view: writes land in out
-        rows, cols = _diagonal_positions(g.shape[-1], ctx.offset)
-        planes[..., rows, cols] = g
-        return out
+        d1, d2 = ctx.dims   # zero planes with the (dim1, dim2) axes last, g on their diagonal
+        shape = tuple(n for i, n in enumerate(ctx.shape) if i not in ctx.dims) + (ctx.shape[d1], ctx.shape[d2])
+        rows, cols = _diagonal_positions(np.shape(g)[-1], ctx.offset)
+        planes = put(np.zeros_like(g, shape=shape), (Ellipsis, rows, cols), g)
+        return np.moveaxis(planes, (-2, -1), ctx.dims)
 
 
 class DiagEmbed(ArrayFunction):
     """y = matrices in the (dim1, dim2) planes whose ``offset`` diagonal is x's last axis,
     zeros elsewhere: y[..., r_k, c_k] = x[..., k].
     The inverse of Diagonal: dL/dx = the ``offset`` diagonal of g."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, offset=0, dim1=0, dim2=1):
@@ -265,6 +280,8 @@ class Repeat(ArrayFunction):
     Each x element feeds r copies: dL/dx = g viewed as (r0, s0, r1, s1, ...), summed over
     the r axes."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, sizes=()):
         padded = (1,) * (len(sizes) - x.ndim) + x.shape
@@ -274,9 +291,9 @@ class Repeat(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         split = tuple(n for pair in zip(ctx.sizes, ctx.padded) for n in pair)
-        summed = g.reshape(split).sum(axis=tuple(range(0, len(split), 2)),
-                                      dtype=accumulation_dtype(g.dtype))
-        return summed.reshape(ctx.in_shape).astype(g.dtype, copy=False)
+        dt = np.result_type(g)
+        summed = np.sum(np.reshape(g, split), axis=tuple(range(0, len(split), 2)), dtype=accumulation_dtype(dt))
+        return np.astype(np.reshape(summed, ctx.in_shape), dt, copy=False)
 
 
 def repeat(input, *sizes, **kwargs):
@@ -302,6 +319,8 @@ class RepeatInterleave(ArrayFunction):
     y[j] = x[src[j]] with src = [0]*r0 + [1]*r1 + ...
     dL/dx[i] = the sum of g[j] over the r_i positions j with src[j] = i (a scatter-add)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, repeats=1, dim=0):
         ctx.shape, ctx.dim = x.shape, dim
@@ -310,9 +329,9 @@ class RepeatInterleave(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        out = np.zeros(ctx.shape, dtype=g.dtype)
-        np.add.at(np.moveaxis(out, ctx.dim, 0), ctx.src, np.moveaxis(g, ctx.dim, 0))
-        return out
+        rows = put(np.zeros_like(g, shape=_dim_first(ctx.shape, ctx.dim)), ctx.src, np.moveaxis(g, ctx.dim, 0),
+                   accumulate=True)
+        return np.moveaxis(rows, 0, ctx.dim)
 
 
 def _repeats_array(repeats, op):
@@ -365,6 +384,8 @@ class Unfold(ArrayFunction):
     w*step + j = i — added window offset by window offset (for one offset j the positions
     w*step + j are distinct)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, dim=0, size=1, step=1):
         ctx.shape, ctx.dim, ctx.step = x.shape, dim, step
@@ -373,13 +394,12 @@ class Unfold(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        out = np.zeros(ctx.shape, dtype=g.dtype)
-        acc = np.moveaxis(out, ctx.dim, 0)
+        acc = np.zeros_like(g, shape=_dim_first(ctx.shape, ctx.dim))
         gw = np.moveaxis(g, ctx.dim, 0)            # (windows, ..., size)
-        count, step = gw.shape[0], ctx.step
-        for j in range(g.shape[-1]):
-            acc[j:j + step * (count - 1) + 1:step] += gw[..., j]
-        return out
+        count, step = np.shape(gw)[0], ctx.step
+        for j in range(np.shape(g)[-1]):
+            acc = put(acc, slice(j, j + step * (count - 1) + 1, step), gw[..., j], accumulate=True)
+        return np.moveaxis(acc, 0, ctx.dim)
 
 
 def unfold(input, dimension, size, step):

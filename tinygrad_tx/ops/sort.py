@@ -122,6 +122,8 @@ class MedianAll(ArrayFunction):
     gradient evenly, so do we: dL/dx = g · [x == y] / count(x == y) (the NaN positions
     when y is NaN)."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         flat = x.reshape(-1)
@@ -138,7 +140,7 @@ class MedianAll(ArrayFunction):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         hit = np.isnan(x) if np.isnan(y) else x == y
-        return hit * (g / np.count_nonzero(hit)).astype(x.dtype)
+        return hit * (g / np.count_nonzero(hit))
 
 
 def median(s, dim=None, keepdim=False):
