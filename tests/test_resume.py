@@ -206,6 +206,18 @@ def cli_argv(corpus, out, steps=12, extra=()):
             "--warmup-steps", "3", "--out", str(out), *extra]
 
 
+@pytest.fixture()
+def interactive_sigint():
+    """pytest started as a shell's background job (or under nohup) inherits an ignored SIGINT, and
+    StopSignals keeps an ignored signal ignored (test_stop_signals_keep_an_ignored_signal_ignored),
+    so an in-process SIGINT test would see no stop: these tests want the interactive case, Python's
+    own SIGINT handler, whatever the harness left."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("interactive_sigint")
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_during_training_saves_and_prints_the_resume_command(tmp_path, corpus, capsys, monkeypatch, signum,
                                                                      status):
@@ -241,6 +253,7 @@ def test_signal_during_training_saves_and_prints_the_resume_command(tmp_path, co
     assert load_history(out) == load_history(tmp_path / "full.safetensors")
 
 
+@pytest.mark.usefixtures("interactive_sigint")
 def test_sigint_during_start_up_is_one_line_and_130(tmp_path, corpus, capsys, monkeypatch):
     from tinygrad_tx.training import gpt
     real_init = gpt.GPTTask.__init__
@@ -252,6 +265,16 @@ def test_sigint_during_start_up_is_one_line_and_130(tmp_path, corpus, capsys, mo
     assert cli.main(cli_argv(corpus, tmp_path / "m.safetensors")) == 130
     assert capsys.readouterr().err == "tinygrad-tx: interrupted (SIGINT)\n"
     assert not (tmp_path / "m.safetensors").exists()
+
+
+def test_in_process_sigint_tests_pass_when_the_harness_ignores_sigint():
+    """Regression: run as a background job (SIGINT ignored), the two in-process SIGINT tests
+    failed (training ran to the end, status 0 instead of 130)."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           f"{__file__}::test_sigint_during_start_up_is_one_line_and_130"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert proc.returncode == 0, proc.stdout[-2000:]
 
 
 def test_library_fit_installs_no_handlers(corpus):
