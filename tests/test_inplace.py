@@ -129,9 +129,18 @@ def test_inplace_matches_torch(name, dtype, seed):
     inputs = [rng.standard_normal(s) for s in shapes]
     if name == "augmented assignment":
         inputs[1] = np.sign(inputs[1]) * (np.abs(inputs[1]) + 0.5)
+    if name == "setitem mask":   # x > 0 picks what v writes: an x of one sign (2 in 1,024 draws, seed
+        x = inputs[0]            # 62) makes x's or v's reference gradient all zero, a blind check
+        x.flat[:2] = np.abs(x.flat[:2]) * [1, -1]
     ours, theirs = both(f)
     zero_ok = (0, 1) if name in ("fill_/zero_/copy_", "setitem into a buffer") else ()
     check_parity("inplace " + name, ours, theirs, inputs, dtype, seed=seed, allow_zero_grad=zero_ok)
+
+
+def test_inplace_setitem_mask_draw_is_never_blind():
+    """Regression (dev profile, test_inplace_matches_torch[setitem mask-f64]): seed 62 drew every x
+    <= 0, so nothing was written and v's reference gradient was all zero (the kit refused it)."""
+    test_inplace_matches_torch.hypothesis.inner_test("setitem mask", np.float64, 62)
 
 
 def test_copy_slices_finite_differences():
