@@ -1,200 +1,197 @@
-"""``torch.autograd.functional``: ``jacobian``, ``hessian``, ``vjp``, ``jvp``, ``hvp``, ``vhp``.
+"""``torch.autograd.functional``: ``vjp``, ``jvp``, ``jacobian``, ``hessian``, ``vhp``, ``hvp``.
 
-Each is a few calls of :func:`~tinygrad_tx.autograd.grad`, written as torch writes them (the
-structure of inputs and outputs -- a Tensor or a tuple, and tuples of tuples for Jacobians of
-several outputs by several inputs -- and the ``strict`` errors are torch's):
+All six are a few reverse passes (:func:`~tinygrad_tx.autograd.grad`) around a function ``f``:
 
-* ``vjp``: one reverse pass, vᵀJ;
-* ``jvp``: J·v by the *double-backward trick*: g(u) = uᵀJ is linear in u, so its own vjp with v,
-  d⟨g(u), v⟩/du = J·v, needs no forward mode;
-* ``jacobian``: one reverse pass per output element (``vectorize`` and the forward-mode strategy
-  are accepted and compute the same rows);
-* ``hessian``: the Jacobian of the Jacobian (the inner one with ``create_graph=True``);
-* ``vhp`` / ``hvp``: vᵀH by differentiating the gradient once more; H·v by the trick again
-  (the same numbers for the symmetric Hessians of smooth functions).
+* ``vjp(f, x, v)``  = vᵀ·J                one reverse pass through ``f``;
+* ``jvp(f, x, v)``  = J·v                 the *double-backward trick*: u ↦ uᵀJ is linear in u,
+  so the gradient of ⟨uᵀJ, v⟩ with respect to u is J·v -- no forward mode needed;
+* ``jacobian(f, x)``                      one reverse pass per output element (a row of J);
+* ``hessian(f, x)``                       the Jacobian of the gradient (recorded: create_graph);
+* ``vhp(f, x, v)``  = vᵀ·H                the gradient of ⟨∇f, v⟩;
+* ``hvp(f, x, v)``  = H·v                 the double-backward trick on ∇f (equal to vᵀH for
+  the symmetric Hessian of a smooth f).
 
-Adapted from PyTorch's ``torch/autograd/functional.py`` (BSD-style licence).
+Inputs and outputs keep torch's shapes: a Tensor in gives a Tensor out, a tuple gives a tuple
+(and a Jacobian of several outputs by several inputs is a tuple of tuples). Without
+``create_graph`` the results are detached; ``strict=True`` raises where a result would be
+independent of an input (torch's messages). Differentiating twice needs every op on the way
+to be twice differentiable (``dispatch.py``).
 """
 from __future__ import annotations
 
 from .api import grad as _grad
-from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from .grad_mode import enable_grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 
-def _as_tuple(inp, arg_name, fn_name):
-    is_tuple = isinstance(inp, tuple)
-    if not is_tuple:
-        inp = (inp,)
-    for i, el in enumerate(inp):
-        if not isinstance(el, Tensor):
-            where = f" value at index {i}" if is_tuple else f" given {arg_name}"
-            raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but "
-                            f"the{where} has type {type(el)}.")
-    return is_tuple, inp
+# --------------------------------------------------------------------------- arguments
+
+def _tensors(value, what, fn):
+    """``(was_a_tuple, tuple_of_tensors)`` for a Tensor or a tuple of Tensors."""
+    packed = isinstance(value, tuple)
+    items = value if packed else (value,)
+    for i, t in enumerate(items):
+        if not isinstance(t, Tensor):
+            where = f" value at index {i}" if packed else f" given {what}"
+            raise TypeError(f"The {what} given to {fn} must be either a Tensor or a tuple of Tensors but "
+                            f"the{where} has type {type(t)}.")
+    return packed, items
 
 
-def _tuple_postprocess(res, to_unpack):
-    if isinstance(to_unpack, tuple):
-        if not to_unpack[1]:
-            res = tuple(el[0] for el in res)
-        if not to_unpack[0]:
-            res = res[0]
-    elif not to_unpack:
-        res = res[0]
-    return res
+def _unpack(packed, items):
+    return items if packed else items[0]
 
 
-def _grad_preprocess(inputs, create_graph, need_graph):
-    """Fresh Tensors to differentiate with respect to: with create_graph an input that requires
-    grad stays connected to its history (an alias); otherwise a detached copy of the reference."""
-    return tuple(inp.view_as(inp) if create_graph and inp.requires_grad else inp.detach().requires_grad_(need_graph)
-                 for inp in inputs)
+def _differentiable_copies(inputs, create_graph):
+    """The points to differentiate at: with ``create_graph`` an input keeps its history (so the
+    result can be differentiated with respect to what made it); otherwise a detached copy."""
+    return tuple(x.view_as(x) if create_graph and x.requires_grad else x.detach().requires_grad_(True)
+                 for x in inputs)
 
 
-def _grad_postprocess(inputs, create_graph):
-    if isinstance(inputs[0], Tensor):
-        return inputs if create_graph else tuple(inp.detach() for inp in inputs)
-    return tuple(_grad_postprocess(inp, create_graph) for inp in inputs)
-
-
-def _validate_v(v, other, is_other_tuple):
-    if len(other) != len(v):
-        if is_other_tuple:
-            raise RuntimeError(f"v is a tuple of invalid length: should be {len(other)} but got {len(v)}.")
+def _vectors(v, like, like_packed, fn, create_graph):
+    """``v`` checked against ``like`` (same count and shapes), as a tuple of Tensors."""
+    _, v = _tensors(v, "v", fn)
+    v = tuple(t if create_graph else t.detach() for t in v)
+    if len(v) != len(like):
+        if like_packed:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got {len(v)}.")
         raise RuntimeError("The given v should contain a single Tensor.")
-    for idx, (el_v, el_other) in enumerate(zip(v, other)):
-        if el_v.shape != el_other.shape:
-            prepend = f"Entry {idx} in " if is_other_tuple else ""
-            raise RuntimeError(f"{prepend}v has invalid size: should be {el_other.size()} but got {el_v.size()}.")
-
-
-_STRICT_NO_GRAD = {
-    "hessian": ("The hessian of the user-provided function with respect to input {i} is independent of the input. "
-                "This is not allowed in strict mode. You should ensure that your function is thrice differentiable "
-                "and that the hessian depends on the inputs."),
-    "jacobian": ("While computing the hessian, found that the jacobian of the user-provided function with respect to "
-                 "input {i} is independent of the input. This is not allowed in strict mode. You should ensure that "
-                 "your function is twice differentiable and that the jacobian depends on the inputs (this would be "
-                 "violated by a linear function for example)."),
-    "grad_inputs": ("The gradient with respect to input {i} is independent of the inputs of the user-provided "
-                    "function. This is not allowed in strict mode."),
-    "outputs": ("Output {i} of the user-provided function does not require gradients. The outputs must be computed "
-                "in a differentiable manner from the input when running in strict mode."),
-}
-
-
-def _check_requires_grad(inputs, input_type, strict):
-    if not strict:
-        return
-    for i, inp in enumerate(inputs):
-        if inp is None:
-            raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This is not "
-                               "allowed in strict mode.")
-        if not inp.requires_grad:
-            raise RuntimeError(_STRICT_NO_GRAD[input_type].format(i=i))
-
-
-def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
-    """``grad`` over the outputs that require grad, None for every input when none does."""
-    if grad_outputs is None:
-        grad_outputs = (None,) * len(outputs)
-    kept = [(o, g) for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
-    if not kept:
-        return (None,) * len(inputs)
-    return _grad([o for o, _ in kept], inputs, [g for _, g in kept], allow_unused=True,
-                 create_graph=create_graph, retain_graph=retain_graph)
-
-
-_STRICT_NONE = {
-    "back": "The output of the user-provided function is independent of input {i}. This is not allowed in strict mode.",
-    "back_trick": ("The gradient with respect to the input is independent of entry {i} in the grad_outputs when using "
-                   "the double backward trick to compute forward mode gradients. This is not allowed in strict mode."),
-    "double_back": ("The jacobian of the user-provided function is independent of input {i}. This is not allowed in "
-                    "strict mode."),
-    "double_back_trick": ("The hessian of the user-provided function is independent of entry {i} in the grad_jacobian. "
-                          "This is not allowed in strict mode as it prevents from using the double backward trick to "
-                          "replace forward mode AD."),
-}
-
-
-def _fill_in_zeros(grads, refs, strict, create_graph, stage):
-    res = ()
-    for i, g in enumerate(grads):
-        if g is None:
-            if strict:
-                raise RuntimeError(_STRICT_NONE[stage].format(i=i))
-            g = _tg().zeros_like(refs[i])
-        elif strict and create_graph and not g.requires_grad:
-            what = "hessian" if "double" in stage else "jacobian"
-            raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. This is not "
-                               "allowed in strict mode when create_graph=True.")
-        res += (g,)
-    return res
-
-
-def _single_element_v(v, inputs, is_tuple, create_graph, what):
-    if v is not None:
-        _, v = _as_tuple(v, "v", what)
-        v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-        _validate_v(v, inputs, is_tuple)
-    elif len(inputs) != 1 or inputs[0].numel() != 1:
-        raise RuntimeError("The vector v can only be None if the input to the user-provided function is a single "
-                           "Tensor with a single element.")
+    for i, (a, b) in enumerate(zip(v, like)):
+        if a.shape != b.shape:
+            where = f"Entry {i} in " if like_packed else ""
+            raise RuntimeError(f"{where}v has invalid size: should be {b.size()} but got {a.size()}.")
     return v
 
 
-def _last_pass(outputs, is_outputs_tuple, of, wrt, v, refs, stage, is_result_tuple, create_graph, strict):
-    """The closing ``grad(of, wrt, v)`` of vjp/jvp/vhp/hvp (recorded only with create_graph), its
-    missing entries filled with zeros shaped as ``refs``; returns ``(outputs, result)`` shaped as torch's."""
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(of, wrt, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, refs, strict, create_graph, stage)
-    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
-            _tuple_postprocess(_grad_postprocess(result, create_graph), is_result_tuple))
+def _single_element_default(v, inputs, packed, fn, create_graph):
+    if v is not None:
+        return _vectors(v, inputs, packed, fn, create_graph)
+    if len(inputs) != 1 or inputs[0].numel() != 1:
+        raise RuntimeError("The vector v can only be None if the input to the user-provided function is a single "
+                           "Tensor with a single element.")
+    return None
 
+
+def _outputs(func, inputs, fn, strict):
+    packed, outs = _tensors(func(*inputs), "outputs of the user-provided function", fn)
+    if strict:
+        for i, o in enumerate(outs):
+            if not o.requires_grad:
+                raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The "
+                                   "outputs must be computed in a differentiable manner from the input when running "
+                                   "in strict mode.")
+    return packed, outs
+
+
+def _scalar_output(func, inputs, fn, strict):
+    packed, outs = _outputs(func, inputs, fn, strict)
+    if packed:
+        raise RuntimeError(f"The function given to {fn} should return a single Tensor")
+    if outs[0].numel() != 1:
+        raise RuntimeError(f"The Tensor returned by the function given to {fn} should contain a single element")
+    return outs[0]
+
+
+# --------------------------------------------------------------------------- one reverse pass
+
+def _reverse(outputs, wrt, cotangents, create_graph):
+    """grad(outputs, wrt, cotangents) over the outputs that require grad; None per ``wrt`` that
+    no gradient reaches (and for all of them when no output requires grad)."""
+    if cotangents is None:
+        cotangents = (None,) * len(outputs)
+    live = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
+    if not live:
+        return (None,) * len(wrt)
+    return _grad([o for o, _ in live], list(wrt), [c for _, c in live], retain_graph=True,
+                 create_graph=create_graph, allow_unused=True)
+
+
+def _zeros_where_missing(grads, like, strict, missing_message, create_graph, independent_message=None):
+    """Replace a missing gradient by zeros (or raise in strict mode)."""
+    out = []
+    for i, (g, x) in enumerate(zip(grads, like)):
+        if g is None:
+            if strict:
+                raise RuntimeError(missing_message.format(i=i))
+            g = _tg().zeros_like(x)
+        elif strict and create_graph and independent_message and not g.requires_grad:
+            raise RuntimeError(independent_message.format(i=i))
+        out.append(g)
+    return tuple(out)
+
+
+def _result(values, create_graph):
+    return tuple(v if create_graph else v.detach() for v in values)
+
+
+def _strict_needs_grad(values, message, strict):
+    if strict:
+        for i, v in enumerate(values):
+            if v is None or not v.requires_grad:
+                raise RuntimeError(message.format(i=i))
+
+
+_INDEPENDENT = ("The output of the user-provided function is independent of input {i}. This is not allowed in "
+                "strict mode.")
+_JAC_ALONE = ("The jacobian of the user-provided function is independent of input {i}. This is not allowed in "
+              "strict mode when create_graph=True.")
+_HESS_ALONE = ("The hessian of the user-provided function is independent of input {i}. This is not allowed in "
+               "strict mode when create_graph=True.")
+
+
+# --------------------------------------------------------------------------- the six products
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
-    """``(func(inputs), vᵀ·J)``: the vector-Jacobian product at ``inputs``."""
+    """``(func(inputs), vᵀ·J)``: one reverse pass with cotangent ``v`` (``v`` may be omitted when
+    ``func`` returns one element)."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "vjp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, outputs, is_outputs_tuple)
-        elif len(outputs) != 1 or outputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the user-provided function returns a single Tensor "
-                               "with a single element.")
-    return _last_pass(outputs, is_outputs_tuple, outputs, inputs, v, inputs, "back", is_inputs_tuple,
-                      create_graph, strict)
+        in_packed, xs = _tensors(inputs, "inputs", "vjp")
+        xs = _differentiable_copies(xs, create_graph)
+        out_packed, outs = _outputs(func, xs, "vjp", strict)
+        v = _vectors(v, outs, out_packed, "vjp", create_graph) if v is not None else _v_for_scalar_output(outs)
+        grads = _reverse(outs, xs, v, create_graph)
+        grads = _zeros_where_missing(grads, xs, strict, _INDEPENDENT, create_graph, _JAC_ALONE)
+    return _unpack(out_packed, _result(outs, create_graph)), _unpack(in_packed, _result(grads, create_graph))
+
+
+def _v_for_scalar_output(outs):
+    if len(outs) != 1 or outs[0].numel() != 1:
+        raise RuntimeError("The vector v can only be None if the user-provided function returns a single Tensor "
+                           "with a single element.")
+    return None
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
-    """``(func(inputs), J·v)``: the Jacobian-vector product, by the double-backward trick."""
+    """``(func(inputs), J·v)`` by the double-backward trick: with u a zero cotangent that requires
+    grad, g(u) = grad(func(x), x, u) = uᵀJ is recorded; grad(g, u, v) = J·v."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _single_element_v(v, inputs, is_inputs_tuple, create_graph, "jvp")
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
-        # g(u) = uᵀJ, recorded: it is linear in u, and its vjp with v is J·v
-        grad_outputs = tuple(_tg().zeros_like(out, requires_grad=True) for out in outputs)
-        grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
-        _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    return _last_pass(outputs, is_outputs_tuple, grad_inputs, grad_outputs, v, outputs, "back_trick",
-                      is_outputs_tuple, create_graph, strict)
+        in_packed, xs = _tensors(inputs, "inputs", "jvp")
+        xs = _differentiable_copies(xs, create_graph)
+        v = _single_element_default(v, xs, in_packed, "jvp", create_graph)
+        out_packed, outs = _outputs(func, xs, "jvp", strict)
+        us = tuple(_tg().zeros_like(o, requires_grad=True) for o in outs)
+        g_of_u = _reverse(outs, xs, us, create_graph=True)
+        _strict_needs_grad(g_of_u, "The gradient with respect to input {i} is independent of the inputs of the "
+                           "user-provided function. This is not allowed in strict mode.", strict)
+        live = [(g, vi) for g, vi in zip(g_of_u, v if v is not None else (None,) * len(g_of_u)) if g is not None]
+        if live:
+            jv = _grad([g for g, _ in live], list(us), [vi for _, vi in live], create_graph=create_graph,
+                       allow_unused=True, retain_graph=True)
+        else:
+            jv = (None,) * len(us)
+        jv = _zeros_where_missing(jv, outs, strict, "The gradient with respect to the input is independent of entry "
+                                  "{i} in the grad_outputs when using the double backward trick to compute forward "
+                                  "mode gradients. This is not allowed in strict mode.", create_graph, _JAC_ALONE)
+    return _unpack(out_packed, _result(outs, create_graph)), _unpack(out_packed, _result(jv, create_graph))
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
-    """The Jacobian of ``func`` at ``inputs``: for output i and input j a Tensor of shape
-    ``outputs[i].shape + inputs[j].shape``; a Tensor, a tuple, or a tuple of tuples as torch's.
-    ``vectorize=True`` and ``strategy="forward-mode"`` give the same numbers, computed row by row."""
+    """The Jacobian at ``inputs``: for output i and input j, a Tensor of shape
+    ``outputs[i].shape + inputs[j].shape`` whose row r is the gradient of output element r (one
+    reverse pass each). ``vectorize=True`` computes the same rows one by one; forward mode is not
+    available (``strategy="forward-mode"`` raises as torch does without ``vectorize``)."""
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
                              'function has more outputs than inputs, "forward-mode" tends to be more performant. '
@@ -211,108 +208,119 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
                            "supported together. Please either set `strict=False` or `vectorize=False`.")
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jacobian")
-        _check_requires_grad(outputs, "outputs", strict=strict)
-        jac = ()
-        for i, out in enumerate(outputs):
-            rows = tuple([] for _ in inputs)
+        in_packed, xs = _tensors(inputs, "inputs", "jacobian")
+        xs = _differentiable_copies(xs, create_graph)
+        out_packed, outs = _outputs(func, xs, "jacobian", strict)
+        blocks = []
+        for i, out in enumerate(outs):
+            rows = [[] for _ in xs]
             flat = out.reshape(-1)
-            for j in range(out.numel()):
-                vj = _autograd_grad((flat[j],), inputs, retain_graph=True, create_graph=create_graph)
-                for k, (rows_k, vj_k, inp) in enumerate(zip(rows, vj, inputs)):
-                    if vj_k is not None:
-                        if strict and create_graph and not vj_k.requires_grad:
-                            raise RuntimeError(f"The jacobian of the user-provided function is independent of input "
-                                               f"{i}. This is not allowed in strict mode when create_graph=True.")
-                        rows_k.append(vj_k)
-                    else:
+            for r in range(out.numel()):
+                grads = _reverse((flat[r],), xs, None, create_graph)
+                for j, g in enumerate(grads):
+                    if g is None:
                         if strict:
                             raise RuntimeError(f"Output {i} of the user-provided function is independent of input "
-                                               f"{k}. This is not allowed in strict mode.")
-                        rows_k.append(_tg().zeros_like(inp))
-            jac += (tuple(_stack_rows(rows_k, tuple(out.shape) + tuple(inputs[k].shape), inputs[k])
-                          for k, rows_k in enumerate(rows)),)
-        jac = _grad_postprocess(jac, create_graph)
-        return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
+                                               f"{j}. This is not allowed in strict mode.")
+                        g = _tg().zeros_like(xs[j])
+                    elif strict and create_graph and not g.requires_grad:
+                        raise RuntimeError(_JAC_ALONE.format(i=i))
+                    rows[j].append(g)
+            blocks.append(tuple(_rows_to_block(rows[j], out, xs[j], create_graph) for j in range(len(xs))))
+    blocks = [_unpack(in_packed, b) for b in blocks]
+    return tuple(blocks) if out_packed else blocks[0]
 
 
-def _stack_rows(rows, shape, inp):
+def _rows_to_block(rows, out, x, create_graph):
+    shape = tuple(out.shape) + tuple(x.shape)
     if not rows:   # an output with no elements
-        return _tg().zeros(shape, dtype=inp.dtype)
-    return _tg().stack(rows, dim=0).reshape(shape)
+        return _tg().zeros(shape, dtype=x.dtype)
+    block = _tg().stack(rows, dim=0).reshape(shape)
+    return block if create_graph else block.detach()
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
-    """The Hessian of the scalar function ``func`` at ``inputs``: for inputs i, j a Tensor of shape
-    ``inputs[i].shape + inputs[j].shape`` (a Tensor for one input, a tuple of tuples for several)."""
-    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
+    """The Hessian of the scalar function ``func`` at ``inputs``: the Jacobian of its gradient; for
+    inputs i, j a Tensor of shape ``inputs[i].shape + inputs[j].shape`` (a Tensor for one input,
+    a tuple of tuples for several)."""
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+    in_packed, xs = _tensors(inputs, "inputs", "hessian")
 
-    def ensure_single_output_function(*inp):
-        out = func(*inp)
-        is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
-        _check_requires_grad(t_out, "outputs", strict=strict)
-        if is_out_tuple or not isinstance(out, Tensor):
-            raise RuntimeError("The function given to hessian should return a single Tensor")
-        if out.numel() != 1:
-            raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
-        return out.squeeze()
+    def gradient(*points):
+        with enable_grad():
+            y = _scalar_output(func, points, "hessian", strict).reshape(())
+            grads = _reverse((y,), points, None, create_graph=True)
+            if strict:
+                for i, g in enumerate(grads):
+                    if g is None or not g.requires_grad:
+                        raise RuntimeError(f"While computing the hessian, found that the jacobian of the user-provided "
+                                           f"function with respect to input {i} is independent of the input. This is "
+                                           "not allowed in strict mode. You should ensure that your function is twice "
+                                           "differentiable and that the jacobian depends on the inputs (this would be "
+                                           "violated by a linear function for example).")
+            grads = tuple(_tg().zeros_like(p) if g is None else g for g, p in zip(grads, points))
+            return grads
 
-    def jac_func(*inp):
-        if outer_jacobian_strategy == "forward-mode":
-            inp = tuple(t.requires_grad_(True) for t in inp)
-        jac = jacobian(ensure_single_output_function, inp, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
-        return jac
-
-    res = jacobian(jac_func, inputs, create_graph=create_graph, strict=strict, vectorize=vectorize,
-                   strategy=outer_jacobian_strategy)
-    return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
-
-
-def _scalar_function_outputs(func, inputs, what, strict):
-    outputs = func(*inputs)
-    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", what)
-    _check_requires_grad(outputs, "outputs", strict=strict)
-    if is_outputs_tuple or not isinstance(outputs[0], Tensor):
-        raise RuntimeError(f"The function given to {what} should return a single Tensor")
-    if outputs[0].numel() != 1:
-        raise RuntimeError(f"The Tensor returned by the function given to {what} should contain a single element")
-    return is_outputs_tuple, outputs
+    h = jacobian(gradient, xs, create_graph=create_graph, strict=strict, vectorize=vectorize,
+                 strategy=outer_jacobian_strategy)
+    if in_packed:
+        return h
+    return h[0][0]
 
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
-    """``(func(inputs), vᵀ·H)``: the vector-Hessian product of a scalar function."""
+    """``(func(inputs), vᵀ·H)``: the gradient of ⟨∇func, v⟩ (func returns one element)."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _single_element_v(v, inputs, is_inputs_tuple, create_graph, "vhp")
-        is_outputs_tuple, outputs = _scalar_function_outputs(func, inputs, "vhp", strict)
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
-    return _last_pass(outputs, is_outputs_tuple, jac, inputs, v, inputs, "double_back", is_inputs_tuple,
-                      create_graph, strict)
+        in_packed, xs = _tensors(inputs, "inputs", "vhp")
+        xs = _differentiable_copies(xs, create_graph)
+        v = _single_element_default(v, xs, in_packed, "vhp", create_graph)
+        y = _scalar_output(func, xs, "vhp", strict)
+        grads = _reverse((y,), xs, None, create_graph=True)
+        _strict_needs_grad(grads, "While computing the hessian, found that the jacobian of the user-provided "
+                           "function with respect to input {i} is independent of the input. This is not allowed "
+                           "in strict mode. You should ensure that your function is twice differentiable and that "
+                           "the jacobian depends on the inputs (this would be violated by a linear function for "
+                           "example).", strict)
+        live = [(g, vi) for g, vi in zip(grads, v if v is not None else (None,) * len(grads)) if g is not None]
+        res = (_grad([g for g, _ in live], list(xs), [vi for _, vi in live], create_graph=create_graph,
+                     allow_unused=True, retain_graph=True) if live and any(g.requires_grad for g, _ in live)
+               else (None,) * len(xs))
+        res = _zeros_where_missing(res, xs, strict, "The jacobian of the user-provided function is independent of "
+                                   "input {i}. This is not allowed in strict mode.", create_graph, _HESS_ALONE)
+    return _result((y,), create_graph)[0], _unpack(in_packed, _result(res, create_graph))
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
-    """``(func(inputs), H·v)``: the Hessian-vector product of a scalar function (the
-    double-backward trick on its gradient)."""
+    """``(func(inputs), H·v)``: the double-backward trick on ∇func: with u a zero cotangent that
+    requires grad, grad(∇func, x, u) = uᵀH is recorded; grad(uᵀH, u, v) = H·v."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _single_element_v(v, inputs, is_inputs_tuple, create_graph, "hvp")
-        is_outputs_tuple, outputs = _scalar_function_outputs(func, inputs, "hvp", strict)
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
-        grad_jac = tuple(_tg().zeros_like(inp, requires_grad=True) for inp in inputs)
-        double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
-        _check_requires_grad(jac, "hessian", strict=strict)
-    return _last_pass(outputs, is_outputs_tuple, double_back, grad_jac, v, inputs, "double_back_trick",
-                      is_inputs_tuple, create_graph, strict)
+        in_packed, xs = _tensors(inputs, "inputs", "hvp")
+        xs = _differentiable_copies(xs, create_graph)
+        v = _single_element_default(v, xs, in_packed, "hvp", create_graph)
+        y = _scalar_output(func, xs, "hvp", strict)
+        grads = _reverse((y,), xs, None, create_graph=True)
+        _strict_needs_grad(grads, "While computing the hessian, found that the jacobian of the user-provided "
+                           "function with respect to input {i} is independent of the input. This is not allowed "
+                           "in strict mode. You should ensure that your function is twice differentiable and that "
+                           "the jacobian depends on the inputs (this would be violated by a linear function for "
+                           "example).", strict)
+        us = tuple(_tg().zeros_like(x, requires_grad=True) for x in xs)
+        live = [(g, u) for g, u in zip(grads, us) if g is not None and g.requires_grad]
+        u_h = (_grad([g for g, _ in live], list(xs), [u for _, u in live], create_graph=True, allow_unused=True,
+                     retain_graph=True) if live else (None,) * len(xs))
+        _strict_needs_grad(u_h, "The hessian of the user-provided function with respect to input {i} is independent "
+                           "of the input. This is not allowed in strict mode. You should ensure that your function "
+                           "is thrice differentiable and that the hessian depends on the inputs.", strict)
+        live = [(h, vi) for h, vi in zip(u_h, v if v is not None else (None,) * len(u_h))
+                if h is not None and h.requires_grad]
+        res = (_grad([h for h, _ in live], list(us), [vi for _, vi in live], create_graph=create_graph,
+                     allow_unused=True, retain_graph=True) if live else (None,) * len(us))
+        res = _zeros_where_missing(res, xs, strict, "The hessian of the user-provided function is independent of "
+                                   "entry {i} in the grad_jacobian. This is not allowed in strict mode as it prevents "
+                                   "from using the double backward trick to replace forward mode AD.", create_graph,
+                                   _HESS_ALONE)
+    return _result((y,), create_graph)[0], _unpack(in_packed, _result(res, create_graph))
 
 
 def _tg():
