@@ -3,7 +3,14 @@
 * every line of a ```bash block is run as a command (``tinygrad-tx`` falls back to
   ``python -m tinygrad_tx`` when the console script is not on PATH) and must exit 0;
 * every ```python block is run with this interpreter and must exit 0;
-* a ```text block right after one of those lists lines its output must contain;
+* a ```text block after one of those (prose may stand between, another code block may not)
+  lists lines its output must contain;
+* every number the prose of docs/tour.md quotes from an output (a decimal such as ``5.138``
+  or ``2.351``, a count of graph nodes such as "33 nodes" or "four graph nodes", "N times")
+  must be printed by a block of its own section, rounded as the prose rounds it, unless
+  ``NOT_PRINTED`` says where it comes from instead; the numbers quoted from the long runs
+  behind the pictures are in ``LONG_RUNS`` and checked against those runs when
+  ``TINYGRAD_TX_DOCS_LONG=1`` (about a minute of CPU);
 * every ``path``, ``function`` reference (a backticked repository path followed by a
   backticked name) must name a file that exists and a def/class in it, and every image
   must exist;
@@ -41,10 +48,85 @@ def code_blocks(text: str):
         if lang not in ("bash", "python"):
             continue
         expected = []
-        if i + 1 < len(found) and found[i + 1][0] == "text" and not text[end:found[i + 1][3]].strip():
+        if i + 1 < len(found) and found[i + 1][0] == "text":   # prose may stand between
             expected = [ln.strip() for ln in found[i + 1][1].splitlines() if ln.strip()]
         blocks.append((lang, body, line, expected))
     return blocks
+
+
+# --------------------------------------------------------------------------- numbers quoted in prose
+
+WORDS = {w: i for i, w in enumerate("one two three four five six seven eight nine ten eleven twelve thirteen "
+                                    "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split(), 1)}
+PROSE_NUMBER = re.compile(r"(?<![\w.+-])(?:(?P<decimal>\d+\.\d+(?:e[-+]?\d+)?x?)"
+                          r"|(?P<count>\d[\d,]*|" + "|".join(WORDS) + r")\s+(?:graph\s+)?(?P<unit>nodes?|times)\b)"
+                          r"(?![\w.]*\d)", re.I)
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# Numbers in the tour's prose that no block of its section prints, and where each comes from.
+NOT_PRINTED = {
+    "1.6x": "the measured gain of _softmax_unshifted, in its docstring (a benchmark, not a command here)",
+    "0.1": "the default dropout of train gpt (a setting)",
+    "three times": "each fused op is written three times (its rungs), not an output",
+}
+# Numbers quoted from the long runs behind the pictures: the command (as the tour gives it) and
+# the numbers it prints; checked by test_numbers_quoted_from_the_long_runs when
+# TINYGRAD_TX_DOCS_LONG=1.
+LONG_RUNS = {
+    "tinygrad-tx plot embeddings -o docs/images/embeddings.png": ["2.552", "0.511", "0.707", "0.723"],
+    "tinygrad-tx plot attention -o docs/images/attention.png": ["2.096", "0.63", "0.73", "0.85"],
+    "tinygrad-tx train gpt --compare-torch --dtype float64 --steps 200 --compare-every 20 --plot "
+    "docs/images/compare.png": ["3.8e-16"],
+}
+
+
+def prose_quotes(text: str):
+    """``[(section start offset, line number, quoted text, checker)]``: the numbers the prose of a page
+    quotes (see the module docstring); section numbers ("section 3.3") are not quotes."""
+    prose = FENCE.sub(lambda m: " " * len(m.group(0)), text)
+    starts = [0] + [m.start() for m in re.finditer(r"^## ", text, re.M)]
+    found = []
+    for m in PROSE_NUMBER.finditer(prose):
+        if re.search(r"sections?\s+$", prose[max(0, m.start() - 10):m.start()], re.I):
+            continue
+        section = max(s for s in starts if s <= m.start())
+        found.append((section, text.count("\n", 0, m.start()) + 1, m.group(0), m))
+    return found
+
+
+def printed(quote, output: str) -> bool:
+    """Whether ``output`` prints the number that ``quote`` (a :data:`PROSE_NUMBER` match) quotes: a
+    decimal as the prose rounds it (2.351 for 2.3507, 5.138 for 5.138e+00), a count with its unit."""
+    if quote.group("decimal"):
+        q = quote.group("decimal").rstrip("x")
+        mantissa, _, exponent = q.lower().partition("e")
+        digits = len(mantissa.split(".")[1])
+        for n in NUMBER.findall(output):
+            v = float(n)
+            if exponent and f"{v:.{digits}e}".replace("e-0", "e-").replace("e+0", "e+") == \
+                    f"{float(q):.{digits}e}".replace("e-0", "e-").replace("e+0", "e+"):
+                return True
+            if not exponent and len(n.lower().split("e")[0].partition(".")[2]) >= digits \
+                    and f"{v:.{digits}f}" == q:
+                return True
+        return False
+    count = quote.group("count").lower()
+    n = WORDS.get(count) or int(count.replace(",", ""))
+    unit = quote.group("unit").lower()
+    if unit.startswith("node"):
+        return re.search(rf"(?<![\d,]){n} nodes?\b", output) is not None
+    return re.search(rf"(?<![\d,.])(?:{n:,}|{n})(?![\d]|[,.]\d)", output) is not None
+
+
+def check_prose_numbers(page: str, text: str, outputs: dict):
+    """Every quote of :func:`prose_quotes` is printed by a block of its section or of an earlier one
+    (the bigram's 2.351, recalled later; ``outputs``: section start offset -> the outputs of its
+    blocks), or is in NOT_PRINTED or LONG_RUNS."""
+    long_run = {n for numbers in LONG_RUNS.values() for n in numbers}
+    stale = [f"{page}:{line}: {quote!r}" for section, line, quote, m in prose_quotes(text)
+             if quote not in NOT_PRINTED and m.group("decimal") not in long_run
+             and not printed(m, "".join(out for start, out in outputs.items() if start <= section))]
+    assert not stale, ("numbers in the prose that no block of their section prints (stale? update the prose, "
+                       "or say in NOT_PRINTED where they come from): " + "; ".join(stale))
 
 
 def bash_commands(body: str):
@@ -94,6 +176,8 @@ def test_every_command_and_snippet_runs(page, tmp_path):
     text = page.read_text()
     blocks = code_blocks(text)
     assert blocks, f"{page.name} has no bash or python block"
+    outputs: dict = {}     # section start -> what its blocks printed
+    sections = [0] + [m.start() for m in re.finditer(r"^## ", text, re.M)]
     for lang, body, line, expected in blocks:
         where = f"{page.name}:{line}"
         if lang == "bash":
@@ -102,8 +186,50 @@ def test_every_command_and_snippet_runs(page, tmp_path):
             output = "".join(run(argv_of(c), tmp_path, f"{where}: {c}") for c in commands)
         else:
             output = run([sys.executable, "-c", body], tmp_path, f"the python block at {where}")
+        if output.rstrip().endswith(SKIPPED):    # e.g. the tutorial text is not beside the checkout
+            continue
+        offset = len("\n".join(text.splitlines()[:line - 1]))
+        section = max(s for s in sections if s <= offset)
+        outputs[section] = outputs.get(section, "") + output
         missing = [e for e in expected if e not in output]
         assert not missing, f"{where}: the output lacks {missing}; it was:\n{output[-3000:]}"
+    if page.name == "tour.md":
+        check_prose_numbers(page.name, text, outputs)
+
+
+SKIPPED = ": skipped"   # a block whose output ends so could not run here; its text block is not checked
+
+
+def test_prose_numbers_are_checked():
+    """A stale number in the prose fails, also when prose stands between the block and its output."""
+    page = ("## 1. a\n\n```bash\ntinygrad-tx x\n```\n\nThe traced GPT has 33 nodes, four graph nodes, "
+            "section 3.3, loss 2.351 (5.138 to each), 1,392 times.\n\n```text\nout\n```\n")
+    assert code_blocks(page)[0][3] == ["out"]
+    out = {0: "34 nodes; composite 4 nodes; dev 2.3507; 5.138e+00; a$ 1392"}
+    quotes = [q for _, _, q, _ in prose_quotes(page)]
+    later = page + "\n## 2. b\n\nRecall 2.351.\n"
+    check_prose_numbers("page", later.replace("33", "34"), out)     # printed by an earlier section
+    assert quotes == ["33 nodes", "four graph nodes", "2.351", "5.138", "1,392 times"]
+    with pytest.raises(AssertionError, match=r"page:7: '33 nodes'\n"):
+        check_prose_numbers("page", page, out)
+    check_prose_numbers("page", page.replace("33 nodes", "34 nodes"), out)
+    with pytest.raises(AssertionError, match="2.351"):
+        check_prose_numbers("page", page.replace("33", "34"), {0: out[0].replace("2.3507", "2.3517")})
+
+
+@pytest.mark.skipif(os.environ.get("TINYGRAD_TX_DOCS_LONG") != "1",
+                    reason="the long runs behind the pictures take about a minute: TINYGRAD_TX_DOCS_LONG=1")
+@pytest.mark.parametrize("command", sorted(LONG_RUNS))
+def test_numbers_quoted_from_the_long_runs(command, tmp_path):
+    text = " ".join((ROOT / "docs" / "tour.md").read_text().split())
+    assert command in text, f"the tour no longer names {command!r}"
+    if "--compare-torch" in command:
+        pytest.importorskip("torch")
+    (tmp_path / "docs/images").mkdir(parents=True)
+    output = run(argv_of(command), tmp_path, command)
+    missing = [n for n in LONG_RUNS[command]
+               if not printed(PROSE_NUMBER.search(n + " "), output)]
+    assert not missing, f"{command} no longer prints {missing}:\n{output[-3000:]}"
 
 
 REFERENCE = re.compile(r"`((?:tinygrad_tx|reference|tests|bench)/[\w/.]+\.py)`,?\s+`(\w+)`")
