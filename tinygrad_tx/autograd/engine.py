@@ -248,13 +248,22 @@ def _backward_via_closed_form(ctx, g, closed_form):
     and says how to call it (``closed_form_call(ctx, *inputs)``: the arguments from the fused
     node's inputs and attributes; the closed form's positional inputs are the fused op's first
     ones, in order, any further fused inputs being constants such as targets); its forward saves
-    each input that the closed form needs.
+    each input that the closed form needs. A closed form whose backward reads only the output
+    (softmax, log_softmax) needs no replay: the fused op gives its saved values from the fused
+    node's output (``closed_form_saved(ctx, as_output)``), and nothing more is kept.
     Without ``create_graph`` none of this runs: the first-order backward is the fast one."""
-    args, kwargs = ctx.fn.closed_form_call(ctx, *_inputs_as_tensors(ctx))   # reads ctx.saved_tensors as arrays
-    with running_on_tensors():
-        replay = _ClosedFormContext(ctx.needs_input_grad)
-        closed_form.forward(replay, *args, **kwargs)
-        grads = closed_form.backward(replay, g)
+    replay = _ClosedFormContext(ctx.needs_input_grad)
+    from_output = getattr(ctx.fn, "closed_form_saved", None)
+    if from_output is not None:   # the closed form's backward reads only the output: no replay
+        replay.saved_tensors, attributes = from_output(ctx, lambda array: Tensor._from_op(array, ctx))
+        vars(replay).update(attributes)
+        with running_on_tensors():
+            grads = closed_form.backward(replay, g)
+    else:
+        args, kwargs = ctx.fn.closed_form_call(ctx, *_inputs_as_tensors(ctx))   # reads ctx.saved_tensors as arrays
+        with running_on_tensors():
+            closed_form.forward(replay, *args, **kwargs)
+            grads = closed_form.backward(replay, g)
     grads = grads if isinstance(grads, tuple) else (grads,)
     return grads + (None,) * (len(ctx.input_nodes) - len(grads))   # the fused op's trailing constants
 

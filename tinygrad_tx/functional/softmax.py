@@ -50,7 +50,7 @@ class Softmax(ArrayFunction):
     1.9 -> 3.1 ms, forward + backward of (16, 8, 128, 128) 5.6 -> 6.9 ms (one thread, 2026-12-03).
 
     Gradients of gradients (``create_graph=True``) go through ``SoftmaxClosedForm``, whose
-    backward is the formula above without buffers or blocks; for it the forward also keeps x.
+    backward is the formula above without buffers or blocks; it reads only y, this node's output.
 
     Layout. Both directions work on the slices along ``dim`` as the rows of a
     2-D array (``to_rows``: a view in the usual case of the last dim), in
@@ -67,19 +67,21 @@ class Softmax(ArrayFunction):
         x2 = to_rows(x, dim)
         y2 = np.empty_like(x2)
         _shift_rows_that_need_it(x2, y2, _softmax_unshifted(x2, y2))
-        ctx.save_for_backward(y2, x if ctx.needs_input_grad[0] else None)
+        ctx.save_for_backward(y2)
         ctx.shape, ctx.dim = x.shape, dim
         return from_rows(y2, x.shape, dim)
 
     twice_differentiable_via = None   # SoftmaxClosedForm: bound in closed_form.py (which imports this module)
 
     @staticmethod
-    def closed_form_call(ctx, x):
-        return (x,), {"dim": ctx.dim}
+    def closed_form_saved(ctx, as_output):
+        """The closed form's saved values: y, this node's output (with its history)."""
+        (y2,) = ctx.saved_tensors
+        return (as_output(from_rows(y2, ctx.shape, ctx.dim)),), {"dim": ctx.dim}
 
     @staticmethod
     def backward(ctx, g):
-        y2, _ = ctx.saved_tensors
+        (y2,) = ctx.saved_tensors
         g2 = to_rows(g, ctx.dim)
         dx2 = np.empty_like(y2)
         blocks = row_blocks(*y2.shape)
@@ -137,14 +139,16 @@ class LogSoftmax(ArrayFunction):
     go to one block-sized scratch array. (Measured 2026-12-02 on this shared VM, fwd+bwd
     of (8192, 256) float32, one thread: blocked 0.8x to 0.9x the speed of one whole-array
     pass — the blocks do not pay here.) The plain form is ``LogSoftmaxClosedForm``; gradients of
-    gradients go through it (``create_graph=True``), for which the forward also keeps x.
+    gradients go through it (``create_graph=True``); it reads only y, this node's output.
     """
 
     twice_differentiable_via = None   # LogSoftmaxClosedForm: bound in closed_form.py
 
     @staticmethod
-    def closed_form_call(ctx, x):
-        return (x,), {"dim": ctx.dim}
+    def closed_form_saved(ctx, as_output):
+        """The closed form's saved values: y, this node's output (with its history)."""
+        (y2,) = ctx.saved_tensors
+        return (as_output(from_rows(y2, ctx.shape, ctx.dim)),), {"dim": ctx.dim}
 
     @staticmethod
     def forward(ctx, x, *, dim):
@@ -159,13 +163,13 @@ class LogSoftmax(ArrayFunction):
                 np.subtract(xb, row_max(xb), out=yb)
                 e = np.exp(yb, out=scratch[:len(yb)])
                 yb -= np.log(row_sums(e))[:, None]
-        ctx.save_for_backward(y2, x if ctx.needs_input_grad[0] else None)
+        ctx.save_for_backward(y2)
         ctx.shape, ctx.dim = x.shape, dim
         return from_rows(y2, x.shape, dim)
 
     @staticmethod
     def backward(ctx, g):
-        y2, _ = ctx.saved_tensors
+        (y2,) = ctx.saved_tensors
         g2 = to_rows(g, ctx.dim)
         dx2 = np.empty_like(y2)
         for rows in row_blocks(*y2.shape):
