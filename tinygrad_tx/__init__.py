@@ -23,6 +23,7 @@ globals().update(_bind())   # every op module's FUNCTIONS (tinygrad_tx.sin, ...)
 
 # torch's sub-namespaces: tinygrad_tx.nn, .nn.functional, .optim, .utils.data, .linalg
 from . import backends, cuda, functional, linalg, nn, optim, utils  # noqa: E402
+from .serialization import load, save  # noqa: E402  (torch.save / torch.load, no pickle danger)
 
 __version__ = "0.1.0"
 
@@ -48,4 +49,5 @@ __all__ = [
     "GradcheckError", "SavedMemory", "gradcheck", "Tensor", "IndexOutOfRange", "arange", "cat", "enable_grad", "full",
     "get_num_threads", "is_grad_enabled", "manual_seed", "matmul", "maximum", "minimum", "no_grad", "ones", "ones_like",
     "rand", "randn", "set_grad_enabled", "set_num_threads", "stack", "tensor", "where", "zeros", "zeros_like",
+    "load", "save",
 ]
