@@ -1,0 +1,309 @@
+"""Convolution and pooling against torch: ``F.conv1d/conv2d`` (three rungs), ``F.unfold/fold``,
+max / average / adaptive pools (indices exact), finite differences, torch's errors; the modules
+(parameter names, init, state dicts both ways) and two small CNNs (LeNet-style, CIFAR-style)
+forward + backward equal to torch.
+
+Every parity check is ``reference.testing.check_parity``: random cotangent, outputs and every
+input (and parameter) gradient, float64 ≤ 1e-10, float32 against torch's own float32 error.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tinygrad_tx as tg
+import tinygrad_tx.nn.functional as F
+from reference.testing import DEVICE, check_parity
+from tinygrad_tx.functional import conv as conv_mod
+from tinygrad_tx.testing import gradcheck, values
+from tinygrad_tx.testing.strategies import float_dtypes, seeds
+
+# ============================================================================ strategies
+
+
+@st.composite
+def conv_cases(draw, nd):
+    """(x shape, weight shape, bias?, kwargs) of a valid convolution with nd spatial dims."""
+    groups = draw(st.integers(1, 2))
+    cg, og = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    k = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(nd))
+    kind = draw(st.sampled_from(["int", "tuple", "same", "valid"]))
+    # a stride at most the dilated window, so that some window reads a pixel of x (not only padding)
+    stride = (1,) * nd if kind == "same" else tuple(draw(st.integers(1, min(3, d * (kk - 1) + 1)))
+                                                   for d, kk in zip(dilation, k))
+    if kind == "int":
+        padding = draw(st.integers(0, 2))
+    elif kind == "tuple":
+        padding = tuple(draw(st.integers(0, 2)) for _ in range(nd))
+    else:
+        padding = kind
+    eff = [d * (kk - 1) + 1 for d, kk in zip(dilation, k)]
+    spatial = tuple(e + draw(st.integers(0, 4)) for e in eff)
+    batch = draw(st.sampled_from([(), (1,), (2,)]))
+    if len(set(stride)) == 1 and draw(st.booleans()):
+        stride = stride[0]                      # an int for every axis
+    kwargs = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    return batch + (groups * cg,) + spatial, (groups * og, cg) + k, draw(st.booleans()), kwargs
+
+
+def _conv_fns(fn, tfn, kwargs, bias):
+    if bias:
+        return (lambda x, w, b: fn(x, w, b, **kwargs)), (lambda x, w, b: tfn(x, w, b, **kwargs))
+    return (lambda x, w: fn(x, w, None, **kwargs)), (lambda x, w: tfn(x, w, None, **kwargs))
+
+
+def _arrays(seed, *shapes):
+    return [values(s, seed + 101 * i) for i, s in enumerate(shapes)]
+
+
+# ============================================================================ convolution
+
+
+@given(case=conv_cases(2), dtype=float_dtypes, seed=seeds,
+       rung=st.sampled_from(["conv2d", "conv2d_closed_form", "conv2d_composite"]))
+def test_conv2d_parity(case, dtype, seed, rung):
+    """conv2d, its closed form and its composite: values and gradients of x, W, b equal torch's."""
+    xs, ws, bias, kwargs = case
+    ours, theirs = _conv_fns(getattr(F, rung), TF.conv2d, kwargs, bias)
+    check_parity(ours, theirs, *_arrays(seed, xs, ws, ws[:1])[:3 if bias else 2], dtype=dtype, seed=seed, name=rung)
+
+
+@given(case=conv_cases(1), dtype=float_dtypes, seed=seeds, rung=st.sampled_from(["conv1d", "conv1d_closed_form"]))
+def test_conv1d_parity(case, dtype, seed, rung):
+    """conv1d (the 2-D convolution on (N, C, 1, L)) and its closed form against torch."""
+    xs, ws, bias, kwargs = case
+    ours, theirs = _conv_fns(getattr(F, rung), TF.conv1d, kwargs, bias)
+    check_parity(ours, theirs, *_arrays(seed, xs, ws, ws[:1])[:3 if bias else 2], dtype=dtype, seed=seed, name=rung)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_conv2d_patch_fast_path_equals_general_path(dtype, monkeypatch):
+    """The patch case (stride = kernel, no padding: the ViT's projection) takes the reshape tricks;
+    the general strided im2col/col2im gives bit-for-bit the same output and gradients."""
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(dtype) for s in [(2, 3, 8, 12), (5, 3, 4, 4), (5,)])
+    g = rng.standard_normal((2, 5, 2, 3)).astype(dtype)
+
+    def run():
+        ts = [tg.tensor(a, requires_grad=True) for a in (x, w, b)]
+        out = F.conv2d(*ts, stride=4)
+        out.backward(g)
+        return [out.detach().numpy()] + [t.grad.numpy() for t in ts]
+
+    fast = run()
+    monkeypatch.setattr(conv_mod, "_is_patch_case", lambda *a: False)
+    general = run()
+    for a, c in zip(fast, general):
+        assert np.array_equal(a, c)
+    assert np.array_equal(conv_mod._patch_cols(x, (4, 4)),
+                          conv_mod._cols_channel_major(x, (4, 4), (4, 4), (1, 1)))
+
+
+@pytest.mark.parametrize("fn,shapes,kwargs", [
+    (F.conv2d, [(1, 2, 5, 4), (4, 1, 2, 3), (4,)], dict(stride=(2, 1), padding=1, dilation=(1, 2), groups=2)),
+    (F.conv2d_closed_form, [(2, 2, 4, 4), (2, 2, 3, 3), (2,)], dict(padding="same")),
+    (F.conv1d, [(2, 3, 7), (2, 3, 3), (2,)], dict(stride=2, padding=2, dilation=2)),
+])
+def test_conv_finite_differences(fn, shapes, kwargs):
+    """float64 central differences of output w.r.t. x, W and b."""
+    assert gradcheck(lambda x, w, b: fn(x, w, b, **kwargs), _arrays(3, *shapes))
+
+
+@given(data=st.data(), dtype=float_dtypes, seed=seeds)
+def test_unfold_fold_parity(data, dtype, seed):
+    """unfold (im2col) and fold (col2im), each the other's backward, against torch."""
+    k = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
+    d = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2)))
+    # stride at most the dilated window: some window reads a pixel (else the gradient is truly 0)
+    s = tuple(data.draw(st.integers(1, dd * (kk - 1) + 1)) for dd, kk in zip(d, k))
+    p = data.draw(st.integers(0, 1))
+    hw = tuple(dd * (kk - 1) + 1 + data.draw(st.integers(0, 4)) for dd, kk in zip(d, k))
+    n, c = data.draw(st.sampled_from([(), (2,)])), data.draw(st.integers(1, 3))
+    kw = dict(kernel_size=k, dilation=d, padding=p, stride=s)
+    check_parity(lambda x: F.unfold(x, **kw), lambda x: TF.unfold(x, **kw), values(n + (c,) + hw, seed),
+                 dtype=dtype, seed=seed, name="unfold")
+    blocks = int(np.prod([(n + 2 * p - dd * (kk - 1) - 1) // ss + 1 for n, kk, dd, ss in zip(hw, k, d, s)]))
+    check_parity(lambda u: F.fold(u, hw, **kw), lambda u: TF.fold(u, hw, **kw),
+                 values(n + (c * k[0] * k[1], blocks), seed + 1), dtype=dtype, seed=seed, name="fold")
+
+
+# ============================================================================ pooling
+
+
+@st.composite
+def pool_cases(draw, nd, dilation=True):
+    square = draw(st.booleans())
+    k = (draw(st.integers(1, 3)),) * nd if square else tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    d = tuple(draw(st.integers(1, 2)) for _ in range(nd)) if dilation else (1,) * nd
+    s = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    p = tuple(draw(st.integers(0, kk // 2)) for kk in k)
+    spatial = tuple(dd * (kk - 1) + 1 + draw(st.integers(0, 5)) for kk, dd in zip(k, d))
+    shape = draw(st.sampled_from([(), (2,)])) + (draw(st.integers(1, 3)),) + spatial
+    kw = dict(kernel_size=k[0] if square else k, stride=None if draw(st.booleans()) else s,
+              padding=p, ceil_mode=draw(st.booleans()))
+    if dilation:
+        kw["dilation"] = d
+    return shape, kw
+
+
+@given(case=pool_cases(2), dtype=float_dtypes, seed=seeds, nd=st.sampled_from([2]))
+def test_max_pool2d_parity_and_indices(case, dtype, seed, nd):
+    """max_pool2d: values, the scattered gradient, and indices equal to torch's (exact int64)."""
+    shape, kw = case
+    x = values(shape, seed, "distinct")
+    check_parity(lambda t: F.max_pool2d(t, **kw), lambda t: TF.max_pool2d(t, **kw), x, dtype=dtype, seed=seed)
+    _, ours = F.max_pool2d(tg.tensor(x), return_indices=True, **kw)
+    _, theirs = TF.max_pool2d(torch.tensor(x, device=DEVICE), return_indices=True, **kw)
+    assert ours.dtype == np.int64 and np.array_equal(ours.numpy(), theirs.cpu().numpy())
+
+
+@given(case=pool_cases(1), dtype=float_dtypes, seed=seeds)
+def test_max_pool1d_parity_and_indices(case, dtype, seed):
+    shape, kw = case
+    x = values(shape, seed, "distinct")
+    check_parity(lambda t: F.max_pool1d(t, **kw), lambda t: TF.max_pool1d(t, **kw), x, dtype=dtype, seed=seed)
+    _, ours = F.max_pool1d(tg.tensor(x), return_indices=True, **kw)
+    _, theirs = TF.max_pool1d(torch.tensor(x, device=DEVICE), return_indices=True, **kw)
+    assert np.array_equal(ours.numpy(), theirs.cpu().numpy())
+
+
+def test_max_pool_ties_pick_torchs_index():
+    """Ties (integer-valued input): the first maximum in window order, as torch's kernel."""
+    x = np.random.default_rng(1).integers(0, 3, (2, 3, 9, 9)).astype(np.float64)
+    for kw in [dict(kernel_size=3, stride=2, padding=1, ceil_mode=True), dict(kernel_size=3, stride=1, dilation=2)]:
+        _, ours = F.max_pool2d(tg.tensor(x), return_indices=True, **kw)
+        _, theirs = TF.max_pool2d(torch.tensor(x, device=DEVICE), return_indices=True, **kw)
+        assert np.array_equal(ours.numpy(), theirs.cpu().numpy())
+    _, ours = F.adaptive_max_pool2d(tg.tensor(x), (4, 5), return_indices=True)
+    _, theirs = TF.adaptive_max_pool2d(torch.tensor(x, device=DEVICE), (4, 5), return_indices=True)
+    assert np.array_equal(ours.numpy(), theirs.cpu().numpy())
+
+
+@given(case=pool_cases(2, dilation=False), dtype=float_dtypes, seed=seeds, cip=st.booleans(),
+       div=st.sampled_from([None, None, 3, -2]))
+def test_avg_pool2d_parity(case, dtype, seed, cip, div):
+    """avg_pool2d with count_include_pad, ceil_mode and divisor_override."""
+    shape, kw = case
+    kw = dict(kw, count_include_pad=cip, divisor_override=div)
+    check_parity(lambda t: F.avg_pool2d(t, **kw), lambda t: TF.avg_pool2d(t, **kw), values(shape, seed),
+                 dtype=dtype, seed=seed)
+
+
+@given(case=pool_cases(1, dilation=False), dtype=float_dtypes, seed=seeds, cip=st.booleans())
+def test_avg_pool1d_parity(case, dtype, seed, cip):
+    shape, kw = case
+    kw = dict(kw, count_include_pad=cip)
+    check_parity(lambda t: F.avg_pool1d(t, **kw), lambda t: TF.avg_pool1d(t, **kw), values(shape, seed),
+                 dtype=dtype, seed=seed)
+
+
+@given(data=st.data(), dtype=float_dtypes, seed=seeds)
+def test_adaptive_pools_parity(data, dtype, seed):
+    """adaptive_avg_pool1d/2d and adaptive_max_pool1d/2d (indices exact), output sizes smaller and
+    larger than the input and None."""
+    h, w = data.draw(st.integers(1, 9)), data.draw(st.integers(1, 9))
+    lead = data.draw(st.sampled_from([(), (2,)])) + (data.draw(st.integers(1, 3)),)
+    size = data.draw(st.one_of(st.integers(1, 6), st.tuples(st.one_of(st.none(), st.integers(1, 6)),
+                                                             st.integers(1, 6))))
+    x2, x1 = values(lead + (h, w), seed, "distinct"), values(lead + (w,), seed + 1, "distinct")
+    size1 = size if isinstance(size, int) else size[1]
+    for ours, theirs, x, s in [(F.adaptive_avg_pool2d, TF.adaptive_avg_pool2d, x2, size),
+                               (F.adaptive_max_pool2d, TF.adaptive_max_pool2d, x2, size),
+                               (F.adaptive_avg_pool1d, TF.adaptive_avg_pool1d, x1, size1),
+                               (F.adaptive_max_pool1d, TF.adaptive_max_pool1d, x1, size1)]:
+        check_parity(lambda t: ours(t, s), lambda t: theirs(t, s), x, dtype=dtype, seed=seed, name=ours.__name__)
+    for ours, theirs, x, s in [(F.adaptive_max_pool2d, TF.adaptive_max_pool2d, x2, size),
+                               (F.adaptive_max_pool1d, TF.adaptive_max_pool1d, x1, size1)]:
+        _, i = ours(tg.tensor(x), s, return_indices=True)
+        _, ti = theirs(torch.tensor(x, device=DEVICE), s, return_indices=True)
+        assert np.array_equal(i.numpy(), ti.cpu().numpy())
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+    lambda x: F.avg_pool2d(x, (3, 2), stride=(2, 1), padding=1, ceil_mode=True, count_include_pad=False),
+    lambda x: F.adaptive_avg_pool2d(x, (3, 4)),
+    lambda x: F.adaptive_max_pool2d(x, (2, 3)),
+])
+def test_pool_finite_differences(fn):
+    assert gradcheck(fn, [values((2, 2, 5, 6), 4, "distinct")])
+
+
+# ============================================================================ errors
+
+
+def _raises_like_torch(ours, theirs, match):
+    """torch refuses; ours refuses with an error of a type torch's is (or a subclass of both),
+    whose message names the argument and its value."""
+    with pytest.raises(Exception) as ref:
+        theirs()
+    with pytest.raises(Exception, match=match) as got:
+        ours()
+    assert isinstance(got.value, type(ref.value)), (type(got.value), type(ref.value))
+
+
+X4 = np.zeros((2, 3, 8, 8))
+
+ERRORS = [
+    ("conv2d channels", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 2, 3, 3)), r"expected input\[2, 3, 8, 8\] to have 2"),
+    ("conv2d kernel too big", lambda m: m.conv2d(m.zeros(1, 3, 2, 2), m.zeros(4, 3, 3, 3)), r"\(2 x 2\).*\(3 x 3\)"),
+    ("conv2d same strided", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 3, 3, 3), padding="same", stride=2),
+     r"same.*stride=\(2, 2\)"),
+    ("conv2d bad padding string", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 3, 3, 3), padding="foo"), "'foo'"),
+    ("conv2d 2-D input", lambda m: m.conv2d(m.zeros(3, 8), m.zeros(4, 3, 3, 3)), r"\[3, 8\]"),
+    ("conv2d groups", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 1, 3, 3), groups=3), "groups=3"),
+    ("conv2d stride 0", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 3, 3, 3), stride=0), r"stride=\(0, 0\)"),
+    ("conv2d negative padding", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 3, 3, 3), padding=-1), r"padding=\(-1"),
+    ("conv2d bias", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 3, 3, 3), m.zeros(5)), r"bias of size \[5\]"),
+    ("conv2d stride of 3", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 3, 3, 3), stride=(1, 1, 1)),
+     r"stride=\[1, 1, 1\]"),
+    ("conv1d 4-D input", lambda m: m.conv1d(m.tensor(X4), m.zeros(4, 3, 3)), r"\[2, 3, 8, 8\]"),
+    ("max_pool2d pad", lambda m: m.max_pool2d(m.tensor(X4), 3, padding=2), "pad=2, kernel_size=3"),
+    ("max_pool2d stride 0", lambda m: m.max_pool2d(m.tensor(X4), 2, stride=0), r"stride=\(0, 0\)"),
+    ("max_pool2d dilation 0", lambda m: m.max_pool2d(m.tensor(X4), 2, dilation=0), r"dilation=\(0, 0\)"),
+    ("max_pool2d 2-D", lambda m: m.max_pool2d(m.zeros(8, 8), 2), r"\[8, 8\]"),
+    ("max_pool2d too small", lambda m: m.max_pool2d(m.zeros(1, 1, 2, 2), 3), r"\(1x0x0\)"),
+    ("max_pool2d negative pad", lambda m: m.max_pool2d(m.tensor(X4), 2, padding=-1), "pad: -1"),
+    ("max_pool2d 3 kernel sizes", lambda m: m.max_pool2d(m.tensor(X4), (2, 2, 2)), r"kernel_size=\[2, 2, 2\]"),
+    ("max_pool1d 1-D", lambda m: m.max_pool1d(m.zeros(8), 3), r"\[8\]"),
+    ("avg_pool2d pad", lambda m: m.avg_pool2d(m.tensor(X4), 3, padding=2), "pad=2, kernel_size=3"),
+    ("avg_pool2d divisor 0", lambda m: m.avg_pool2d(m.tensor(X4), 2, divisor_override=0), "divisor_override=0"),
+    ("avg_pool1d pad", lambda m: m.avg_pool1d(m.zeros(2, 3, 8), 3, padding=2), "pad=2, kernel_size=3"),
+    ("adaptive negative", lambda m: m.adaptive_avg_pool2d(m.tensor(X4), (-1, 2)), r"\(-1, 2\)"),
+    ("adaptive 3 sizes", lambda m: m.adaptive_avg_pool2d(m.tensor(X4), (2, 2, 2)), r"output_size=\(2, 2, 2\)"),
+    ("unfold too small", lambda m: m.unfold(m.zeros(2, 3, 2, 2), 3), r"\(0, 0\)"),
+    ("fold blocks", lambda m: m.fold(m.zeros(2, 12, 10), (4, 5), 2), "3 \\* 4 = 12.*10"),
+]
+
+
+class _Lib:
+    """The functional namespace of one engine plus its tensor factories (``m.conv2d``, ``m.zeros``)."""
+
+    def __init__(self, lib, functional):
+        self.lib, self.f = lib, functional
+
+    def __getattr__(self, name):
+        return getattr(self.f, name) if hasattr(self.f, name) else getattr(self.lib, name)
+
+    def zeros(self, *shape):
+        return self.lib.zeros(*shape, dtype=self.lib.float64)
+
+    def tensor(self, a):
+        return self.lib.tensor(a)
+
+
+@pytest.mark.cpu_only(reason="compares torch's argument errors (the same on every device)")
+@pytest.mark.parametrize("label,call,match", ERRORS, ids=[e[0] for e in ERRORS])
+def test_errors_like_torch(label, call, match):
+    _raises_like_torch(lambda: call(_Lib(tg, F)), lambda: call(_Lib(torch, TF)), match)
+
+
+def test_conv_transpose_is_named_not_implemented():
+    for fn in (F.conv_transpose1d, F.conv_transpose2d):
+        with pytest.raises(NotImplementedError, match=fn.__name__):
+            fn(tg.zeros(1, 2, 4), tg.zeros(2, 2, 3))
