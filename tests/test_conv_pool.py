@@ -307,3 +307,173 @@ def test_conv_transpose_is_named_not_implemented():
     for fn in (F.conv_transpose1d, F.conv_transpose2d):
         with pytest.raises(NotImplementedError, match=fn.__name__):
             fn(tg.zeros(1, 2, 4), tg.zeros(2, 2, 3))
+
+
+# ============================================================================ modules
+
+from reference.testing import check_module_parity  # noqa: E402
+
+CONV_MODULES = [
+    lambda m: m.nn.Conv2d(3, 4, 3, padding=1),
+    lambda m: m.nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2, bias=False),
+    lambda m: m.nn.Conv2d(2, 4, 3, padding="same", padding_mode="reflect"),
+    lambda m: m.nn.Conv2d(2, 3, (2, 3), padding=(1, 2), padding_mode="replicate"),
+    lambda m: m.nn.Conv2d(2, 3, 3, stride=2, padding=2, padding_mode="circular"),
+    lambda m: m.nn.Conv2d(2, 5, 2, stride=2),                      # the patch case
+    lambda m: m.nn.Conv1d(4, 6, 3, padding=2, dilation=2, groups=2),
+    lambda m: m.nn.Conv1d(2, 3, 4, padding="same", padding_mode="circular"),
+    lambda m: m.nn.Conv1d(2, 3, 3, stride=2, padding="valid", padding_mode="reflect"),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("i", range(len(CONV_MODULES)))
+def test_conv_module_parity(i, dtype):
+    """Conv1d/Conv2d (groups, dilation, 'same', every padding_mode): output, input and parameter
+    gradients equal torch's with the weights moved through the state dict."""
+    make = CONV_MODULES[i]
+    ours = make(tg)
+    shape = (2, ours.in_channels) + ((6, 7) if isinstance(ours, tg.nn.Conv2d) else (9,))
+    check_module_parity((ours, make(torch).to(DEVICE)), values(shape, i), dtype=dtype, seed=i)
+    assert repr(ours) == repr(make(torch))
+
+
+def test_conv_modules_init_and_state_dict_both_ways():
+    """kaiming_uniform(a=√5): weight and bias in U(±1/√fan_in) with fan_in = in/groups·∏kernel,
+    torch's keys and shapes; torch → ours → torch round trip exact."""
+    for ours, theirs in [(tg.nn.Conv2d(8, 64, 3, groups=2), torch.nn.Conv2d(8, 64, 3, groups=2)),
+                         (tg.nn.Conv1d(6, 40, 5), torch.nn.Conv1d(6, 40, 5))]:
+        fan_in = ours.weight.shape[1] * int(np.prod(ours.kernel_size))
+        bound = 1 / np.sqrt(fan_in)
+        w = ours.weight.detach().numpy()
+        assert np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound and abs(w.mean()) < 0.1 * bound
+        assert np.abs(ours.bias.detach().numpy()).max() <= bound
+        sd = ours.state_dict()
+        assert list(sd) == list(theirs.state_dict()) == ["weight", "bias"]
+        assert all(tuple(sd[k].shape) == tuple(v.shape) for k, v in theirs.state_dict().items())
+        ours.load_state_dict(theirs.state_dict())
+        assert all(np.array_equal(np.asarray(ours.state_dict()[k]), v.numpy()) for k, v in theirs.state_dict().items())
+        again = type(theirs)(theirs.in_channels, theirs.out_channels, theirs.kernel_size, groups=theirs.groups)
+        again.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ours.state_dict().items()})
+        assert all(torch.equal(again.state_dict()[k], v) for k, v in theirs.state_dict().items())
+
+
+def test_conv_module_errors_like_torch():
+    for kwargs, match in [(dict(groups=2), "in_channels must be divisible by groups"),
+                          (dict(groups=0), "groups must be a positive integer"),
+                          (dict(padding_mode="foo"), "padding_mode='foo'"),
+                          (dict(padding="same", stride=2), "strided convolutions"),
+                          (dict(padding="full"), "'full'")]:
+        with pytest.raises(ValueError):
+            torch.nn.Conv2d(3, 4, 3, **kwargs)
+        with pytest.raises(ValueError, match=match):
+            tg.nn.Conv2d(3, 4, 3, **kwargs)
+
+
+POOL_MODULES = [
+    lambda m: m.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True),
+    lambda m: m.nn.MaxPool1d(2, dilation=2),
+    lambda m: m.nn.AvgPool2d((2, 3), stride=1, padding=1, count_include_pad=False),
+    lambda m: m.nn.AvgPool2d(2, divisor_override=3),
+    lambda m: m.nn.AvgPool1d(3, stride=2, padding=1, ceil_mode=True),
+    lambda m: m.nn.AdaptiveAvgPool2d((3, None)),
+    lambda m: m.nn.AdaptiveAvgPool1d(4),
+    lambda m: m.nn.AdaptiveMaxPool2d(2),
+    lambda m: m.nn.AdaptiveMaxPool1d(3),
+]
+
+
+@pytest.mark.parametrize("i", range(len(POOL_MODULES)))
+def test_pool_module_parity(i):
+    make = POOL_MODULES[i]
+    ours = make(tg)
+    one_d = "1d" in type(ours).__name__
+    x = values((2, 3, 9) if one_d else (2, 3, 7, 8), i, "distinct")
+    for dtype in (np.float64, np.float32):
+        check_module_parity((ours, make(torch)), x, dtype=dtype, seed=i)
+    assert repr(ours) == repr(make(torch)) and ours.state_dict() == {} or len(ours.state_dict()) == 0
+
+
+def test_pool_modules_return_indices():
+    x = values((2, 3, 7, 8), 5, "distinct")
+    for make in [lambda m: m.nn.MaxPool2d(2, return_indices=True), lambda m: m.nn.AdaptiveMaxPool2d(3, True)]:
+        (y, i), (ty, ti) = make(tg)(tg.tensor(x)), make(torch)(torch.tensor(x, device=DEVICE))
+        assert np.array_equal(i.numpy(), ti.cpu().numpy()) and np.array_equal(y.numpy(), ty.cpu().numpy())
+
+
+def test_dropout2d_zeros_whole_channels():
+    """Training: every (n, c) plane kept (scaled by 1/(1-p)) or zeroed; gradient = the same mask;
+    eval: identity. Mask frequencies as torch's Bernoulli(1 - p)."""
+    tg.manual_seed(0)
+    m = tg.nn.Dropout2d(0.25)
+    x = tg.tensor(np.ones((64, 32, 3, 4)), requires_grad=True)
+    y = m(x)
+    planes = y.detach().numpy().reshape(64, 32, -1)
+    assert set(np.unique(planes)) <= {0.0, 1 / 0.75}
+    assert (planes.min(-1) == planes.max(-1)).all()
+    assert abs((planes[:, :, 0] == 0).mean() - 0.25) < 0.03
+    y.backward(np.ones(y.shape))
+    assert np.array_equal(x.grad.numpy(), y.detach().numpy())
+    m.eval()
+    assert m(x) is x or np.array_equal(m(x).detach().numpy(), x.detach().numpy())
+    assert repr(m) == repr(torch.nn.Dropout2d(0.25))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_batchnorm2d_parity_and_running_stats(dtype):
+    """BatchNorm2d: training forward/backward, running statistics after the step, then eval mode."""
+    ours, theirs = tg.nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3).to(DEVICE)
+    ours.weight._data[...] = np.linspace(0.5, 1.5, 3)
+    ours.bias._data[...] = np.linspace(-1, 1, 3)
+    x = values((4, 3, 5, 6), 7)
+    check_module_parity((ours, theirs), x, dtype=dtype, seed=1)
+    fresh, tfresh = tg.nn.BatchNorm2d(3).to(dtype), torch.nn.BatchNorm2d(3).to(DEVICE, getattr(torch, np.dtype(dtype).name))
+    fresh(tg.tensor(x.astype(dtype)))            # one training step each: the same running statistics
+    tfresh(torch.tensor(x.astype(dtype), device=DEVICE))
+    for k, v in tfresh.state_dict().items():
+        np.testing.assert_allclose(np.asarray(fresh.state_dict()[k]), v.cpu().numpy(),
+                                   rtol=1e-6 if dtype == np.float32 else 1e-12)
+    ours.eval()
+    theirs.eval()
+    check_module_parity((ours, theirs), x, dtype=dtype, seed=2)
+    with pytest.raises(ValueError, match="4D"):
+        ours(tg.zeros(2, 3, 4))
+
+
+# ============================================================================ small CNNs
+
+
+def lenet(m):
+    nn = m.nn
+    return nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 4 * 4, 120), nn.ReLU(), nn.Linear(120, 84),
+                         nn.ReLU(), nn.Linear(84, 10))
+
+
+def cifar_net(m):
+    nn = m.nn
+    return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(16, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                         nn.AvgPool2d(2), nn.Dropout2d(0.0), nn.Conv2d(32, 32, 3, padding="same"), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+
+
+@pytest.mark.parametrize("net,shape", [(lenet, (3, 1, 28, 28)), (cifar_net, (2, 3, 32, 32))], ids=["lenet", "cifar"])
+def test_small_cnns_equal_torch(net, shape):
+    """A LeNet (conv-pool-conv-pool-linear on 28×28) and a CIFAR-style conv-BN-ReLU-pool stack (no conv
+    bias before a BatchNorm: its gradient is 0 up to rounding, which cannot be compared):
+    output, input gradient and every parameter gradient equal torch's (float64 ≤ 1e-10), and a
+    cross-entropy training step's loss and gradients too."""
+    torch.manual_seed(0)
+    tg.manual_seed(0)
+    check_module_parity(lambda m: net(m).to(DEVICE) if m is torch else net(m), values(shape, 11), seed=3)
+    ours, theirs = net(tg).double(), net(torch).double().to(DEVICE)
+    theirs.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ours.state_dict().items()})
+    x, y = values(shape, 12), np.arange(shape[0]) % 10
+    loss = F.cross_entropy(ours(tg.tensor(x)), tg.tensor(y))
+    tloss = TF.cross_entropy(theirs(torch.tensor(x, device=DEVICE)), torch.tensor(y, device=DEVICE))
+    loss.backward()
+    tloss.backward()
+    assert abs(loss.item() - tloss.item()) <= 1e-10 * abs(tloss.item())
+    for (name, p), (_, tp) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.cpu().numpy(), rtol=1e-9, atol=1e-12, err_msg=name)

@@ -27,7 +27,7 @@ from .activation import Dropout, dropout, dropout_composite, gelu, gelu_composit
 from .attention import (ScaledDotProductAttention, scaled_dot_product_attention,
                         scaled_dot_product_attention_composite)
 from .conv import (Conv, ConvClosedForm, Fold, Unfold, conv1d, conv1d_closed_form, conv2d, conv2d_closed_form,
-                   conv2d_composite, conv_transpose1d, conv_transpose2d, fold, unfold)
+                   conv2d_composite, conv_transpose1d, conv_transpose2d, dropout2d, fold, unfold)
 from .distance import VectorNorm, cosine_similarity, normalize, pairwise_distance
 from .likelihood import (BinaryCrossEntropy, BinaryCrossEntropyWithLogits, KLDivergence, binary_cross_entropy,
                          binary_cross_entropy_with_logits, kl_div)
@@ -90,7 +90,7 @@ __all__ = [
     "HuberError", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "KLDivergence", "VectorNorm",
     "ConstantPad", "IndexedPad",
     "conv1d", "conv2d", "conv1d_closed_form", "conv2d_closed_form", "conv2d_composite", "conv_transpose1d",
-    "conv_transpose2d", "unfold", "fold", "Conv", "ConvClosedForm", "Unfold", "Fold",
+    "conv_transpose2d", "unfold", "fold", "dropout2d", "Conv", "ConvClosedForm", "Unfold", "Fold",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool",
     "softmax_closed_form", "log_softmax_closed_form", "cross_entropy_closed_form", "layer_norm_closed_form",

@@ -42,7 +42,7 @@ from numpy.lib.stride_tricks import as_strided
 from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction
 from ..tensor import Tensor
-from ._util import as_tensor, check_float
+from ._util import as_tensor, check_float, keep_mask, keep_scale
 
 # ============================================================================ NumPy core (shared)
 
@@ -463,6 +463,26 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Te
             f"{oh} * {ow} = {oh * ow}, but got input.size(2)={x.shape[2]}.")
     out = Fold.apply(x, output_size=size, kernel_size=k, stride=s, padding=p, dilation=d)
     return out.squeeze(0) if unbatched else out
+
+
+# ============================================================================ channel dropout
+
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False, generator=None) -> Tensor:
+    """``torch.nn.functional.dropout2d``: zero whole channels — one Bernoulli(1 − p) draw per (n, c),
+    broadcast over the spatial axes — and scale the kept ones by 1/(1 − p). The Function is
+    dropout's (``activation.Dropout``: y = x ∘ m/(1 − p), dL/dx = g ∘ m/(1 − p)) with a mask of
+    shape (N, C, 1, 1); a 3-D input is (N, C, L), as torch treats it (with a warning there)."""
+    from .activation import Dropout, _check_dropout
+    if not isinstance(inplace, bool):
+        raise TypeError(f"dropout2d: inplace must be a bool, got {inplace!r}")
+    x, p = _check_dropout(input, p, "dropout2d", training)
+    if x.ndim < 2:
+        raise InvalidArgumentError(f"dropout2d: expected an input (N, C, H, W) with at least 2 dimensions, got "
+                                   f"shape {x.shape}")
+    if not training or p == 0.0:
+        return x
+    mask_shape = x.shape[:2] + (1,) * (x.ndim - 2)
+    return Dropout.apply(x, keep=keep_mask(mask_shape, p, generator), scale=keep_scale(p))
 
 
 def conv_transpose1d(*args, **kwargs):

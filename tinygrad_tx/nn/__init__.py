@@ -5,8 +5,10 @@
 * :mod:`.parameter` — ``Parameter``;
 * :mod:`.container` — ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``,
   ``ParameterDict``;
-* :mod:`.layers` — ``Linear``, ``Embedding``, ``Conv2d`` (patch case), ``LayerNorm``,
-  ``BatchNorm1d``, ``Dropout``, ``GELU``, ``ReLU``, ``Tanh``;
+* :mod:`.layers` — ``Linear``, ``Embedding``, ``LayerNorm``, ``BatchNorm1d``, ``BatchNorm2d``,
+  ``Dropout``, ``GELU``, ``ReLU``, ``Tanh``;
+* :mod:`.conv` — ``Conv1d``, ``Conv2d``; :mod:`.pooling` — ``MaxPool1d/2d``, ``AvgPool1d/2d``,
+  ``AdaptiveAvgPool1d/2d``, ``AdaptiveMaxPool1d/2d``, ``Dropout2d``;
 * :mod:`.activation` — ``Identity``, ``Flatten``, ``Unflatten``, ``Sigmoid``, ``SiLU``, ``Mish``,
   ``LeakyReLU``, ``ELU``, ``Softplus``, ``Hardtanh``, ``ReLU6``, ``Softmax``, ``LogSoftmax``;
 * :mod:`.loss` — ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``, ``BCELoss``,
@@ -30,11 +32,14 @@ from .activation import (ELU, Flatten, Hardtanh, Identity, LeakyReLU, LogSoftmax
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .batch_norm import batch_norm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .layers import GELU, BatchNorm1d, Conv2d, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh
+from .conv import Conv1d, Conv2d
+from .layers import GELU, BatchNorm1d, BatchNorm2d, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
 from .module import Module, RemovableHandle, StateDictError, functional_call
 from .parameter import Parameter
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
+                      AvgPool2d, Dropout2d, MaxPool1d, MaxPool2d)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .rms_norm import RMSNorm
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
@@ -49,4 +54,6 @@ __all__ = [
     "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "StateDictError", "Tanh", "Unflatten", "batch_norm",
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
     "functional", "functional_call", "init", "utils",
+    "Conv1d", "BatchNorm2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Dropout2d",
 ]

@@ -1,4 +1,4 @@
-"""The layers: Linear, Embedding, Conv2d (patch case), LayerNorm, BatchNorm1d, Dropout, GELU, ReLU, Tanh.
+"""The layers: Linear, Embedding, LayerNorm, BatchNorm1d/2d, Dropout, GELU, ReLU, Tanh (Conv1d/Conv2d: ``conv.py``).
 
 Each layer owns its Parameters and buffers, initialises them as torch does
 (``reset_parameters``, distributions documented in :mod:`tinygrad_tx.nn.init`),
@@ -53,15 +53,6 @@ def normalized_shape_arg(normalized_shape, layer: str) -> tuple:
     return tuple(_size(n, "normalized_shape", layer, 1) for n in normalized_shape)
 
 
-def _pair(value, name: str, layer: str):
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return (int(value), int(value))
-    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
-            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
-        return tuple(int(v) for v in value)
-    raise TypeError(f"{layer}: {name} must be an int or a pair of ints, got {value!r}")
-
-
 def _input(x, layer: str) -> Tensor:
     if isinstance(x, Tensor):
         return x
@@ -73,7 +64,7 @@ def _input(x, layer: str) -> Tensor:
 # ============================================================================ layers with weights
 
 class _FanInLayer(Module):
-    """Linear and Conv2d: a weight (out, in, *kernel) and an optional bias (out,), both
+    """Linear and Conv1d/Conv2d: a weight (out, in, *kernel) and an optional bias (out,), both
     initialised as torch does from fan_in = in · prod(kernel):
     ``kaiming_uniform_(weight, a=sqrt(5))`` = U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the
     bias from the same interval."""
@@ -177,75 +168,6 @@ class Embedding(Module):
         return s
 
 
-class Conv2d(_FanInLayer):
-    """2-D convolution, implemented for the Vision Transformer's patch case only.
-
-    With ``stride == kernel_size``, ``padding=0``, ``dilation=1`` and
-    ``groups=1`` the kernel windows tile the image without overlap, and the
-    convolution *is* a linear map of each flattened (C, kh, kw) patch:
-    ``out[b, d, i, j] = Σ_{c,u,v} W[d, c, u, v] x[b, c, i·kh+u, j·kw+v] + bias[d]``.
-    It is computed as reshape + matmul (``F.patch_embed``) with torch's weight
-    layout (out_channels, in_channels, kh, kw), and the result is returned in
-    torch's layout (B, out_channels, H/kh, W/kw); a 3-D (C, H, W) input gives
-    (out_channels, H/kh, W/kw), as in torch. Any other setting raises
-    NotImplementedError at construction.
-
-    Init (torch's): weight and bias ~ U(-k, k), k = 1/sqrt(in_channels·kh·kw).
-    """
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype=None):
-        super().__init__()
-        self.in_channels = _size(in_channels, "in_channels", "Conv2d", 1)
-        self.out_channels = _size(out_channels, "out_channels", "Conv2d", 1)
-        self.kernel_size = _pair(kernel_size, "kernel_size", "Conv2d")
-        self.stride = _pair(stride, "stride", "Conv2d")
-        self.padding = padding if padding == "valid" else _pair(padding, "padding", "Conv2d")
-        self.dilation = _pair(dilation, "dilation", "Conv2d")
-        self.groups = groups
-        self.padding_mode = padding_mode
-        unsupported = []
-        if min(self.kernel_size) < 1:
-            raise ValueError(f"Conv2d: kernel_size must be positive, got {self.kernel_size}")
-        if self.stride != self.kernel_size:
-            unsupported.append(f"stride={self.stride} differs from kernel_size={self.kernel_size}")
-        if self.padding not in ("valid", (0, 0)):
-            unsupported.append(f"padding={self.padding}")
-        if self.dilation != (1, 1):
-            unsupported.append(f"dilation={self.dilation}")
-        if groups != 1:
-            unsupported.append(f"groups={groups}")
-        if padding_mode != "zeros":
-            unsupported.append(f"padding_mode={padding_mode!r}")
-        if unsupported:
-            raise NotImplementedError(
-                "Conv2d: only the non-overlapping patch case is implemented (stride == kernel_size, "
-                "padding=0, dilation=1, groups=1), as reshape + matmul; got " + "; ".join(unsupported))
-        self._create_parameters((self.out_channels, self.in_channels) + self.kernel_size, bias, dtype, "Conv2d")
-
-    def forward(self, input):
-        x = _input(input, "Conv2d")
-        unbatched = x.ndim == 3
-        if x.ndim not in (3, 4):
-            raise ValueError(f"Conv2d: expected a 4-D (B, C, H, W) or 3-D (C, H, W) input, got shape {x.shape}")
-        if unbatched:
-            x = x.unsqueeze(0)
-        b, _, h, w = x.shape
-        kh, kw = self.kernel_size
-        # patch_embed checks the channel count and that (kh, kw) divides (H, W), naming the shapes
-        tokens = F.patch_embed(x, self.weight, self.bias, self.kernel_size)   # (B, N, D), N = (H/kh)(W/kw)
-        out = tokens.transpose(1, 2).reshape(b, self.out_channels, h // kh, w // kw)
-        return out[0] if unbatched else out
-
-    def extra_repr(self) -> str:
-        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0, 0):
-            s += f", padding={self.padding}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
-
-
 class LayerNorm(Module):
     """Normalise over the trailing ``normalized_shape`` dimensions of each sample, then
     scale by ``weight`` and shift by ``bias`` (init ones / zeros, as torch)."""
@@ -297,14 +219,15 @@ class BatchNorm1d(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
                  track_running_stats: bool = True, dtype=None, *, bias: bool = True):
         super().__init__()
-        self.num_features = _size(num_features, "num_features", "BatchNorm1d", 1)
+        layer = type(self).__name__
+        self.num_features = _size(num_features, "num_features", layer, 1)
         if momentum is not None and not 0 <= momentum <= 1:
-            raise ValueError(f"BatchNorm1d: momentum must be in [0, 1] or None, got {momentum!r}")
+            raise ValueError(f"{layer}: momentum must be in [0, 1] or None, got {momentum!r}")
         self.eps = eps
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        dt = _param_dtype(dtype, "BatchNorm1d")
+        dt = _param_dtype(dtype, layer)
         c = self.num_features
         if affine:
             self.weight = Parameter(np.empty((c,), dtype=dt))
@@ -325,6 +248,10 @@ class BatchNorm1d(Module):
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
 
+    def _check_input_dim(self, x) -> None:
+        if x.ndim not in (2, 3):
+            raise ValueError(f"BatchNorm1d: expected 2-D (N, C) or 3-D (N, C, L) input, got shape {x.shape}")
+
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
             self.running_mean._data[...] = 0
@@ -339,11 +266,11 @@ class BatchNorm1d(Module):
             init.zeros_(self.bias)
 
     def forward(self, input):
-        x = _input(input, "BatchNorm1d")
-        if x.ndim not in (2, 3):
-            raise ValueError(f"BatchNorm1d: expected 2-D (N, C) or 3-D (N, C, L) input, got shape {x.shape}")
+        layer = type(self).__name__
+        x = _input(input, layer)
+        self._check_input_dim(x)
         if x.shape[1] != self.num_features:
-            raise ValueError(f"BatchNorm1d: expected {self.num_features} channels (num_features) at dim 1, "
+            raise ValueError(f"{layer}: expected {self.num_features} channels (num_features) at dim 1, "
                              f"got shape {x.shape}")
         factor = 0.0 if self.momentum is None else self.momentum
         count = self.num_batches_tracked
@@ -362,6 +289,17 @@ class BatchNorm1d(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm2d(BatchNorm1d):
+    """Batch normalisation of (N, C, H, W) input per channel C, statistics over N, H and W:
+    BatchNorm1d's module (same arguments, buffers, state-dict keys, momentum rule) on 4-D input;
+    the fused Function and its backward are ``nn.batch_norm.BatchNorm``'s, which reduce over every
+    axis but 1."""
+
+    def _check_input_dim(self, x) -> None:
+        if x.ndim != 4:
+            raise ValueError(f"BatchNorm2d: expected 4D input (got {x.ndim}D input of shape {x.shape})")
 
 
 # ============================================================================ parameter-free layers
