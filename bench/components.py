@@ -223,6 +223,30 @@ def patch_embed(B, rng, c):
                 flops=linear_flops(c["batch"] * n, c["channels"] * c["patch"] ** 2, c["d"]))
 
 
+def _conv2d_case(B, rng, c):
+    x = B.leaf(draw_float(rng, (c["batch"], c["c_in"], c["image"], c["image"])))
+    fan_in = c["c_in"] * c["k"] ** 2
+    w = B.leaf(draw_float(rng, (c["c_out"], c["c_in"], c["k"], c["k"]), 1 / math.sqrt(fan_in)))
+    b = B.leaf(draw_float(rng, (c["c_out"],), 0.1))
+    out = c["image"] + 2 * c["pad"] - c["k"] + 1
+    return Case(lambda: B.F.conv2d(x, w, b, padding=c["pad"]), [("x", x), ("weight", w), ("bias", b)],
+                flops=2 * c["batch"] * c["c_out"] * out * out * fan_in)
+
+
+@component("conv2d_lenet", full=dict(batch=64, c_in=6, c_out=16, image=12, k=5, pad=0),
+           quick=dict(batch=16, c_in=6, c_out=16, image=12, k=5, pad=0))
+def conv2d_lenet(B, rng, c):
+    """F.conv2d, LeNet's second layer: 6 -> 16 channels, 5×5, on 12×12 maps (28×28 digits after conv+pool)."""
+    return _conv2d_case(B, rng, c)
+
+
+@component("conv2d_cifar", full=dict(batch=32, c_in=64, c_out=64, image=32, k=3, pad=1),
+           quick=dict(batch=4, c_in=64, c_out=64, image=32, k=3, pad=1))
+def conv2d_cifar(B, rng, c):
+    """F.conv2d, a CIFAR-sized layer: 64 -> 64 channels, 3×3, padding 1, on 32×32 maps."""
+    return _conv2d_case(B, rng, c)
+
+
 @component("transformer_block", full=dict(batch=BATCH, T=T_LARGE, d=D, heads=8, attn_impl="naive"),
            quick=dict(batch=QB, T=T_LARGE, d=D, heads=8, attn_impl="naive"), kind="module")
 def transformer_block(B, rng, c):
