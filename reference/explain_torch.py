@@ -57,3 +57,17 @@ def run_torch(name: str, arrays: dict, consts: dict, cotangent: np.ndarray):
     out = TWINS[name](tensors, consts)
     grads = torch.autograd.grad(out, list(tensors.values()), torch.from_numpy(cotangent))
     return out.detach().numpy(), {k: g.numpy() for k, g in zip(tensors, grads)}
+
+
+def run_torch_function(path: str, arrays: list, cotangent: np.ndarray, **kwargs):
+    """``torch.<path>(*tensors, **kwargs)`` (``path`` such as ``"tanh"`` or ``"nn.functional.silu"``) on
+    float64 copies of ``arrays`` and ``torch.autograd.grad(out, tensors, cotangent)``: the torch
+    side of a primitive's live check. Returns ``(output, [gradient per input])`` as NumPy arrays."""
+    fn = torch
+    for part in path.split("."):
+        fn = getattr(fn, part)
+    tensors = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
+    out = fn(*tensors, **kwargs)
+    grads = torch.autograd.grad(out, tensors, torch.from_numpy(np.asarray(cotangent, dtype=np.float64)),
+                                allow_unused=True)
+    return out.detach().numpy(), [np.zeros_like(a) if g is None else g.numpy() for a, g in zip(arrays, grads)]

@@ -267,7 +267,6 @@ def test_block_parsing():
 # Every file in docs/images, the command the docs name for it, the file that command writes, and
 # the arguments the test appends to run it cheaply (argparse keeps the last value of a flag).
 # A picture without an entry fails the test: a new picture needs its command here.
-GRAPHVIZ = shutil.which("dot") is not None
 TINY_GPT = ["--steps", "2", "--d-model", "16", "--n-heads", "2", "--n-layers", "1", "--no-progress"]
 NAMES_RUN = "tinygrad-tx train gpt --data names.txt --batch-size 128 --steps 3000 --dropout 0"
 NAMES_COMPARE = "tinygrad-tx train gpt --data names.txt --compare-torch --steps 200 --dtype {} --compare-every 20"
@@ -321,8 +320,6 @@ def test_the_command_of_every_picture_still_runs(name, tmp_path):
     from tinygrad_tx import cli
     command, written, cheap = PICTURES[name]
     argv = shlex.split(command)[1:]
-    if name.endswith(".svg") and not GRAPHVIZ:
-        pytest.skip("Graphviz's dot is not installed")
     if "--compare-torch" in argv:
         pytest.importorskip("torch")
     if "names.txt" in argv:

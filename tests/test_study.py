@@ -142,12 +142,51 @@ def test_write_graph_dot_and_missing_graphviz(tmp_path, monkeypatch):
     assert write_graph(text, tmp_path / "a.dot") == [tmp_path / "a.dot"]
     assert (tmp_path / "a.dot").read_text() == text
     monkeypatch.setattr(graph_mod, "dot_program", lambda: None)
+    # without Graphviz the picture is drawn by the built-in renderer ...
+    assert write_graph(text, tmp_path / "b.svg") == [tmp_path / "b.dot", tmp_path / "b.svg"]
+    assert "Graphviz's dot was not used" in (tmp_path / "b.svg").read_text()
+    assert graph_mod.renderer_name() == "the built-in drawing, without Graphviz"
+    # ... unless Graphviz is asked for by name
     with pytest.raises(GraphvizNotFound, match="apt-get install graphviz") as info:
-        write_graph(text, tmp_path / "b.svg")
+        write_graph(text, tmp_path / "c.svg", renderer="graphviz")
     assert "dot -Tsvg" in str(info.value)
-    assert (tmp_path / "b.dot").read_text() == text and not (tmp_path / "b.svg").exists()
+    assert (tmp_path / "c.dot").read_text() == text and not (tmp_path / "c.svg").exists()
     with pytest.raises(ValueError, match="format"):
         write_graph(text, tmp_path / "c.pdf")
+    with pytest.raises(ValueError, match="renderer must be one of .* got 'gv'"):
+        write_graph(text, tmp_path / "d.svg", renderer="gv")
+
+
+@pytest.mark.parametrize("name", ["gpt-block", "gpt", "layernorm"])
+def test_builtin_drawing_layout_and_svg(tmp_path, name):
+    """The built-in drawing: every node of the DOT text once, every arrow pointing down (from
+    an input to the op that used it), no two boxes of a rank overlapping, a well-formed SVG with
+    every label, and a PNG."""
+    import xml.etree.ElementTree as ET
+    from tinygrad_tx.viz import render
+    out, module, desc = example_graph(name)
+    text = to_dot(out, module, title=desc)
+    lay = render.layout(text)
+    assert set(lay.nodes) == set(dot_nodes(text)) and len(lay.edges) == len(dot_edges(text))
+    for a, b in lay.edges:
+        assert lay.nodes[a].y + lay.nodes[a].h / 2 < lay.nodes[b].y - lay.nodes[b].h / 2, (a, b)
+    by_rank = {}
+    for n in lay.nodes.values():
+        by_rank.setdefault(n.rank, []).append(n)
+    for row in by_rank.values():
+        row.sort(key=lambda n: n.x)
+        assert all(p.x + p.w / 2 <= q.x - q.w / 2 + 1e-9 for p, q in zip(row, row[1:]))
+    svg = render.to_svg_text(text)
+    root = ET.fromstring(svg)
+    labels = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
+    for label in dot_nodes(text).values():
+        assert label.split("\n")[0] in labels
+    arrows = [p for p in root.iter("{http://www.w3.org/2000/svg}path") if p.get("marker-end")]
+    assert len(arrows) == len(lay.edges)
+    written = write_graph(text, tmp_path / "g.png", renderer="builtin")
+    assert written[1].read_bytes().startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="no nodes"):
+        render.layout("digraph autograd {\n}\n")
 
 
 @pytest.mark.skipif(graph_mod.dot_program() is None, reason="Graphviz's dot is not installed")
@@ -622,17 +661,17 @@ def test_cli_graph_trace_explain(tmp_path, capsys, monkeypatch):
     assert "attn.c_attn.weight" in text and "saved" in text
     assert "22 ops" in capsys.readouterr().out
     monkeypatch.setattr(graph_mod, "dot_program", lambda: None)
-    # a PNG asked for and not drawn: the .dot is written, the status says the PNG is missing
-    assert main(["graph", "layernorm", "--composite", "--png", "-o", str(tmp_path / "ln.dot")]) == 1
+    # no Graphviz: the built-in drawing writes the picture asked for
+    assert main(["graph", "layernorm", "--composite", "--png", "-o", str(tmp_path / "ln.dot")]) == 0
     cap = capsys.readouterr()
-    assert (tmp_path / "ln.dot").exists() and "install Graphviz" in cap.err and "Sqrt" in cap.out
-    assert not (tmp_path / "ln.png").exists() and cap.err.startswith("tinygrad-tx: error:")
-    assert main(["graph", "layernorm", "-o", str(tmp_path / "ln.svg")]) == 1              # asked by the suffix
-    assert "error:" in capsys.readouterr().err and not (tmp_path / "ln.svg").exists()
+    assert (tmp_path / "ln.dot").exists() and (tmp_path / "ln.png").read_bytes().startswith(b"\x89PNG")
+    assert "Sqrt" in cap.out and "drawn by the built-in drawing, without Graphviz" in cap.out and not cap.err
+    assert main(["graph", "layernorm", "--renderer", "graphviz", "-o", str(tmp_path / "ln.svg")]) == 1
+    assert "install Graphviz" in capsys.readouterr().err and not (tmp_path / "ln.svg").exists()
     monkeypatch.chdir(tmp_path)
-    assert main(["graph", "attention"]) == 0                     # default: runs/graph/attention.svg, else .dot
-    cap = capsys.readouterr()
-    assert (tmp_path / "runs/graph/attention.dot").exists() and "dot -Tsvg" in cap.err and "note:" in cap.err
+    assert main(["graph", "attention"]) == 0                     # default: runs/graph/attention.svg
+    assert (tmp_path / "runs/graph/attention.dot").exists() and (tmp_path / "runs/graph/attention.svg").exists()
+    capsys.readouterr()
     assert main(["graph", "attention", "-o", "a.txt"]) == 1
     assert "graph format must be one of" in capsys.readouterr().err
     assert main(["trace", "layernorm"]) == 0
@@ -661,3 +700,132 @@ def test_cli_plots_small(tmp_path, capsys):
     assert main(["plot", "attention", "--checkpoint", str(tmp_path / "m.safetensors"), "--name", "a" * 20,
                  "-o", str(tmp_path / "x.png")]) == 1
     assert "reads at most 16" in capsys.readouterr().err
+
+
+# =========================================================================== the learner's own script
+
+SCRIPT = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+x = torch.randn(5, 4)
+y = torch.tensor([0, 2, 1, 0, 2])
+for step in range(3):
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    print("after backward")
+"""
+BY_HAND = """
+import torch
+W = torch.randn(3, 2, requires_grad=True)
+b = torch.zeros(2, requires_grad=True)
+
+def step(x):
+    return (x @ W + b).tanh().pow(2).sum()
+
+if __name__ == "__main__":
+    raise SystemExit("the main part must not run under --call")
+"""
+
+
+def test_first_backward_of_a_pytorch_script(tmp_path):
+    from tinygrad_tx.viz.script import first_backward
+    path = tmp_path / "my_mlp.py"
+    path.write_text(SCRIPT)
+    backward = tg.Tensor.backward
+    captured = first_backward(str(path))
+    assert tg.Tensor.backward is backward and "torch" not in sys.modules or sys.modules["torch"] is torch
+    assert captured.where == "my_mlp.py:12: loss.backward()"
+    assert list(captured.names) == ["model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"]
+    assert captured.tensor.shape == () and all(p.grad is None for p in captured.names.values())
+    with trace_backward(captured.names) as trace:
+        captured.run()
+    assert [r.fn for r in trace.records] == ["CrossEntropy", "Linear", "Tanh", "Linear"]
+    for name, p in captured.names.items():       # the trace saw the gradients backward() accumulated
+        assert np.array_equal(trace.leaf_grad(p), p.grad._data), name
+
+
+def test_trace_and_graph_commands_on_a_script(tmp_path, capsys, monkeypatch):
+    (tmp_path / "my_mlp.py").write_text(SCRIPT)
+    (tmp_path / "by_hand.py").write_text(BY_HAND)
+    monkeypatch.chdir(tmp_path)
+    assert main(["trace", "my_mlp.py"]) == 0
+    out = capsys.readouterr().out
+    assert "backward of my_mlp.py:12: loss.backward() (the first .backward() the script calls)" in out
+    assert "4 nodes" in out and "model.2.weight" in out and "after backward" not in out   # the loop stopped
+    assert main(["trace", "by_hand.py", "--call", "step(torch.ones(4, 3))"]) == 0
+    out = capsys.readouterr().out
+    assert "backward of --call 'step(torch.ones(4, 3))'" in out and "MatMul" in out and "W (3, 2)" in out
+    monkeypatch.setattr(graph_mod, "dot_program", lambda: None)
+    assert main(["graph", "my_mlp.py"]) == 0
+    svg = (tmp_path / "runs/graph/my_mlp.svg").read_text()
+    assert "model.0.weight" in svg and "CrossEntropy" in svg and "loss.backward()" in svg
+    assert main(["graph", "by_hand.py", "--call", "step(torch.ones(4, 3))", "-o", "h.dot"]) == 0
+    assert "W\\n(3, 2)" in (tmp_path / "h.dot").read_text()
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["trace", "nope"], "argument EXAMPLE|FILE.py: 'nope' is neither an example"),
+    (["trace", "missing.py"], "file not found: missing.py"),
+    (["trace", "quiet.py"], "quiet.py ran to its end without calling .backward(); name what to differentiate "
+                            "with --call EXPR"),
+    (["trace", "by_hand.py", "--call", "W"], "--call 'W' called no .backward() and gave a leaf Tensor"),
+    (["trace", "by_hand.py", "--call", "1 +"], "--call '1 +' is not a Python expression"),
+    (["trace", "by_hand.py", "--call", "len('ab')"], "--call \"len('ab')\" called no .backward() and gave int"),
+    (["trace", "gpt", "--call", "x"], "--call 'x' applies to a script (FILE.py), not to the example 'gpt'"),
+    (["graph", "by_hand.py", "--composite"], "--composite applies to the examples, not to a script (by_hand.py)"),
+])
+def test_script_study_errors_are_one_line(tmp_path, capsys, monkeypatch, argv, message):
+    (tmp_path / "by_hand.py").write_text(BY_HAND)
+    (tmp_path / "quiet.py").write_text("import torch\nprint(torch.ones(2).sum().item())\n")
+    monkeypatch.chdir(tmp_path)
+    backward = tg.Tensor.backward
+    assert main(argv) in (1, 2)
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert tg.Tensor.backward is backward
+
+
+# =========================================================================== explain: every op
+
+def test_explain_any_primitive_page():
+    text = explain("matmul")
+    assert text.startswith("MatMul: a primitive — ArrayFunction tinygrad_tx.ops.matmul.MatMul")
+    assert "dL/dA = G @ Bᵀ" in text and "def forward(ctx" in text and "def backward(ctx" in text
+    assert "twice differentiable: yes: its backward is written to run on Tensors too" in text
+    assert "torch.matmul" in text
+    errors = [float(m) for m in re.findall(r"vs torch\s+(\S+)", text)]
+    assert len(errors) == 3 and max(errors) <= 1e-12
+    assert explain("MatMul", use_torch=False) == explain("matmul", use_torch=False)
+    tanh = explain("tanh", source=False)
+    assert "def backward" not in tanh and "torch.tanh" in tanh
+    closed = explain("SoftmaxClosedForm", source=False)
+    assert "a closed form (rung 2 of a fused op)" in closed and "grad input vs torch" in closed
+    assert "twice differentiable: yes, through its closed form SoftmaxClosedForm" in explain("softmax", source=False)
+    assert "twice differentiable: no: once differentiable" in explain("gelu", source=False, use_torch=False)
+    assert "torch: not requested" in explain("sub", source=False, use_torch=False)
+    assert "its backward raises, as torch's does" in explain("floor_divide", source=False)
+    with pytest.raises(ValueError, match="unknown op 'nope'; explain knows: softmax, .* primitives"):
+        explain("nope")
+
+
+def test_every_op_of_the_engine_has_a_page():
+    """Every ArrayFunction (no torch here: the pages and the check of our side only)."""
+    from tinygrad_tx.viz.explain import primitives
+    names = primitives()
+    assert {"matmul", "tanh", "sum", "getitem", "softmaxclosedform"} <= set(names)
+    assert "softmax" not in names                                  # the fused ops have their three rungs
+    for key, classes in names.items():
+        text = explain(key, use_torch=False)
+        assert all(f"{c.__name__}: a " in text and "twice differentiable: " in text for c in classes), key
+
+
+@pytest.mark.parametrize("op", ["cumsum", "squarederror", "maximum", "var", "sigmoid"])
+def test_explain_primitives_agree_with_torch(op):
+    text = explain(op, source=False)
+    errors = [float(m) for m in re.findall(r"vs torch\s+(\S+)", text)]
+    assert errors and max(errors) <= 1e-12, text

@@ -12,10 +12,27 @@ from pathlib import Path
 
 import numpy as np
 
-GRAPH_HELP = "write the autograd graph of a small instance (attention, layernorm, gpt-block, gpt) as DOT/SVG/PNG"
-TRACE_HELP = "run backward through a small instance and print every node in execution order"
-EXPLAIN_HELP = ("show a fused op's three rungs (composite, closed form, fused: derivations and source) and a "
-                "live check of all three against torch")
+GRAPH_HELP = ("write the autograd graph of your script's first .backward() (FILE.py) or of a small instance "
+              "(attention, layernorm, gpt-block, gpt) as DOT/SVG/PNG")
+TRACE_HELP = ("run the backward of your script's first .backward() (FILE.py) or of a small instance and print "
+              "every node in execution order")
+EXPLAIN_HELP = ("show an op's derivation, forward and hand-written backward, its rungs (a fused op: composite, "
+                "closed form, fused), whether it is twice differentiable, and a live check against torch")
+SCRIPT_NOTE = ("FILE.py runs on tinygrad_tx as 'tinygrad-tx run' runs it (its `import torch` loads tinygrad_tx) "
+               "up to its first .backward(), which is the one studied; the rest of the script does not run. "
+               "--call EXPR: run FILE.py as a module instead, then evaluate EXPR in its namespace and study the "
+               "first .backward() EXPR calls (or, when it calls none, the backward of the Tensor it returns). "
+               "Leaves are named after the script's variables (module parameters, tensors that require grad).")
+
+
+def _example_or_file(value: str) -> str:
+    """argparse type of the EXAMPLE|FILE.py argument: an example name, or a path ending in .py
+    or naming an existing file."""
+    from .graph import EXAMPLES
+    if value in EXAMPLES or value.endswith(".py") or Path(value).exists():
+        return value
+    raise argparse.ArgumentTypeError(f"{value!r} is neither an example ({', '.join(EXAMPLES)}) nor a Python "
+                                     "file (FILE.py)")
 PLOT_HELP = "draw the tutorial's pictures: bigram matrix, 3-D embeddings, attention heat-maps (PNG)"
 
 PROG = "tinygrad-tx"
@@ -33,16 +50,20 @@ def register_study_commands(commands) -> None:
 
     g = commands.add_parser("graph", help=GRAPH_HELP, description=GRAPH_HELP + ". Boxes are Function calls "
                             "(name, output shape), ellipses are leaves (parameters by name), arrows the forward "
-                            "data flow; backward walks them in reverse.")
-    g.add_argument("example", choices=EXAMPLES, help="what to draw")
+                            "data flow; backward walks them in reverse. " + SCRIPT_NOTE)
+    g.add_argument("example", type=_example_or_file, metavar="EXAMPLE|FILE.py",
+                   help="what to draw: one of " + ", ".join(EXAMPLES) + ", or your script")
+    g.add_argument("--call", default=None, metavar="EXPR", help="with FILE.py: the expression whose backward to draw")
     g.add_argument("-o", "--out", default=None, metavar="PATH",
-                   help="output file; its suffix (.dot/.svg/.png) picks the format (default: runs/graph/EXAMPLE.svg, "
-                        "rendered by Graphviz's dot; the DOT source is always written beside it). Without Graphviz "
-                        "only the .dot file is written: status 1 when an SVG/PNG was asked for (--svg, --png, "
-                        "-o x.svg), 0 with a note for the default")
+                   help="output file; its suffix (.dot/.svg/.png) picks the format (default: runs/graph/NAME.svg; "
+                        "the DOT source is always written beside it). Drawn by Graphviz's dot when it is "
+                        "installed, else by the built-in drawing (an SVG written directly, a PNG with matplotlib)")
     fmt = g.add_mutually_exclusive_group()
-    fmt.add_argument("--svg", dest="format", action="store_const", const="svg", help="render an SVG with Graphviz")
-    fmt.add_argument("--png", dest="format", action="store_const", const="png", help="render a PNG with Graphviz")
+    fmt.add_argument("--svg", dest="format", action="store_const", const="svg", help="draw an SVG")
+    fmt.add_argument("--png", dest="format", action="store_const", const="png", help="draw a PNG")
+    g.add_argument("--renderer", choices=("auto", "graphviz", "builtin"), default="auto",
+                   help="who draws the SVG/PNG: Graphviz's dot when installed, else built in (auto, the default); "
+                        "graphviz: fail without it; builtin: never use it")
     g.add_argument("--composite", action="store_true",
                    help="build it from primitives where it has a fused op (layer_norm_composite; the tutorial's "
                         "line-by-line attention)")
@@ -53,15 +74,18 @@ def register_study_commands(commands) -> None:
 
     t = commands.add_parser("trace", help=TRACE_HELP, description=TRACE_HELP + ": Function, output shape, "
                             "gradient norms of its output and inputs, bytes saved; then the gradient norm that "
-                            "reached every parameter.")
-    t.add_argument("example", choices=EXAMPLES, help="what to run")
+                            "reached every parameter. " + SCRIPT_NOTE)
+    t.add_argument("example", type=_example_or_file, metavar="EXAMPLE|FILE.py",
+                   help="what to run: one of " + ", ".join(EXAMPLES) + ", or your script")
+    t.add_argument("--call", default=None, metavar="EXPR", help="with FILE.py: the expression whose backward to trace")
     t.add_argument("--composite", action="store_true", help="as for 'graph'")
     t.add_argument("--seed", type=int, default=0, help="seed of the weights, input and cotangent (default: 0)")
     debug_flag(t)
     t.set_defaults(func=cmd_trace)
 
     e = commands.add_parser("explain", help=EXPLAIN_HELP, description=EXPLAIN_HELP + ". Without OP: list the ops.")
-    e.add_argument("op", nargs="?", default=None, metavar="OP", help="one of: " + ", ".join(OPS))
+    e.add_argument("op", nargs="?", default=None, metavar="OP",
+                   help="a fused op (" + ", ".join(OPS) + ") or any ArrayFunction of the engine (matmul, tanh, ...)")
     e.add_argument("--no-source", dest="source", action="store_false", help="skip the source listings")
     e.add_argument("--no-torch", dest="torch", action="store_false", help="skip the PyTorch comparison")
     e.add_argument("--seed", type=int, default=0, help="seed of the random input and cotangent (default: 0)")
@@ -118,42 +142,70 @@ def _model_flags(p, default_out, **defaults):
 
 # --------------------------------------------------------------------------- graph and trace
 
+def _is_example(args) -> bool:
+    from .graph import EXAMPLES
+    if args.example in EXAMPLES:
+        if args.call is not None:
+            raise ValueError(f"--call {args.call!r} applies to a script (FILE.py), not to the example "
+                             f"{args.example!r}")
+        return True
+    if args.composite:
+        raise ValueError(f"--composite applies to the examples, not to a script ({args.example})")
+    return False
+
+
+def _script_backward(args):
+    """The first backward of the script ``args.example`` (see :mod:`.script`)."""
+    from .script import first_backward
+    return first_backward(args.example, call=args.call, seed=args.seed if hasattr(args, "seed") else 0)
+
+
 def cmd_graph(args) -> int:
-    from .graph import GraphvizNotFound, example_graph, graph_summary, to_dot, write_graph
-    out, module, desc = example_graph(args.example, composite=args.composite)
+    from .graph import GraphvizNotFound, example_graph, graph_summary, renderer_name, to_dot, write_graph
+    if _is_example(args):
+        out, module, desc = example_graph(args.example, composite=args.composite)
+        stem = args.example + ("-composite" if args.composite else "")
+    else:
+        captured = _script_backward(args)
+        out, module, desc = captured.tensor, captured.names, f"backward of {captured.where}"
+        stem = Path(args.example).stem
     summary = graph_summary(out)
     text = to_dot(out, module, constants=args.constants, saved_bytes=args.saved_bytes, title=desc)
-    suffix = "-composite" if args.composite else ""
     fmt = args.format or (Path(args.out).suffix.lstrip(".").lower() if args.out else "svg") or "dot"
-    path = Path(args.out or f"runs/graph/{args.example}{suffix}.{fmt}")
+    path = Path(args.out or f"runs/graph/{stem}.{fmt}")
     if path.suffix.lower() in (".svg", ".png", ".dot"):
         path = path.with_suffix("." + fmt)
     by_op = ", ".join(f"{name} {n}" for name, n in summary["by_op"].items())
     print(f"{desc}: {summary['ops']} ops ({by_op}), {summary['leaves']} leaves, "
           f"{summary['saved_bytes']:,} bytes saved for backward")
-    asked = args.format is not None or (args.out is not None and fmt != "dot")   # --svg, --png, -o x.png
     try:
-        written = write_graph(text, path, fmt)
-    except GraphvizNotFound as e:
+        written = write_graph(text, path, fmt, renderer=args.renderer)
+    except GraphvizNotFound as e:       # --renderer graphviz without Graphviz: the .dot is written
         print(f"wrote {path.with_suffix('.dot')}")
-        if asked:   # the picture asked for was not written: say so in the exit status too
-            print(f"{PROG}: error: {e}", file=sys.stderr)
-            return 1
-        print(f"note: {e}", file=sys.stderr)
-        return 0
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
     for w in written:
-        print(f"wrote {w}")
+        drawn = f" (drawn by {renderer_name(args.renderer)})" if w.suffix != ".dot" else ""
+        print(f"wrote {w}{drawn}")
     return 0
 
 
 def cmd_trace(args) -> int:
-    from .graph import example_graph
     from .trace import trace_backward
-    out, module, desc = example_graph(args.example, composite=args.composite, seed=args.seed)
-    g = np.random.default_rng(args.seed + 1).standard_normal(out.shape).astype(out.dtype)
-    with trace_backward(params=module) as trace:
-        out.backward(g)
-    print(f"backward through {desc}, cotangent g ~ N(0, 1) of shape {tuple(out.shape)}, in execution order:")
+    if _is_example(args):
+        from .graph import example_graph
+        out, module, desc = example_graph(args.example, composite=args.composite, seed=args.seed)
+        g = np.random.default_rng(args.seed + 1).standard_normal(out.shape).astype(out.dtype)
+        with trace_backward(params=module) as trace:
+            out.backward(g)
+        print(f"backward through {desc}, cotangent g ~ N(0, 1) of shape {tuple(out.shape)}, in execution order:")
+    else:
+        captured = _script_backward(args)
+        with trace_backward(params=captured.names) as trace:
+            captured.run()
+        which = "the first .backward() the script calls" if args.call is None else "the backward --call names"
+        print(f"backward of {captured.where} ({which}), output shape {tuple(captured.tensor.shape)}, "
+              "in execution order:")
     print(trace.table())
     print()
     print(trace.parameter_table())
@@ -163,14 +215,19 @@ def cmd_trace(args) -> int:
 # --------------------------------------------------------------------------- explain
 
 def cmd_explain(args) -> int:
-    from .explain import OPS, explain
+    import textwrap
+    from .explain import OPS, explain, primitives
     if args.op is None:
         width = max(len(n) for n in OPS)
-        print("tinygrad-tx explain OP, where OP is one of (rungs: composite -> closed form -> fused Function):")
+        print("tinygrad-tx explain OP, where OP is one of the fused ops (rungs: composite -> closed form -> "
+              "fused Function):")
         for name, spec in OPS.items():
             closed = spec.closed_function.__name__ if spec.closed_function is not None else "(none)"
             print(f"  {name:<{width}}  {spec.composite.__name__} -> {closed} -> {spec.function.__name__}: "
                   f"{spec.summary}")
+        names = sorted({c.__name__ for classes in primitives().values() for c in classes}, key=str.lower)
+        print(f"or any other op of the engine ({len(names)} ArrayFunctions; any case, e.g. matmul, tanh):")
+        print(textwrap.fill(", ".join(names), width=100, initial_indent="  ", subsequent_indent="  "))
         return 0
     print(explain(args.op, seed=args.seed, use_torch=args.torch, source=args.source), end="")
     return 0

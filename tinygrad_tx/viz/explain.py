@@ -202,13 +202,218 @@ ALIASES = {"sdpa": "scaled_dot_product_attention", "attention": "scaled_dot_prod
            "batchnorm": "batch_norm", "flash": "flash_attention", "patch": "patch_embed"}
 
 
-def op_spec(name: str) -> OpSpec:
-    """The spec of ``name`` (hyphens/underscores and a few aliases accepted)."""
+def _fused_key(name: str) -> str:
     key = str(name).strip().lower().replace("-", "_")
-    key = ALIASES.get(key.replace("_", ""), ALIASES.get(key, key))
+    return ALIASES.get(key.replace("_", ""), ALIASES.get(key, key))
+
+
+def op_spec(name: str) -> OpSpec:
+    """The spec of the fused op ``name`` (hyphens/underscores and a few aliases accepted)."""
+    key = _fused_key(name)
     if key not in OPS:
-        raise ValueError(f"unknown op {name!r}; explain knows: {', '.join(OPS)}")
+        raise ValueError(f"unknown op {name!r}; explain knows: {', '.join(OPS)} (fused) and "
+                         f"{len(primitives())} primitives ('tinygrad-tx explain' lists them all)")
     return OPS[key]
+
+
+# --------------------------------------------------------------------------- every other op
+
+def _subclasses(cls):
+    stack, found = list(cls.__subclasses__()), []
+    while stack:
+        c = stack.pop()
+        found.append(c)
+        stack.extend(c.__subclasses__())
+    return found
+
+
+def primitives() -> dict:
+    """``{name: [ArrayFunction classes]}`` of every public op of the engine that is not one of the
+    fused ops' pages (:data:`OPS`), keyed by the class name in lower case (``matmul``, ``tanh``,
+    ``softmaxclosedform``); two classes may share a name (``Unfold``: a Tensor method and
+    ``F.unfold``)."""
+    from .. import nn  # noqa: F401 - every op module is imported, so every Function is known
+    from ..autograd import ArrayFunction
+    fused = {spec.function for spec in OPS.values()}
+    found: dict = {}
+    for cls in sorted(_subclasses(ArrayFunction), key=lambda c: (c.__name__, c.__module__)):
+        if cls.__name__.startswith("_") or cls in fused or not cls.__module__.startswith("tinygrad_tx.") \
+                or cls.__module__.startswith("tinygrad_tx.exercises."):   # the learner's exercises
+            continue
+        found.setdefault(cls.__name__.lower(), []).append(cls)
+    return found
+
+
+def find_op(name: str):
+    """``("fused", OpSpec)`` or ``("primitive", [classes])`` for ``name``: a fused op's name or
+    alias, else an ArrayFunction's class name, any case, with or without ``_``/``-``
+    (``matmul``, ``MatMul``, ``log-sigmoid``). ValueError for an unknown name."""
+    if _fused_key(name) in OPS:
+        return "fused", OPS[_fused_key(name)]
+    fused_by_class = {spec.function.__name__.lower(): spec for spec in OPS.values()}
+    key = str(name).strip().lower().replace("-", "").replace("_", "")
+    if key in fused_by_class:
+        return "fused", fused_by_class[key]
+    prims = primitives()
+    if key in prims:
+        return "primitive", prims[key]
+    return "fused", op_spec(name)       # raises the unknown-op error
+
+
+def twice_differentiable(cls) -> str:
+    """One line: whether ``cls``'s gradient can be differentiated again, and through what."""
+    via = getattr(cls, "twice_differentiable_via", None)
+    if getattr(cls, "differentiable_backward", False):
+        return ("yes: its backward is written to run on Tensors too (differentiable_backward = True), so "
+                "backward(create_graph=True) records the backward itself and its gradient can be differentiated")
+    if via is not None:
+        return (f"yes, through its closed form {via.__name__} (twice_differentiable_via): under "
+                "create_graph=True the engine replays that closed form on Tensors and differentiates it")
+    return ("no: once differentiable (differentiable_backward = False); backward(create_graph=True) through it "
+            "raises, naming it")
+
+
+POSITIVE = {"log", "log2", "log10", "sqrt", "rsqrt", "reciprocal", "pow", "xlogy", "digamma", "lgamma"}
+UNIT = {"asin", "acos", "atanh", "erfinv", "logit"}
+
+
+def _snake(name: str) -> str:
+    import re
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+# ops whose function needs more than float arrays: (dotted name, number of float inputs, keyword
+# arguments), the same call in tinygrad_tx and torch
+CALLS = {
+    "MaxAll": ("max", 1, {}), "MedianAll": ("median", 1, {}), "VectorNorm": ("linalg.vector_norm", 1, {}),
+    "Triangle": ("tril", 1, {}), "Flip": ("flip", 1, {"dims": (0,)}), "Roll": ("roll", 1, {"shifts": 1, "dims": 1}),
+    "Clamp": ("clamp", 1, {"min": -0.5, "max": 0.5}), "CumSum": ("cumsum", 1, {"dim": 1}),
+    "CumProd": ("cumprod", 1, {"dim": 1}), "LogCumSumExp": ("logcumsumexp", 1, {"dim": 1}),
+    "LogSumExp": ("logsumexp", 1, {"dim": 1}),
+    "SquaredError": ("nn.functional.mse_loss", 2, {"reduction": "none"}),
+    "AbsoluteError": ("nn.functional.l1_loss", 2, {"reduction": "none"}),
+    "HuberError": ("nn.functional.huber_loss", 2, {"reduction": "none"}),
+    "SmoothL1Error": ("nn.functional.smooth_l1_loss", 2, {"reduction": "none"}),
+}
+
+
+def _resolve(module, dotted: str):
+    for part in dotted.split("."):
+        module = getattr(module, part, None)
+    return module
+
+
+def _torch_call(cls):
+    """``(tinygrad_tx function, its dotted name, number of array inputs, keyword arguments)`` that
+    computes ``cls`` on its own, for the live check; None when no such function is found."""
+    from .. import nn
+    import tinygrad_tx
+    if cls.__name__ in CALLS:
+        dotted, arity, kwargs = CALLS[cls.__name__]
+        return _resolve(tinygrad_tx, dotted), dotted, arity, kwargs
+    params = [p for p in inspect.signature(cls.forward).parameters.values()][1:]
+    arity = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                and p.default is p.empty)
+    if arity < 1 or any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    for name in dict.fromkeys((cls.__name__.lower(), _snake(cls.__name__))):
+        for where, module in (("", tinygrad_tx), ("nn.functional.", nn.functional)):
+            fn = getattr(module, name, None)
+            if callable(fn) and not isinstance(fn, type):
+                return fn, where + name, arity, {}
+    return None
+
+
+def _primitive_inputs(name: str, arity: int, rng) -> list:
+    shapes = [(3, 4), (4, 5)] if name == "matmul" else [(3, 4)] * arity
+    arrays = [rng.standard_normal(s) for s in shapes]
+    if name in POSITIVE:
+        arrays = [np.abs(a) + 0.5 for a in arrays]
+    elif name in UNIT:
+        arrays = [0.4 * np.tanh(a) + (0.5 if name == "logit" else 0.0) for a in arrays]
+    elif name == "acosh":
+        arrays = [np.abs(a) + 1.5 for a in arrays]
+    return arrays
+
+
+def _closed_form_check(name: str, seed: int, use_torch: bool) -> list[str]:
+    """The live check of a fused op's rung 2, from that op's own check (:func:`live_check`)."""
+    check = live_check(name, seed=seed, use_torch=use_torch)
+    lines = [f"    the closed form on {name}'s check ({OPS[name].summary}), float64, seed {seed}, random "
+             f"cotangent g; torch: {check['torch_status']}"]
+    for (what, rung, versus), err in check["errors"].items():
+        if rung == "closed_form":
+            lines.append(f"    {what + ' vs ' + versus:<24}{err:.2e}")
+    return lines
+
+
+def primitive_check(cls, seed: int = 0, use_torch: bool = True) -> list[str]:
+    """Lines of the live check of a primitive: ``tinygrad_tx.<name>`` on random float64 inputs with
+    a random cotangent, output and every input gradient against ``torch.<name>``; a closed form
+    is checked on its fused op's inputs."""
+    for name in OPS:
+        if OPS[name].closed_function is cls:
+            return _closed_form_check(name, seed, use_torch)
+    call = _torch_call(cls)
+    if call is None:
+        return [f"    skipped: no function of tinygrad_tx computes {cls.__name__} alone from array inputs; "
+                "its parity tests are in tests/ (grep the class name)"]
+    fn, dotted, arity, kwargs = call
+    rng = np.random.default_rng(seed)
+    arrays = _primitive_inputs(dotted.split(".")[-1], arity, rng)
+    tensors = [Tensor(np.array(a), requires_grad=True) for a in arrays]
+    try:
+        out = fn(*tensors, **kwargs)
+    except Exception as e:   # noqa: BLE001 - any failure means: this function is not the op alone
+        return [f"    skipped: tinygrad_tx.{dotted} does not take {arity} float array input(s) "
+                f"({type(e).__name__}: {e}); its parity tests are in tests/"]
+    if not isinstance(out, Tensor) or out._ctx is None or out._ctx.fn is not cls:
+        return [f"    skipped: tinygrad_tx.{dotted} does not record {cls.__name__} as its last node"]
+    cotangent = rng.standard_normal(out.shape)
+    try:
+        with trace_backward() as trace:
+            out.backward(cotangent)
+    except RuntimeError as e:       # an op without a derivative says so, as torch's does
+        return [f"    tinygrad_tx.{dotted}: its backward raises, as torch's does: {e}"]
+    shapes = ", ".join(str(tuple(a.shape)) for a in arrays)
+    args = "".join(f", {k}={v!r}" for k, v in kwargs.items())
+    lines = [f"    tinygrad_tx.{dotted}(<{arity} input{'s' if arity > 1 else ''}>{args}) on float64 inputs {shapes}, "
+             f"seed {seed}; output {tuple(out.shape)}, random cotangent g, backward(g): {_nodes(len(trace))}, "
+             f"saved {trace.total_saved_bytes:,} B"]
+    if not use_torch:
+        return lines + ["    torch: not requested"]
+    twins, status = torch_twins()
+    if twins is None:
+        return lines + [f"    torch: {status}"]
+    try:
+        t_out, t_grads = twins.run_torch_function(dotted, arrays, cotangent, **kwargs)
+    except Exception as e:   # noqa: BLE001 - torch's own spelling differs: say so, do not fail the page
+        return lines + [f"    torch: torch.{dotted} could not be compared ({type(e).__name__}: {e})"]
+    lines.append(f"    torch: {status}, torch.{dotted}")
+    lines.append(f"    output vs torch        {rel_err(out._data, t_out):.2e}")
+    for i, (t, g) in enumerate(zip(tensors, t_grads)):
+        ours = np.zeros_like(arrays[i]) if t.grad is None else t.grad._data
+        lines.append(f"    grad input {i} vs torch  {rel_err(ours, g):.2e}")
+    lines.append("    (relative errors max|a - b| / max|b|; float64 rounding is ~1e-16)")
+    return lines
+
+
+def explain_primitive(cls, seed: int = 0, use_torch: bool = True, source: bool = True) -> str:
+    """The page of one ArrayFunction: where it is, its rungs, its derivation (the class
+    docstring), forward and backward source, twice differentiability and a live check."""
+    name = cls.__name__
+    closed = getattr(cls, "twice_differentiable_via", None)
+    out = [f"{name}: {'a closed form (rung 2 of a fused op)' if name.endswith('ClosedForm') else 'a primitive'}"
+           f" — ArrayFunction {cls.__module__}.{name}  ({_location(cls)})",
+           "  rungs: one — its forward and hand-written backward are the definition" +
+           (f"; its closed form is {closed.__name__} ({_location(closed)})" if closed is not None else ""),
+           f"  twice differentiable: {twice_differentiable(cls)}", "",
+           "Derivation (class docstring)", _indent(inspect.getdoc(cls) or "(none)"), ""]
+    if source:
+        out += ["    Forward", _indent(_source(cls.forward), "        "), "",
+                "    Backward (hand-written)", _indent(_source(cls.backward), "        "), ""]
+    out += ["Live check"] + primitive_check(cls, seed=seed, use_torch=use_torch)
+    return "\n".join(out) + "\n"
 
 
 # --------------------------------------------------------------------------- the live check
@@ -361,8 +566,12 @@ def _first_line(obj, width: int = 110) -> str:
 
 
 def explain(op: str, seed: int = 0, use_torch: bool = True, source: bool = True) -> str:
-    """The report described in the module docstring, as one string."""
-    spec = op_spec(op)
+    """The report described in the module docstring, as one string: a fused op's three rungs,
+    or any other op's page (:func:`explain_primitive`; every class of that name)."""
+    kind, found = find_op(op)
+    if kind == "primitive":
+        return "\n".join(explain_primitive(cls, seed=seed, use_torch=use_torch, source=source) for cls in found)
+    spec = found
     cls, closed = spec.function, spec.closed_function
     comp = spec.composite
     out = [f"{spec.name}: three rungs",
@@ -373,7 +582,8 @@ def explain(op: str, seed: int = 0, use_torch: bool = True, source: bool = True)
                    f"forward {fw} + backward {bw} lines of NumPy")
     else:
         out.append(f"  2. closed form  none: {spec.closed_note}")
-    out += [f"  3. fused        {cls.__module__}.{cls.__name__}  ({_location(cls)}), used by default", ""]
+    out += [f"  3. fused        {cls.__module__}.{cls.__name__}  ({_location(cls)}), used by default",
+            f"  twice differentiable: {twice_differentiable(cls)}", ""]
     if source:
         out += ["Rung 1 — composite (primitives; autograd differentiates it op by op)", _indent(_source(comp)), ""]
     if closed is not None:

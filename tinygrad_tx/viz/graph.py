@@ -44,6 +44,7 @@ from ..tensor import Tensor
 GRAPHVIZ_HINT = ("install Graphviz to render it (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
                  "graphviz; conda: conda install graphviz)")
 FORMATS = ("dot", "svg", "png")
+RENDERERS = ("auto", "graphviz", "builtin")
 
 
 class GraphvizNotFound(RuntimeError):
@@ -260,18 +261,23 @@ def dot_program() -> str | None:
     return shutil.which("dot")
 
 
-def write_graph(dot_text: str, path, format: str | None = None) -> list[Path]:
+def write_graph(dot_text: str, path, format: str | None = None, renderer: str = "auto") -> list[Path]:
     """Write ``dot_text`` to ``path`` (its suffix, or ``format``, picks dot/svg/png).
 
     The DOT source is always written (as ``path`` itself, or beside it with the suffix
-    ``.dot``); an SVG/PNG is rendered with Graphviz's ``dot``. Returns the paths written.
-    Raises :class:`GraphvizNotFound` (after writing the ``.dot`` file) when ``dot`` is not
-    installed, and ``RuntimeError`` with its message when ``dot`` fails.
+    ``.dot``). An SVG/PNG is drawn by ``renderer``: ``"auto"`` (Graphviz's ``dot`` when it is
+    installed, else the built-in drawing), ``"graphviz"`` or ``"builtin"`` (:mod:`.render`:
+    an SVG written directly, a PNG drawn with matplotlib; no system program). Returns the
+    paths written. Raises :class:`GraphvizNotFound` (after writing the ``.dot`` file) when
+    ``renderer="graphviz"`` and ``dot`` is not installed, and ``RuntimeError`` with its
+    message when ``dot`` fails.
     """
     path = Path(path)
     fmt = (format or path.suffix.lstrip(".") or "dot").lower()
     if fmt not in FORMATS:
         raise ValueError(f"graph format must be one of {FORMATS}, got {fmt!r} (from {os.fspath(path)!r})")
+    if renderer not in RENDERERS:
+        raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
     if fmt != "dot" and path.suffix.lower() != "." + fmt:
         path = path.with_name(path.name + "." + fmt)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -280,17 +286,31 @@ def write_graph(dot_text: str, path, format: str | None = None) -> list[Path]:
     written = [dot_path]
     if fmt == "dot":
         return written
-    exe = dot_program()
-    if exe is None:
+    exe = dot_program() if renderer != "builtin" else None
+    if exe is None and renderer == "graphviz":
         raise GraphvizNotFound(f"Graphviz's 'dot' program is not installed, so {path} was not drawn; wrote the "
                                f"DOT source {dot_path} instead: {GRAPHVIZ_HINT}, then run "
                                f"'dot -T{fmt} {dot_path} -o {path}'")
+    if exe is None:
+        from . import render
+        if fmt == "svg":
+            path.write_text(render.to_svg_text(dot_text))
+        else:
+            render.write_png(dot_text, path)
+        return written + [path]
     proc = subprocess.run([exe, f"-T{fmt}", os.fspath(dot_path), "-o", os.fspath(path)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"dot -T{fmt} {dot_path} failed (exit {proc.returncode}): {proc.stderr.strip()}")
     written.append(path)
     return written
+
+
+def renderer_name(renderer: str = "auto") -> str:
+    """Who draws an SVG/PNG under ``renderer``: ``"Graphviz's dot"`` or ``"the built-in drawing"``."""
+    if renderer == "graphviz" or (renderer == "auto" and dot_program() is not None):
+        return "Graphviz's dot"
+    return "the built-in drawing, without Graphviz"
 
 
 def graph_summary(tensor: Tensor) -> dict:

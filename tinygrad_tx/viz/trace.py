@@ -174,7 +174,7 @@ class BackwardTrace:
         norms = self.parameter_grad_norms()
         if not norms:
             return "(no named leaf received a gradient: pass params= to trace_backward or set Tensor.name)"
-        width = max(len(n) for n in norms)
+        width = max(len("leaf"), *(len(n) for n in norms))
         lines = [f"{'leaf':<{width}}  {'shape':<12} {'|grad|':>10}"]
         shapes = {leaf_label(self._leaves[k], self._names): self._leaves[k].shape for k in self._leaf_grads}
         for name, norm in norms.items():
