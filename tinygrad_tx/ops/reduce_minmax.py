@@ -63,7 +63,7 @@ class MaxAll(ArrayFunction):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         hit = np.isnan(x) if np.result_type(y).kind == "f" and np.isnan(y) else x == y
-        return hit * (g / np.count_nonzero(hit))
+        return hit * (g / int(np.count_nonzero(hit)))
 
 
 class SelectAlongDim(ArrayFunction):
