@@ -477,14 +477,16 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
-class SequentialLR(LRScheduler):
-    """Run ``schedulers[0]`` until ``milestones[0]``, then ``schedulers[1]`` (restarted from its
-    own step 0) until ``milestones[1]``, ... — e.g. a LinearLR warmup followed by a decay."""
+class _SchedulerSequence(LRScheduler):
+    """What SequentialLR and ChainedScheduler share: the checks of the schedulers they are given,
+    and a ``state_dict`` holding each scheduler's own (torch's layout)."""
 
-    def __init__(self, optimizer: Optimizer, schedulers, milestones, last_epoch: int = -1):
+    def _check_schedulers(self, schedulers, optimizer, what: str = "scheduler") -> None:
         name = type(self).__name__
+        if isinstance(schedulers, (str, bytes)) or not hasattr(schedulers, "__len__"):
+            raise TypeError(f"{name}: schedulers must be a list of schedulers, got {type(schedulers).__name__}")
         if len(schedulers) < 1:
-            raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
+            raise ValueError(f"{name} expects at least one {what}, but got no scheduler.")
         for i, scheduler in enumerate(schedulers):
             if not hasattr(scheduler, "optimizer"):
                 raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
@@ -495,6 +497,26 @@ class SequentialLR(LRScheduler):
             if scheduler.optimizer is not optimizer:
                 raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but got "
                                  f"scheduler {type(scheduler).__name__} at index {i} with a different optimizer")
+
+    def state_dict(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        schedulers = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for scheduler, saved in zip(self._schedulers, schedulers):
+            scheduler.load_state_dict(saved)
+
+
+class SequentialLR(_SchedulerSequence):
+    """Run ``schedulers[0]`` until ``milestones[0]``, then ``schedulers[1]`` (restarted from its
+    own step 0) until ``milestones[1]``, ... — e.g. a LinearLR warmup followed by a decay."""
+
+    def __init__(self, optimizer: Optimizer, schedulers, milestones, last_epoch: int = -1):
+        self._check_schedulers(schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError("Sequential Schedulers expects number of schedulers provided to be one more than the "
                              f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
@@ -521,17 +543,25 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for scheduler, saved in zip(self._schedulers, schedulers):
-            scheduler.load_state_dict(saved)
+class ChainedScheduler(_SchedulerSequence):
+    """Step every scheduler of ``schedulers`` at each ``step()``, in order: their factors compose
+    (e.g. a ConstantLR warmup times an ExponentialLR decay). ``optimizer`` defaults to the first
+    scheduler's; every scheduler must drive that one."""
+
+    def __init__(self, schedulers, optimizer: Optimizer | None = None):
+        if not isinstance(schedulers, (str, bytes)) and hasattr(schedulers, "__len__") and len(schedulers) \
+                and optimizer is None:
+            optimizer = getattr(schedulers[0], "optimizer", None)
+        self._check_schedulers(schedulers, optimizer, "scheduler to be chained")
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = _current(self._schedulers[-1].optimizer)
+
+    def step(self) -> None:
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = _current(self._schedulers[-1].optimizer)
 
 
 def _undo_step(scheduler) -> None:

@@ -28,7 +28,8 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False):
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False, foreach=None,
+                 differentiable: bool = False, fused=None):
         if check_hyperparameter(lr, "learning rate", "lr") < 0.0:
             raise ValueError(f"Invalid learning rate: {lr} (lr must be >= 0)")
         if check_hyperparameter(momentum, "momentum value", "momentum") < 0.0:
@@ -39,6 +40,10 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError(f"Nesterov momentum requires a momentum and zero dampening "
                              f"(got momentum={momentum}, dampening={dampening})")
+        if differentiable:
+            raise ValueError("SGD: differentiable=True (backpropagating through the optimizer step) is not "
+                             "supported: the step updates the parameter arrays in place")
+        # foreach and fused (torch's kernel choices) are accepted: one loop here gives the same values
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize)
         super().__init__(params, defaults)
