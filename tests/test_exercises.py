@@ -350,7 +350,7 @@ def test_cli_start_check_list_solution(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     state = tmp_path / "progress.json"
     code, out, _ = run(capsys, "list", "--state", str(state))
-    assert code == 0 and "0 of 20 passed" in out and "next: tinygrad-tx exercise start mul" in out
+    assert code == 0 and "0 of 21 passed" in out and "next: tinygrad-tx exercise start mul" in out
     code, out, _ = run(capsys, "start", "softmax", "--state", str(state))
     assert code == 0 and (tmp_path / "exercise_softmax.py").is_file()
     code, out, err = run(capsys, "start", "softmax", "--state", str(state))
@@ -368,7 +368,7 @@ def test_cli_start_check_list_solution(tmp_path, capsys, monkeypatch):
     saved = json.loads(state.read_text())["exercises"]["softmax"]
     assert saved["passed"] and saved["checks"] == 3 and saved["last"] == "passed"
     code, out, _ = run(capsys, "list", "--state", str(state))
-    assert "1 of 20 passed" in out and "[x] 13. softmax" in out
+    assert "1 of 21 passed" in out and "[x] 14. softmax" in out
     code, out, _ = run(capsys, "solution", "softmax", "--state", str(state))
     assert code == 0 and "def softmax_composite" in out and "class Softmax(ArrayFunction)" in out
     assert "you have not passed" not in out
@@ -533,6 +533,7 @@ def _torch_twin(name):
     return {
         "mul": lambda t, c: t["a"] * t["b"], "div": lambda t, c: t["a"] / t["b"], "pow": lambda t, c: t["a"] ** t["b"],
         "exp": lambda t, c: t["x"].exp(), "log": lambda t, c: t["x"].log(), "tanh": lambda t, c: t["x"].tanh(),
+        "tanh_backward": lambda t, c: torch.autograd.grad(t["x"].tanh(), t["x"], t["g"], create_graph=True)[0],
         "sum": lambda t, c: t["x"].sum(c.extra["dim"]), "mean": lambda t, c: t["x"].mean(c.extra["dim"]),
         "matmul": lambda t, c: t["a"] @ t["b"], "max": lambda t, c: t["x"].amax(c.extra["dim"]),
         "getitem": lambda t, c: t["x"][long(c.extra["idx"], t["x"])],

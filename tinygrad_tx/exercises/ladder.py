@@ -209,6 +209,28 @@ def _tanh_mistakes(c, g, s):
             ("x", "used 1 - x² (the input) instead of 1 - y² (the output)", g * (1 - c.arrays["x"] ** 2))]
 
 
+def _tanh_backward_draw(d, st):
+    seed, nc = _common(d, st)
+    shape = _shape(d, st)
+    rng = np.random.default_rng(seed)
+    x, g = _values(rng, shape, "normal"), _values(rng, shape, "normal")
+    return Case({"x": lay_out(x, nc), "g": lay_out(g, nc)}, {}, seed, nc)
+
+
+def _tanh_backward_truth(t, c):
+    """tanh's gradient from the library, recorded (create_graph): its gradient is the second one."""
+    from ..autograd import grad
+    return grad(t["x"].tanh(), t["x"], t["g"], create_graph=True)[0]
+
+
+def _tanh_backward_mistakes(c, u, s):
+    x, g = c.arrays["x"], c.arrays["g"]
+    y = np.tanh(x)
+    return [("x", "differentiated 1 - y² as -2y, dropping the chain rule's y' = 1 - y²", -2 * u * g * y),
+            ("x", "differentiated 1 - x² (the input) instead of 1 - y²", -2 * u * g * x),
+            ("g", "multiplied by g itself: z is linear in g, so ∂z/∂g = 1 - y²", u * g * (1 - y * y))]
+
+
 def _max_mistakes(c, g, s):
     x, dim = c.arrays["x"], c.extra["dim"]
     hit = x == x.max(axis=dim, keepdims=True)
@@ -522,6 +544,13 @@ _LADDER = [
     Exercise("tanh", "y = tanh x", S.Tanh, _unary_draw("normal"), _apply_x, lambda t, c: t["x"].tanh(),
              ("tanh' = 1/cosh²; rewrite it with tanh itself, i.e. with the saved output.",), _tanh_mistakes,
              rungs={"fused": "tinygrad_tx.ops.elementwise:Tanh"}),
+    Exercise("tanh_backward", "z = g ∘ (1 - tanh² x): the backward of tanh's backward", S.TanhBackward,
+             _tanh_backward_draw, lambda Fn, t, c: Fn.apply(t["x"], t["g"]), _tanh_backward_truth,
+             ("z depends on both x and the cotangent g: return one gradient for each.",
+              "z is linear in g. For x, differentiate 1 - y² with y = tanh x: the chain rule goes through y.",
+              "This is what create_graph=True computes: tinygrad_tx.autograd.grad(x.tanh(), x, g, "
+              "create_graph=True) gives z, and its gradient is the second derivative."),
+             _tanh_backward_mistakes, rungs={"fused": "tinygrad_tx.ops.elementwise:Tanh"}),
     Exercise("sum", "y = x.sum(dim)", S.Sum, _dim_draw(), _apply_x_dim, lambda t, c: t["x"].sum(c.extra["dim"]),
              ("Every x_i summed into y_r has ∂y_r/∂x_i = 1.",
               "g has one dimension fewer than x: put it back (np.expand_dims) and broadcast it to x's shape."),

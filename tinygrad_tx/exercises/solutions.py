@@ -119,6 +119,26 @@ class Tanh(ArrayFunction):
         return g * (1 - y * y)
 
 
+class TanhBackward(ArrayFunction):
+    """z = g ∘ (1 - tanh² x): tanh's backward as a function of x and of the cotangent g. Its own
+    backward is the *second* derivative -- what ``create_graph=True`` computes for tanh."""
+
+    @staticmethod
+    def forward(ctx, x, g):
+        y = np.tanh(x)
+        ctx.save_for_backward(y, g)
+        return g * (1 - y * y)
+
+    @staticmethod
+    def backward(ctx, u):
+        """With y = tanh x and y' = 1 - y²:  ∂z/∂g = 1 - y²  (z is linear in g), and
+        ∂z/∂x = g · d(1 - y²)/dx = g · (-2y) · y' = -2 g y (1 - y²)  (the chain rule through y).
+        So dL/dx = -2 u g y (1 - y²) and dL/dg = u (1 - y²)."""
+        y, g = ctx.saved_tensors
+        d = 1 - y * y
+        return -2 * u * g * y * d, u * d
+
+
 # =========================================================================== reductions
 
 class Sum(ArrayFunction):
