@@ -192,3 +192,146 @@ def case(name):
 def test_double_parity(name, dtype):
     ours, theirs, inputs = case(name)
     check_double_parity(ours, theirs, *inputs, dtype=dtype, name=name)
+
+
+# ============================================================================ drawn inputs
+
+SMOOTH = {"sin": (-3, 3), "tanh": (-2, 2), "exp": (-2, 2), "log1p": (-0.5, 3), "atan": (-3, 3),
+          "sigmoid": (-4, 4), "erf": (-2, 2), "rsqrt": (0.3, 3), "sqrt": (0.3, 3)}
+REDUCE = {"sum": lambda a: (a * a).sum(-1), "mean": lambda a: (a * a).mean(0, keepdim=True),
+          "logsumexp": lambda a: a.logsumexp(-1), "prod": lambda a: a.prod(-1), "cumsum": lambda a: (a * a).cumsum(0),
+          "cumprod": lambda a: a.cumprod(-1)}
+
+
+@given(name=st.sampled_from(sorted(SMOOTH)), seed=st.integers(0, 2**31 - 1),
+       shape=st.sampled_from([(5,), (2, 3), (2, 1, 3)]), dtype=st.sampled_from([F64, F32]))
+def test_drawn_unary(name, seed, shape, dtype):
+    lo, hi = SMOOTH[name]
+    check_double_parity(same(name), same(name), rnd(shape, lo, hi, seed), dtype=dtype, name=name, seed=seed)
+
+
+@given(op=st.sampled_from(["mul", "div", "pow", "atan2", "hypot", "maximum", "matmul"]),
+       seed=st.integers(0, 2**31 - 1), dtype=st.sampled_from([F64, F32]),
+       shapes=st.sampled_from([((3, 4), (4,)), ((2, 1, 4), (3, 1)), ((4,), (2, 3, 4))]))
+def test_drawn_binary_broadcasting(op, seed, dtype, shapes):
+    sa, sb = shapes
+    a, b = away(sa, 0.5, 2.0, seed), away(sb, 0.5, 2.0, seed + 1)
+    fns = {"mul": lambda x, y: x * y * x, "div": lambda x, y: x / y, "pow": lambda x, y: x.abs() ** y,
+           "atan2": lambda x, y: x.atan2(y), "hypot": lambda x, y: x.hypot(y),
+           "maximum": lambda x, y: x.maximum(y) * y, "matmul": lambda x, y: (x @ y.unsqueeze(-1)) ** 2}
+    if op == "matmul":
+        b = away(sa[-1:], 0.5, 2.0, seed + 1)
+    check_double_parity(fns[op], fns[op], a, b, dtype=dtype, name=op, seed=seed)
+
+
+@given(name=st.sampled_from(sorted(REDUCE)), seed=st.integers(0, 2**31 - 1), dtype=st.sampled_from([F64, F32]))
+def test_drawn_reductions_and_scans(name, seed, dtype):
+    check_double_parity(REDUCE[name], REDUCE[name], away((3, 4), 0.5, 1.5, seed), dtype=dtype, name=name, seed=seed)
+
+
+# ============================================================================ finite differences
+
+def _gradient_function(f, v):
+    """x -> dL/dx of L = <f(x), v>, recorded (create_graph): its own backward is f's double backward."""
+    def h(x):
+        with tg.enable_grad():   # gradcheck evaluates h under no_grad for the finite differences
+            if not x.requires_grad:
+                x = x.detach().requires_grad_()
+            (gx,) = tg.autograd.grad(f(x), x, tg.from_numpy(v), create_graph=True)
+        return gx
+    return h
+
+
+@pytest.mark.parametrize("name,f,x", [
+    ("tan", lambda x: x.tan(), rnd(U, -1.0, 1.0)),
+    ("logsumexp", lambda x: x.logsumexp(1), rnd(U)),
+    ("cumprod", lambda x: x.cumprod(1), away(U, 0.5, 1.5)),
+    ("gather", lambda x: x.gather(1, tg.from_numpy(np.array([[0, 0], [3, 1], [2, 2]]))) ** 3, rnd(U)),
+    ("matmul", lambda x: (x @ x.transpose(0, 1)).sin(), rnd(U)),
+    ("unfold", lambda x: x.unfold(1, 2, 1).exp(), rnd(U)),
+], ids=lambda p: p if isinstance(p, str) else "")
+def test_second_order_finite_differences(name, f, x):
+    with tg.no_grad():
+        shape = f(tg.from_numpy(x)).shape
+    v = np.random.default_rng(1).standard_normal(shape)
+    assert gradcheck(_gradient_function(f, v), [x])
+
+
+# ============================================================================ what does not twice-differentiate
+
+def _twice(f, x):
+    x = tg.from_numpy(x).requires_grad_()
+    y = f(x)
+    (gx,) = tg.autograd.grad(y, x, tg.from_numpy(np.random.default_rng(1).standard_normal(y.shape)),
+                             create_graph=True)
+    return tg.autograd.grad((gx * gx).sum(), x)
+
+
+@pytest.mark.parametrize("op,f,x", [
+    ("Gelu", lambda x: tg.nn.functional.gelu(x), rnd(U)),
+    ("Var", lambda x: x.var(1), rnd(U)),
+    ("Std", lambda x: x.std(0), rnd(U)),
+    ("LogCumSumExp", lambda x: x.logcumsumexp(1), rnd(U)),
+    ("ScatterReduce", lambda x: x.scatter_reduce(1, tg.from_numpy(np.array([[0, 0], [1, 1], [2, 3]])), x[:, :2] * 2,
+                                                 "prod"), away(U, 0.5, 1.5)),
+    ("Prod", lambda x: x.prod(1), np.where(np.eye(3, 4) > 0, 0.0, away(U, 0.5, 1.5))),
+    ("CumProd", lambda x: x.cumprod(1), np.where(np.eye(3, 4, 1) > 0, 0.0, away(U, 0.5, 1.5))),
+], ids=lambda p: p if isinstance(p, str) else "")
+def test_once_differentiable_ops_raise_naming_the_op(op, f, x):
+    with pytest.raises(RuntimeError, match=op):
+        _twice(f, x)
+
+
+def test_flash_attention_stays_once_differentiable():
+    from tinygrad_tx.ops.flash_attention import FlashAttention, flash_attention
+    assert not FlashAttention.differentiable_backward
+    r = np.random.default_rng(0)
+    q, k, v = (tg.from_numpy(r.standard_normal((2, 5, 4))).requires_grad_() for _ in range(3))
+    out = flash_attention(q, k, v, block_q=2, block_k=2)
+    gq, gk, gv = tg.autograd.grad(out, (q, k, v), tg.from_numpy(r.standard_normal(out.shape)), create_graph=True)
+    ref = torch.nn.functional.scaled_dot_product_attention(*(to_torch(t._data, requires_grad=True) for t in (q, k, v)))
+    np.testing.assert_allclose(out._data, ref.detach().numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="FlashAttention"):
+        tg.autograd.grad((gq * gq).sum() + (gv * gk).sum(), (q, k, v))
+
+
+@pytest.mark.parametrize("name", ["sign", "floor", "ceil", "round", "trunc"])
+def test_piecewise_constant_gradient_is_a_zero_constant(name):
+    """torch returns zeros that do not require grad: differentiating again is 'does not require grad'."""
+    x = rnd(U) + 0.013
+    xt, xr = tg.from_numpy(x).requires_grad_(), to_torch(x, requires_grad=True)
+    (g,) = tg.autograd.grad(getattr(xt, name)() * 3, xt, tg.from_numpy(np.ones(U)), create_graph=True)
+    (gr,) = torch.autograd.grad(getattr(xr, name)() * 3, xr, torch.ones(U, dtype=torch.float64), create_graph=True)
+    np.testing.assert_array_equal(g._data, gr.detach().numpy())
+    assert g.requires_grad == gr.requires_grad
+
+
+def test_floor_divide_has_no_derivative_as_in_torch():
+    xt, xr = tg.from_numpy(rnd(U)).requires_grad_(), to_torch(rnd(U), requires_grad=True)
+    with pytest.raises(RuntimeError, match="floor_divide"):
+        tg.autograd.grad((xt // 0.7).sum(), xt, create_graph=True)
+    with pytest.raises(RuntimeError):
+        torch.autograd.grad((xr // 0.7).sum(), xr, create_graph=True)
+
+
+@pytest.mark.parametrize("f", [lambda x: x.argmax(1), lambda x: x > 0, lambda x: x.max(1).indices,
+                               lambda x: x.sort(0).indices, lambda x: x.isnan()])
+def test_integer_and_bool_outputs_are_not_differentiable(f):
+    y = f(tg.from_numpy(rnd(U)).requires_grad_())
+    assert not y.requires_grad
+
+
+def test_every_op_in_the_ops_modules_is_twice_differentiable_or_listed():
+    """The ops left once-differentiable are exactly the listed ones (a new op must choose)."""
+    import importlib
+    import inspect
+    from tinygrad_tx.autograd import ArrayFunction
+    once = set()
+    for mod in ("elementwise transcendental unary binary compare reduce reduce_minmax scan sort movement shape "
+                "einsum indexing scatter matmul inplace flash_attention").split():
+        m = importlib.import_module(f"tinygrad_tx.ops.{mod}")
+        for n, c in vars(m).items():
+            if inspect.isclass(c) and issubclass(c, ArrayFunction) and c.__module__ == m.__name__ \
+                    and not c.differentiable_backward:
+                once.add(n)
+    assert once == {"Gelu", "Var", "Std", "LogCumSumExp", "ScatterReduce", "FlashAttention"}
