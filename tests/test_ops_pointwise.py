@@ -621,3 +621,16 @@ def test_each_op_records_its_own_function():
     from tinygrad_tx.ops.binary import _DIV_ROUNDED, _RoundedDiv
     assert all(isinstance(op, _RoundedDiv) and op.mode == mode for mode, op in _DIV_ROUNDED.items())
     assert tg.div(tg.tensor([7]), 2.0, rounding_mode="floor").dtype == np.float32
+
+
+def test_add_and_sub_with_alpha_round_once_as_torch():
+    """Regression (dev profile, test_binary_parity[f32], seed 1698693): add(a, b, alpha=-1.5) of
+    0-d float32 a ≈ 1.5 b was 5.7e-6 relative off (alpha·b rounded, then the sum) where torch's
+    fused multiply-add is exact; float32 now rounds once, bit for bit torch's here."""
+    test_binary_parity.hypothesis.inner_test(np.float32, ((), ()), 1698693, False, False)
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(1000).astype(np.float32) for _ in range(2))
+    for alpha in (-1.5, 0.3, 2):
+        for ours, theirs in ((tg.add, torch.add), (tg.sub, torch.sub)):
+            want = theirs(torch.from_numpy(a).to(DEVICE), torch.from_numpy(b).to(DEVICE), alpha=alpha).cpu().numpy()
+            np.testing.assert_array_equal(ours(tg.from_numpy(a), tg.from_numpy(b), alpha=alpha).numpy(), want)
