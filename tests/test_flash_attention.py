@@ -98,3 +98,20 @@ def test_bad_mask_shape_raises():
     q = tg.Tensor(np.zeros((1, 4, 3)))
     with pytest.raises(ValueError, match=r"attn_mask of shape \(3, 3\)"):
         flash_attention(q, q, q, attn_mask=np.ones((3, 3), bool))
+
+
+@pytest.mark.parametrize("block_k", [1, 2, 8])
+def test_a_query_that_sees_one_key_gets_an_exact_zero_score_gradient(block_k):
+    """Regression (dev profile, test_models::test_encoder_parity[flash], float64 grad 1.22e-10 off
+    torch's on a 2-token Encoder): D = G·O (FlashAttention's identity) is not rounded as the P of
+    dS, so where one key dominates a row dP - D was rounding noise; D summed from the P and dP
+    used makes causal row 0 (one key, P = 1) exactly 0, as torch's, in one key tile or several."""
+    rng = np.random.default_rng(3)
+    q, k, v = (tg.tensor(rng.standard_normal((2, 5, 3)), requires_grad=True) for _ in range(3))
+    out = flash_attention(q, k, v, is_causal=True, block_q=2, block_k=block_k)
+    out.backward(tg.tensor(rng.standard_normal(out.shape)))
+    assert not q.grad.numpy()[:, 0].any()
+    rng = np.random.default_rng(3)
+    saturated = [rng.standard_normal((1, 3, 4)) * s for s in (4.0, 4.0, 1.0)]   # one key dominates
+    check_parity(lambda a, b, c: flash_attention(a, b, c, block_q=1, block_k=block_k),
+                 lambda a, b, c: TF.scaled_dot_product_attention(a, b, c), *saturated, dtype=np.float64)

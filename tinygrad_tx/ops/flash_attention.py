@@ -18,9 +18,16 @@ O = a / l and L = m + log l.
 Backward. With P_ij = exp(S_ij − L_i) recomputed tile by tile from the saved L,
 and G = dL/dO, the softmax Jacobian gives
     dV = Pᵀ G,    dP = G Vᵀ,    dS_ij = P_ij (dP_ij − D_i),
-where D_i = Σ_j P_ij dP_ij = Σ_j P_ij (G_i · v_j) = G_i · O_i — computable once
-from G and O, without the full P. Then dQ = dS K · scale and dK = dSᵀ Q · scale.
-Each tile's contributions are accumulated; nothing T_q × T_k is ever stored.
+where D_i = Σ_j P_ij dP_ij. Then dQ = dS K · scale and dK = dSᵀ Q · scale. Each
+tile's contributions are accumulated; nothing T_q × T_k is ever stored.
+FlashAttention takes D_i = G_i · O_i (equal in exact arithmetic, no pass over P),
+but O's rounding is not the P's of dS: where a row has one dominant key, dP_i − D_i
+cancels and that mismatch is all that is left (a query that sees one key gets noise
+instead of an exact 0; float64 grads 1.2e-10 off torch's on a 2-token Encoder,
+float32 up to 2.4e-4). So each query tile visits its key tiles twice: once to sum
+D from the P and dP it recomputes, once for dS: one more score and dP product per
+tile where a query tile has several key tiles (none for T_k <= block_k; the memory
+stays O(T·d)).
 
 Masks follow ``scaled_dot_product_attention``: a bool mask is True where a key
 may be attended; a float mask is added to the scores; ``is_causal`` keeps
@@ -117,18 +124,25 @@ class FlashAttention(ArrayFunction):
         dq = np.zeros(batch + q.shape[-2:], dtype=q.dtype)
         dk = np.zeros(batch + k.shape[-2:], dtype=k.dtype)
         dv = np.zeros(batch + v.shape[-2:], dtype=v.dtype)
-        D = np.sum(g * out, axis=-1, keepdims=True)            # D_i = G_i · O_i
         lse_safe = np.where(np.isneginf(lse), np.inf, lse)[..., None]  # fully masked rows: P = 0
         for qs in range(0, Tq, block_q):
             qe = min(qs + block_q, Tq)
-            q_t, g_t, D_t, L_t = q[..., qs:qe, :], g[..., qs:qe, :], D[..., qs:qe, :], lse_safe[..., qs:qe, :]
+            q_t, g_t, L_t = q[..., qs:qe, :], g[..., qs:qe, :], lse_safe[..., qs:qe, :]
             k_end = causal_key_end(Tk, qe, is_causal)
-            for ks in range(0, k_end, block_k):
-                ke = min(ks + block_k, k_end)
-                k_t, v_t = k[..., ks:ke, :], v[..., ks:ke, :]
-                p = np.exp(_scores(q_t, k_t, scale, attn_mask, is_causal, qs, qe, ks, ke) - L_t)
+            tiles = [(ks, min(ks + block_k, k_end)) for ks in range(0, k_end, block_k)]
+
+            def p_and_dp(ks, ke):
+                p = np.exp(_scores(q_t, k[..., ks:ke, :], scale, attn_mask, is_causal, qs, qe, ks, ke) - L_t)
+                return p, np.matmul(g_t, np.swapaxes(v[..., ks:ke, :], -1, -2))
+            D_t = 0   # D_i = Σ_j P_ij dP_ij from the P used below (see the module docstring)
+            for ks, ke in tiles:
+                p, dp = p_and_dp(ks, ke)
+                D_t = D_t + np.sum(p * dp, axis=-1, keepdims=True)
+            kept = (p, dp) if len(tiles) == 1 else None   # one key tile: nothing to recompute
+            for ks, ke in tiles:
+                k_t = k[..., ks:ke, :]
+                p, dp = kept or p_and_dp(ks, ke)
                 dv[..., ks:ke, :] += np.matmul(np.swapaxes(p, -1, -2), g_t)
-                dp = np.matmul(g_t, np.swapaxes(v_t, -1, -2))
                 ds = p * (dp - D_t)
                 ds *= scale
                 dq[..., qs:qe, :] += np.matmul(ds, k_t)
