@@ -598,3 +598,88 @@ def test_seed_draws_another_fixed_set():
     a = check("softmax", S.Softmax, max_examples=5, seed=1)
     b = check("softmax", S.Softmax, max_examples=5, seed=1)
     assert a.passed and b.passed and a.text == b.text
+
+
+# --------------------------------------------------------------------------- wrong axes, batched .T, the learner's line
+
+def test_softmax_inner_product_over_the_wrong_axis():
+    """⟨g, y⟩ summed over another axis than dim (keepdims kept, so the shapes fit): named, not
+    'not a mistake I recognise'."""
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        wrong = 0 if ctx.dim % y.ndim != 0 else y.ndim - 1
+        return y * (g - (g * y).sum(axis=wrong, keepdims=True))
+    r = failed("softmax", planted(S.Softmax, backward))
+    assert r.tags == {"x": "wrong_axis"}, r.text
+    assert "over the wrong axis" in r.text and "not a mistake I recognise" not in r.text
+
+
+def test_log_softmax_sum_over_the_wrong_axis():
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        wrong = 0 if ctx.dim % y.ndim != 0 else y.ndim - 1
+        return g - np.exp(y) * g.sum(axis=wrong, keepdims=True)
+    fn = planted(S.LogSoftmax, backward)
+    r = failed("log_softmax", fn)
+    assert r.tags == {"x": "wrong_axis"}, r.text
+
+
+def test_layer_norm_means_over_the_wrong_axis():
+    """dL/dx with both of its means taken over axis 0 instead of the normalised last axis."""
+    from tinygrad_tx.exercises.checker import classify, evaluate
+    from tinygrad_tx.exercises.ladder import Case
+    ex = LADDER["layer_norm"]
+    rng = np.random.default_rng(3)
+    case = Case({"x": rng.standard_normal((3, 4)), "weight": rng.standard_normal(4), "bias": rng.standard_normal(4)},
+                {"eps": 1e-5}, 3)
+    oc = evaluate(ex, S.LayerNorm, case)
+    x, w, eps = case.arrays["x"], case.arrays["weight"], 1e-5
+    mean = lambda a: a.mean(axis=0, keepdims=True)                   # noqa: E731 - the planted mistake
+    mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    r, xh, gh = 1 / np.sqrt(var + eps), (x - mu) / np.sqrt(var + eps), oc.g * w
+    mine = r * (gh - mean(gh) - xh * mean(gh * xh))
+    LN = planted(S.LayerNorm, lambda ctx, g: (mine,) + tuple(S.LayerNorm.backward(ctx, g))[1:])
+    wrong = evaluate(ex, LN, case)
+    assert wrong.wrong == ["x"] and classify(ex, LN, [wrong], "x")[0] == "wrong_axis"
+
+
+def test_batched_transpose_with_dot_T_is_named_at_the_learners_line():
+    """`.T` on a batched operand reverses every axis: NumPy raises inside matmul, and the report
+    names the learner's own line (not numpy's) and the fix, swapaxes(-1, -2)."""
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        if a.ndim < 3 and b.ndim < 3:
+            return S.MatMul.backward(ctx, g)
+        return np.matmul(g, b.T), np.matmul(a.T, g)    # the planted line
+    r = failed("matmul", planted(S.MatMul, backward))
+    assert r.tags.get("*") == "batched_transpose" or "batched_transpose" in r.tags.values(), r.text
+    assert "test_exercises.py" in r.text and "np.matmul(g, b.T)" in r.text, r.text
+    assert "numeric.py" not in r.text, r.text
+    assert "np.swapaxes(x, -1, -2)" in r.text
+
+
+def test_an_error_inside_numpy_is_reported_at_the_learners_line():
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return np.tensordot(g, y, axes=([0, 1, 2, 3, 4], [0, 1, 2, 3, 4]))   # raises inside numpy
+    r = failed("tanh", planted(S.Tanh, backward))
+    line = next(ln for ln in r.text.splitlines() if "backward raised" in ln)
+    assert "of test_exercises.py: return np.tensordot(g, y" in line and "numeric.py" not in line, line
+
+
+def test_progress_is_printed_during_a_long_check(capsys, monkeypatch):
+    """A check that runs longer than PROGRESS_AFTER seconds says what it is doing on stderr."""
+    import time
+    from tinygrad_tx.exercises import checker
+    monkeypatch.setattr(checker, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(checker, "PROGRESS_EVERY", 0.05)
+
+    def backward(ctx, g):
+        time.sleep(0.02)
+        (y,) = ctx.saved_tensors
+        return g * (1 - y * y) * 2
+    report = check("tanh", planted(S.Tanh, backward), max_examples=N, progress=True)
+    err = capsys.readouterr().err
+    assert not report.passed and "exercise check tanh:" in err and "cases" in err, err
+    quiet = check("tanh", planted(S.Tanh, backward), max_examples=3)
+    assert not quiet.passed and capsys.readouterr().err == ""

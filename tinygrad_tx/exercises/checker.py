@@ -152,14 +152,46 @@ def run_truth(ex: Exercise, case: Case, g=None):
     return out._data, {n: (t.grad._data if t.grad is not None else np.zeros_like(t._data)) for n, t in ts.items()}
 
 
-def _last_line(e: BaseException) -> str:
+def _learner_files(fn: type) -> set:
+    """The source files of the learner's Function: where its forward and backward are written."""
+    files = set()
+    for method in ("forward", "backward"):
+        code = getattr(getattr(fn, method, None), "__code__", None)
+        if code is not None:
+            files.add(os.path.abspath(code.co_filename))
+    return files
+
+
+def _last_line(e: BaseException, fn: type | None = None) -> tuple[str, str]:
+    """``(message, source line)`` of an error raised by the learner's code: the message names the
+    deepest line of the learner's own file (not NumPy's, where a bad shape usually surfaces) and
+    the library function the error came out of."""
     frames = traceback.extract_tb(e.__traceback__)
-    where = ""
-    for fr in reversed(frames):
-        if "tinygrad_tx" not in fr.filename or "exercise_" in Path(fr.filename).name:
-            where = f" (line {fr.lineno} of {Path(fr.filename).name}: {fr.line})"
-            break
-    return f"{type(e).__name__}: {e}{where}"
+    mine = _learner_files(fn) if fn is not None else set()
+    ours = [k for k, fr in enumerate(frames) if os.path.abspath(fr.filename) in mine]
+    if not ours:     # e.g. a helper of another file: the deepest frame outside tinygrad_tx and NumPy
+        ours = [k for k, fr in enumerate(frames) if ("tinygrad_tx" not in fr.filename or "exercise_" in
+                Path(fr.filename).name) and f"{os.sep}numpy{os.sep}" not in fr.filename]
+    if not ours:
+        return f"{type(e).__name__}: {e}", ""
+    k = ours[-1]
+    fr = frames[k]
+    inside = ""
+    if k + 1 < len(frames):      # the error surfaced in a library the learner called on that line
+        lib = frames[k + 1]
+        package = "NumPy" if f"{os.sep}numpy{os.sep}" in lib.filename else Path(lib.filename).name
+        inside = f", inside {package}'s {lib.name}"
+    return (f"{type(e).__name__}: {e} (line {fr.lineno} of {Path(fr.filename).name}: {fr.line}{inside})",
+            fr.line or "")
+
+
+def _batched_transpose_hint(line: str, case: Case) -> str | None:
+    """The `.T` mistake, when the failing line uses `.T` and an operand has a batch dimension."""
+    import re
+    from .ladder import BATCHED_T
+    if re.search(r"\.T\b", line) and any(a.ndim >= 3 for a in case.arrays.values()):
+        return BATCHED_T
+    return None
 
 
 def run_learner(ex: Exercise, fn: type, case: Case, g) -> Attempt:
@@ -173,7 +205,7 @@ def run_learner(ex: Exercise, fn: type, case: Case, g) -> Attempt:
         with learner_code(f"forward on {case.describe()}", _timeout):
             out = ex.call(fn, ts, case)
     except Exception as e:   # the learner's forward: any error is reported, not raised
-        at.fatal, at.fatal_tag = f"forward raised {_last_line(e)}", "raised"
+        at.fatal, at.fatal_tag = f"forward raised {_last_line(e, fn)[0]}", "raised"
         return at
     ctx = out._ctx if isinstance(out, Tensor) else None
     if ctx is None or ctx.fn is not fn:
@@ -189,7 +221,11 @@ def run_learner(ex: Exercise, fn: type, case: Case, g) -> Attempt:
         at.fatal, at.fatal_tag = f"backward is not written yet (NotImplementedError: {e})", "not_implemented"
         return at
     except Exception as e:
-        at.fatal, at.fatal_tag = f"backward raised {_last_line(e)}", "raised"
+        message, line = _last_line(e, fn)
+        at.fatal, at.fatal_tag = f"backward raised {message}", "raised"
+        hint = _batched_transpose_hint(line, case)
+        if hint:
+            at.fatal, at.fatal_tag = f"{at.fatal}\n    diagnosis: {hint}", "batched_transpose"
         return at
     if not isinstance(raw, tuple):
         raw = (raw,)
@@ -245,6 +281,7 @@ class Outcome:
 
 
 def evaluate(ex: Exercise, fn: type, case: Case) -> Outcome:
+    _progress.cases += 1
     out, _ = run_truth(ex, case)
     g = cotangent(case, out.shape)
     _, truth = run_truth(ex, case, g)
@@ -345,13 +382,25 @@ def _ignores_g(ex, oc, name):
     return close(oc.attempt.grads[name], truth_ones[name]) and not close(oc.truth[name], truth_ones[name])
 
 
-def _known_mistake(ex, oc, name, label):
-    mine = oc.attempt.grads[name]
+def _known_mistake(ex, oc, name, label, mine=None):
+    """Whether dL/d``name`` (``mine``: the learner's, by default) is one of the exercise's wrong
+    formulas labelled ``label`` (several share a label: a sum over each wrong axis)."""
+    mine = oc.attempt.grads[name] if mine is None else mine
     for target, text, wrong in (ex.mistakes(oc.case, oc.g, oc.truth) if ex.mistakes else []):
         if target == name and text == label:
             wrong = np.asarray(wrong, np.float64)
-            return close(mine, np.broadcast_to(wrong, mine.shape) if wrong.size == 1 else wrong)
+            if close(mine, np.broadcast_to(wrong, mine.shape) if wrong.size == 1 else wrong):
+                return True
     return False
+
+
+def _mistake_tag(label: str) -> str:
+    from .ladder import BATCHED_T, WRONG_AXIS
+    if label == BATCHED_T:
+        return "batched_transpose"
+    if WRONG_AXIS in label:
+        return "wrong_axis"
+    return "missing_term" if label.startswith("missing") else "known_mistake"
 
 
 def _transposed(oc, name):
@@ -380,9 +429,11 @@ def classify(ex: Exercise, fn: type, outcomes: list, name: str) -> tuple[str, st
     if all(_ignores_g(ex, o, name) for o in every):
         return "ignores_g", ("right only through .sum(): your gradient equals that of out.sum(), i.e. it ignores "
                              "the incoming gradient g (a test with g = ones would pass); multiply by g")
-    for target, label, _ in (ex.mistakes(case, oc.g, oc.truth) if ex.mistakes else []):
-        if target == name and all(_known_mistake(ex, o, name, label) for o in every):
-            return ("missing_term" if label.startswith("missing") else "known_mistake"), label
+    labels = dict.fromkeys(label for target, label, _ in (ex.mistakes(case, oc.g, oc.truth) if ex.mistakes else [])
+                           if target == name)
+    for label in labels:
+        if all(_known_mistake(ex, o, name, label) for o in every):
+            return _mistake_tag(label), label
     factors = [_factor(o.attempt.grads[name], o.truth[name]) for o in every]
     if all(c is not None for c in factors):
         return _describe_factor(factors, ex, every)
@@ -446,10 +497,14 @@ def diagnose(ex: Exercise, fn: type, oc: Outcome, others=(), shrunk: bool = True
         tags.setdefault(n, "dtype")
     for n, (raw, message) in at.shape_errors.items():
         true = oc.truth[n]
+        from .ladder import BATCHED_T
         if raw.ndim >= 2 and raw.shape == _swapped(true).shape and close(raw, _swapped(true)):
             lines.append(f"  dL/d{n}: a transpose: you returned shape {raw.shape}, the true gradient transposed "
                          f"(the input's shape is {true.shape})")
             tags[n] = "transpose"
+        elif _known_mistake(ex, oc, n, BATCHED_T, mine=np.asarray(raw, np.float64)):
+            lines.append(f"  dL/d{n}: wrong shape {raw.shape} for an input of shape {true.shape}: {BATCHED_T}")
+            tags[n] = "batched_transpose"
         else:
             lines.append(f"  dL/d{n}: wrong shape: {message}")
             tags[n] = "shape"
@@ -512,24 +567,71 @@ def _more_failures(ex, fn, cases, seed, n=12) -> list:
 
 
 _timeout = CASE_TIMEOUT     # the limit of the check running now (check(timeout=...))
+PROGRESS_AFTER = 2.0        # seconds before a check starts saying what it does (stderr) ...
+PROGRESS_EVERY = 2.0        # ... and how often after that
+
+
+class _Progress:
+    """What the check is doing, printed to stderr by a background thread once it has run
+    PROGRESS_AFTER seconds: cases run, failing ones, and the phase (drawing cases, shrinking the
+    failing case to the smallest, diagnosing it). Silent for a quick check."""
+
+    def __init__(self, name: str, enabled: bool, stream=None):
+        import time
+        self.name, self.enabled, self.stream = name, enabled, stream or sys.stderr
+        self.cases = self.failing = 0
+        self.phase = "drawing cases"
+        self.start = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        if self.enabled:
+            self._thread = threading.Thread(target=self._run, name="exercise-check-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def line(self) -> str:
+        import time
+        failing = f", {self.failing} failing" if self.failing else ""
+        return (f"exercise check {self.name}: {self.cases} case{'s' * (self.cases != 1)} run{failing}; "
+                f"{self.phase} ({time.monotonic() - self.start:.0f} s)")
+
+    def _run(self):
+        if self._stop.wait(PROGRESS_AFTER):
+            return
+        while not self._stop.is_set():
+            print(self.line(), file=self.stream, flush=True)
+            self._stop.wait(PROGRESS_EVERY)
+
+
+_progress = _Progress("", False)    # the check running now
 
 
 def check(ex: Exercise | str, fn: type, *, max_examples: int = DEFAULT_EXAMPLES, seed: int | None = None,
-          timeout: float | None = CASE_TIMEOUT) -> Report:
+          timeout: float | None = CASE_TIMEOUT, progress: bool = False) -> Report:
     """Check the learner's Function ``fn`` on exercise ``ex``; a :class:`Report` with the diagnosis.
     ``seed=None`` draws the same cases every run (derandomized); an int draws another fixed set.
     ``timeout``: seconds the learner's forward or backward may take on one case (None: no limit);
     past it, or when the learner's code calls ``sys.exit``/``os._exit``, the check stops with a
-    failed report saying so."""
-    global _timeout
+    failed report saying so. ``progress``: a check running longer than ``PROGRESS_AFTER`` seconds
+    prints what it is doing to stderr every ``PROGRESS_EVERY`` seconds (the CLI turns it on)."""
+    global _timeout, _progress
     previous, _timeout = _timeout, timeout
     name = (LADDER[ex] if isinstance(ex, str) else ex).name
+    before, _progress = _progress, _Progress(name, progress)
     try:
-        return _check(ex, fn, max_examples=max_examples, seed=seed)
+        with _progress:
+            return _check(ex, fn, max_examples=max_examples, seed=seed)
     except LearnerStopped as e:
         return Report(name, False, f"{name}: FAILED.\n  your {e}", {"*": "stopped"}, None, 0)
     finally:
-        _timeout = previous
+        _timeout, _progress = previous, before
 
 
 def _check(ex, fn, *, max_examples, seed) -> Report:
@@ -555,6 +657,8 @@ def _check(ex, fn, *, max_examples, seed) -> Report:
         oc = evaluate(ex, fn, case)
         if not oc.ok:
             failures.append(oc)
+            _progress.failing = len(failures)
+            _progress.phase = "shrinking the failing case to the smallest that still fails"
             raise _Failed()
         passed.append(case)
 
@@ -579,11 +683,13 @@ def _check(ex, fn, *, max_examples, seed) -> Report:
         if not failures:
             raise
     if failures:
+        _progress.phase = "diagnosing the smallest failing case"
         minimal = failures[-1]                       # hypothesis replays the shrunk case last
         larger = [o for o in failures[:-1] + _more_failures(ex, fn, cases, seed) if _size(o) > _size(minimal)]
         report = diagnose(ex, fn, minimal, [max(larger, key=_size)] if larger else [])
         report.examples = len(passed) + len(failures)
         return report
+    _progress.phase = "second opinion: finite differences"
     lines = [f"{ex.name}: PASSED on {len(passed)} hypothesis cases (float64, random cotangents, contiguous and "
              f"not" + (", broadcast shapes" if any(c.broadcast_shape for c in passed) else "") + ")."]
     if ex.finite_differences and passed:

@@ -134,7 +134,8 @@ def cmd_check(args) -> int:
     entry = _entry(state, args.name)
     path = Path(args.file or entry.get("file") or _default_file(args.name))
     fn = load_function(path, ex, timeout=args.timeout)
-    report = check(ex, fn, max_examples=args.max_examples, seed=args.seed, timeout=args.timeout)
+    report = check(ex, fn, max_examples=args.max_examples, seed=args.seed, timeout=args.timeout,
+                   progress=True)   # a check longer than ~2 s says what it is doing (stderr)
     print(report.text)
     entry["checks"] = entry.get("checks", 0) + 1
     entry.setdefault("file", str(path))

@@ -264,13 +264,23 @@ def _softmax_y(x, dim):
     return e / e.sum(axis=dim, keepdims=True)
 
 
+WRONG_AXIS = "over the wrong axis"     # every label of a reduction over another axis than dim says so
+
+
+def _other_axes(ndim: int, dim: int) -> list:
+    """The axes a reduction along ``dim`` could wrongly have used: every other axis, and all at once."""
+    return [k for k in range(ndim) if k != dim % ndim] + [None]
+
+
 def _softmax_mistakes(c, g, s):
     dim = c.extra["dim"]
     y = _softmax_y(c.arrays["x"], dim)
     return [("x", "missing the -⟨g, y⟩ term: returned y ∘ g instead of y ∘ (g - ⟨g, y⟩)", y * g),
             ("x", "subtracted Σ g instead of ⟨g, y⟩ (the sum must be weighted by y)",
-             y * (g - g.sum(axis=dim, keepdims=True))),
-            ("x", "summed ⟨g, y⟩ over the wrong dimension (or the whole array)", y * (g - (g * y).sum()))]
+             y * (g - g.sum(axis=dim, keepdims=True)))] + [
+            ("x", f"summed ⟨g, y⟩ {WRONG_AXIS} (another axis than dim, or the whole array): take the inner "
+                  "product along the softmax's own dim, sum(axis=dim, keepdims=True)",
+             y * (g - (g * y).sum(axis=k, keepdims=True))) for k in _other_axes(y.ndim, dim)]
 
 
 def _log_softmax_mistakes(c, g, s):
@@ -281,7 +291,10 @@ def _log_softmax_mistakes(c, g, s):
             ("x", "used y (log-probabilities) instead of softmax = e^y in g - e^y Σ g",
              g - y * g.sum(axis=dim, keepdims=True)),
             ("x", "used softmax's backward (y ∘ (g - ⟨g, y⟩) with y = softmax)",
-             np.exp(y) * (g - (g * np.exp(y)).sum(axis=dim, keepdims=True)))]
+             np.exp(y) * (g - (g * np.exp(y)).sum(axis=dim, keepdims=True)))] + [
+            ("x", f"summed g {WRONG_AXIS} (another axis than dim, or the whole array) in g - softmax ∘ Σ g: "
+                  "sum along dim, keepdims=True",
+             g - np.exp(y) * g.sum(axis=k, keepdims=True)) for k in _other_axes(x.ndim, dim)]
 
 
 def _cross_entropy_mistakes(c, g, s):
@@ -313,6 +326,12 @@ def _normalisation_mistakes(c, g, axes, channel_axis, what):
         found.append(("x", "variance with the wrong correction: differentiated σ² = Σ(x - μ)²/(N - 1) "
                            "where the forward uses the biased Σ(x - μ)²/N (N values per statistic)",
                       r * (gh - mean(gh) - xh * mean(gh * xh) * m / (m - 1))))
+    reduced = {a % x.ndim for a in axes}
+    for k in [a for a in range(x.ndim) if a not in reduced] + [None]:
+        wrong = lambda a: a.mean(axis=k, keepdims=True)   # noqa: E731
+        found.append(("x", f"took the means of dL/dx {WRONG_AXIS} (the statistics' own axes are "
+                           f"{sorted(reduced)}): mean(ĝ) and mean(ĝ ∘ x̂) must run over the values each μ and "
+                           "σ² was computed from", r * (gh - wrong(gh) - xh * wrong(gh * xh))))
     others = tuple(i for i in range(x.ndim) if i != channel_axis % x.ndim)
     found.append(("weight", "dL/dweight without x̂: returned Σ g", g.sum(axis=others)))
     return found
@@ -405,16 +424,26 @@ def _unbroadcast_matmul(c):
                              "b": np.broadcast_to(b, batch + b.shape[-2:]).copy()}, broadcast_shape=None)
 
 
+BATCHED_T = ("`.T` on a batched operand: it reverses every axis ((B, K, N).T is (N, K, B)), where the "
+             "transpose of each matrix swaps only the last two: np.swapaxes(x, -1, -2) (or x.transpose(0, 2, 1))")
+
+
 def _matmul_mistakes(c, g, s):
     a, b = c.arrays["a"], c.arrays["b"]
+    if a.ndim < 2 or b.ndim < 2:
+        return []
+    candidates = [("a", "forgot a transpose: dL/da = G B (must be G Bᵀ)", lambda: np.matmul(g, b)),
+                  ("b", "forgot a transpose: dL/db = A G (must be Aᵀ G)", lambda: np.matmul(a, g))]
+    if b.ndim >= 3:
+        candidates.append(("a", BATCHED_T, lambda: np.matmul(g, b.T)))
+    if a.ndim >= 3:
+        candidates.append(("b", BATCHED_T, lambda: np.matmul(a.T, g)))
     out = []
-    if a.ndim >= 2 and b.ndim >= 2:
-        for name, fn in (("a", lambda: np.matmul(g, b)), ("b", lambda: np.matmul(a, g))):
-            try:
-                out.append((name, f"forgot a transpose: dL/d{name} = " + ("G B (must be G Bᵀ)" if name == "a"
-                                                                           else "A G (must be Aᵀ G)"), fn()))
-            except ValueError:
-                pass
+    for name, text, fn in candidates:
+        try:
+            out.append((name, text, fn()))
+        except ValueError:          # the shapes do not fit: NumPy raises at the learner's own line
+            pass
     return out
 
 
