@@ -248,6 +248,11 @@ def test_generate_square_subsequent_mask():
     ours = nn.Transformer.generate_square_subsequent_mask(3, dtype=tg.bool)
     assert np.array_equal(ours.numpy(), tnn.Transformer.generate_square_subsequent_mask(3, dtype=torch.bool).numpy())
     assert nn.Transformer.generate_square_subsequent_mask(3, dtype=tg.float64).dtype == tg.float64
+    for bad in (-1, 2.5):
+        with pytest.raises((RuntimeError, TypeError)):
+            tnn.Transformer.generate_square_subsequent_mask(bad)
+    with pytest.raises(RuntimeError, match="sz must be a non-negative int, got -1"):
+        nn.Transformer.generate_square_subsequent_mask(-1)
 
 
 def test_causal_mask_detected_and_is_causal_hint():
@@ -347,3 +352,21 @@ def test_all_combinations_run():
         x = tg.randn(2, 3, D)
         t(x, x).sum().backward()
         assert all(p.grad is not None for p in t.parameters())
+
+
+def test_float32_transformer_close_to_torch():
+    """In float32 (teaching code's default) the whole Transformer agrees with torch's to float32 rounding."""
+    rng = np.random.default_rng(11)
+    tg.manual_seed(11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = nn.Transformer(D, H, 2, 2, FF, dropout=0.0, batch_first=True)
+        theirs = tnn.Transformer(D, H, 2, 2, FF, dropout=0.0, batch_first=True).to(DEVICE)
+    theirs.load_state_dict(torch_state(ours))
+    src, tgt = rng.standard_normal((2, 5, D)).astype(np.float32), rng.standard_normal((2, 4, D)).astype(np.float32)
+    mask = nn.Transformer.generate_square_subsequent_mask(4)
+    out = ours(tg.tensor(src), tg.tensor(tgt), tgt_mask=mask, tgt_is_causal=True)
+    ref = theirs(torch.tensor(src, device=DEVICE), torch.tensor(tgt, device=DEVICE),
+                 tgt_mask=tnn.Transformer.generate_square_subsequent_mask(4, device=DEVICE), tgt_is_causal=True)
+    assert out.dtype == tg.float32
+    assert rel_err(out.detach().numpy(), ref.detach().cpu().numpy()) <= 1e-5

@@ -48,7 +48,7 @@ import warnings
 import numpy as np
 
 from .. import functional as F
-from .._factory_args import InvalidArgumentAssertion
+from .._factory_args import InvalidArgumentAssertion, InvalidArgumentError
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from .attention import MultiheadAttention
@@ -62,7 +62,7 @@ def _generate_square_subsequent_mask(sz, device=None, dtype=None) -> Tensor:
     """The causal mask: 0 on and below the diagonal, −inf above it (True above it for bool)."""
     from .. import factories
     if isinstance(sz, bool) or not isinstance(sz, numbers.Integral) or sz < 0:
-        raise ValueError(f"generate_square_subsequent_mask: sz must be a non-negative int, got {sz!r}")
+        raise InvalidArgumentError(f"generate_square_subsequent_mask: sz must be a non-negative int, got {sz!r}")
     return factories.full((int(sz), int(sz)), float("-inf"), dtype=dtype, device=device).triu(1)
 
 
