@@ -881,3 +881,23 @@ def test_ids_must_be_the_vocabularys(files, tmp_path, where):
         match = rf"padding pad_id {n} is not a token id of the vocabulary \(0 to {n - 1}\)"
     with pytest.raises(TokenizerFileError, match=match):
         load_tokenizer(bad_file(tmp_path, obj))
+
+
+def test_bert_punctuation_is_hugging_faces_over_every_code_point():
+    """Hugging Face's BertPreTokenizer uses an older Unicode table than Python's unicodedata:
+    '0\U00011fff' (U+11FFF, punctuation since Unicode 12) is one word there, and so here."""
+    import string
+    import unicodedata
+    from tinygrad_tx.tokenizers._text import is_punctuation
+    bp = pre_tokenizers.BertPreTokenizer()
+    for c in range(0x110000):
+        if 0xD800 <= c <= 0xDFFF:
+            continue
+        ch = chr(c)
+        if not (is_punctuation(ch) or unicodedata.category(ch).startswith("P") or ch in string.punctuation
+                or c in (0x166D, 0x111C9)):
+            continue
+        pieces = bp.pre_tokenize_str("a" + ch + "b")
+        assert is_punctuation(ch) == (len(pieces) == 3 and pieces[1][0] == ch), hex(c)
+    tok = WordPieceTokenizer(["[UNK]", "0"], split_on_punctuation=True)
+    assert tok.pretokenize("0\U00011fff") == ["0\U00011fff"]
