@@ -790,6 +790,18 @@ def test_script_study_errors_are_one_line(tmp_path, capsys, monkeypatch, argv, m
     assert tg.Tensor.backward is backward
 
 
+def test_a_scripts_own_error_shows_its_traceback(tmp_path, capsys, monkeypatch):
+    (tmp_path / "bad.py").write_text("import torch\nx = torch.ones(2, requires_grad=True)\ny = x.foo()\n")
+    (tmp_path / "ex.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["trace", "bad.py"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback") and 'File "bad.py", line 3' in err and "cli.py" not in err
+    assert "AttributeError: 'Tensor' object has no attribute 'foo'" in err
+    assert main(["graph", "ex.py"]) == 1
+    assert "ex.py exited (sys.exit(3)) before calling .backward()" in capsys.readouterr().err
+
+
 # =========================================================================== explain: every op
 
 def test_explain_any_primitive_page():

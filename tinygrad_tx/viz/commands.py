@@ -155,9 +155,14 @@ def _is_example(args) -> bool:
 
 
 def _script_backward(args):
-    """The first backward of the script ``args.example`` (see :mod:`.script`)."""
-    from .script import first_backward
-    return first_backward(args.example, call=args.call, seed=args.seed if hasattr(args, "seed") else 0)
+    """The first backward of the script ``args.example`` (see :mod:`.script`); None after printing
+    the script's own traceback when it raised."""
+    from .script import ScriptFailed, first_backward, print_script_error
+    try:
+        return first_backward(args.example, call=args.call, seed=args.seed if hasattr(args, "seed") else 0)
+    except ScriptFailed as failed:
+        print_script_error(failed)
+        return None
 
 
 def cmd_graph(args) -> int:
@@ -167,6 +172,8 @@ def cmd_graph(args) -> int:
         stem = args.example + ("-composite" if args.composite else "")
     else:
         captured = _script_backward(args)
+        if captured is None:
+            return 1
         out, module, desc = captured.tensor, captured.names, f"backward of {captured.where}"
         stem = Path(args.example).stem
     summary = graph_summary(out)
@@ -201,6 +208,8 @@ def cmd_trace(args) -> int:
         print(f"backward through {desc}, cotangent g ~ N(0, 1) of shape {tuple(out.shape)}, in execution order:")
     else:
         captured = _script_backward(args)
+        if captured is None:
+            return 1
         with trace_backward(params=captured.names) as trace:
             captured.run()
         which = "the first .backward() the script calls" if args.call is None else "the backward --call names"

@@ -52,6 +52,26 @@ class CapturedBackward:
         return self._run()
 
 
+class ScriptFailed(Exception):
+    """The learner's script (or ``--call``'s expression) raised ``error`` before its first backward:
+    its own bug, shown as ``python FILE.py`` would show it (:func:`print_script_error`)."""
+
+    def __init__(self, path: str, error: BaseException):
+        super().__init__(f"{path} raised {type(error).__name__}: {error}")
+        self.path, self.error = path, error
+
+
+def print_script_error(failed: ScriptFailed, file=None) -> None:
+    """The script's traceback from its own first frame on (the runner's frames left out)."""
+    import traceback
+    tb = failed.error.__traceback__
+    first = tb
+    while first is not None and os.path.abspath(first.tb_frame.f_code.co_filename) != os.path.abspath(failed.path) \
+            and first.tb_frame.f_code.co_filename != "<call>":
+        first = first.tb_next
+    traceback.print_exception(type(failed.error), failed.error, first or tb, file=file or sys.stderr)
+
+
 class _Stop(BaseException):
     """Raised inside the script at its first ``.backward()`` to end it (not an Exception, so a
     script's ``except Exception`` does not swallow it)."""
@@ -126,7 +146,8 @@ def first_backward(path: str, call: str | None = None, seed: int = 0) -> Capture
     ``call`` after running it as a module) and return that backward, not yet run.
 
     Raises ``FileNotFoundError``/``IsADirectoryError`` for a bad path, ``ValueError`` when the
-    script (or ``call``) ends without a backward, and whatever the script itself raises.
+    script (or ``call``) ends or exits without a backward, and :class:`ScriptFailed` (carrying the
+    error) when the script itself raises.
     """
     import numpy as np
     from ..torch_shim import torch_as_tinygrad_tx
@@ -145,18 +166,31 @@ def first_backward(path: str, call: str | None = None, seed: int = 0) -> Capture
                         runpy.run_path(path, run_name="__main__")
                 except _Stop as stop:
                     return stop.captured
+                except SystemExit as e:
+                    raise ValueError(f"{path} exited (sys.exit({e.code!r})) before calling .backward()") from None
+                except Exception as e:
+                    raise ScriptFailed(path, e) from e
                 raise ValueError(f"{path} ran to its end without calling .backward(); name what to "
                                  "differentiate with --call EXPR (e.g. --call 'loss' or --call 'train_step()')")
-            namespace = runpy.run_path(path, run_name="__tinygrad_tx_study__")
+            try:
+                namespace = runpy.run_path(path, run_name="__tinygrad_tx_study__")
+            except SystemExit as e:
+                raise ValueError(f"{path} exited (sys.exit({e.code!r})) while it was imported for --call") from None
+            except Exception as e:
+                raise ScriptFailed(path, e) from e
+            try:
+                code = compile(call, "<call>", "eval")
+            except SyntaxError as e:
+                raise ValueError(f"--call {call!r} is not a Python expression: {e.msg}") from None
             try:
                 with capture_backward("<call>"):
-                    value = eval(compile(call, "<call>", "eval"), namespace)   # noqa: S307 - the user's own expression
+                    value = eval(code, namespace)   # noqa: S307 - the user's own expression
             except _Stop as stop:
                 stop.captured.where = f"--call {call!r}"
                 stop.captured.names = leaf_names(namespace)
                 return stop.captured
-            except SyntaxError as e:
-                raise ValueError(f"--call {call!r} is not a Python expression: {e.msg}") from None
+            except Exception as e:
+                raise ScriptFailed(path, e) from e
             if not isinstance(value, Tensor) or value._ctx is None:
                 what = type(value).__name__ if not isinstance(value, Tensor) else "a leaf Tensor (no op made it)"
                 raise ValueError(f"--call {call!r} called no .backward() and gave {what}, not a Tensor with a "
