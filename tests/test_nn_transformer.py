@@ -22,6 +22,8 @@ from tinygrad_tx import nn
 
 tnn = torch.nn
 TF = torch.nn.functional
+# torch's (and our) constructor warning that its inference fast path cannot apply: expected, tested once below
+pytestmark = pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
 RTOL = 1e-10
 
 D, H, FF = 6, 2, 10
