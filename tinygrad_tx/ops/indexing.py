@@ -44,7 +44,7 @@ class IndexSelect(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        return put(np.zeros_like(g, shape=ctx.shape), _at(ctx.dim, ctx.index), g, accumulate=True)
+        return put(np.zeros(ctx.shape, np.result_type(g)), _at(ctx.dim, ctx.index), g, accumulate=True)
 
 
 def _vector_index(op, input, dim, index, allowed=_INT32_OR_64, error=TypeError):
@@ -198,7 +198,7 @@ class MaskedSelect(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        return put(np.zeros_like(g, shape=ctx.mask.shape), ctx.mask, g)
+        return put(np.zeros(ctx.mask.shape, np.result_type(g)), ctx.mask, g)
 
 
 def masked_select(input, mask):
@@ -227,7 +227,7 @@ class MaskedScatter(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        gsrc = put(np.zeros_like(g, shape=(int(np.prod(ctx.src_shape, dtype=np.int64)),)), slice(None, ctx.n),
+        gsrc = put(np.zeros((int(np.prod(ctx.src_shape, dtype=np.int64)),), np.result_type(g)), slice(None, ctx.n),
                    g[ctx.mask])
         return np.where(ctx.mask, 0, g), np.reshape(gsrc, ctx.src_shape)
 
@@ -278,7 +278,7 @@ class Take(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        out = put(np.zeros_like(g, shape=(int(np.prod(ctx.shape, dtype=np.int64)),)), ctx.index, g, accumulate=True)
+        out = put(np.zeros((int(np.prod(ctx.shape, dtype=np.int64)),), np.result_type(g)), ctx.index, g, accumulate=True)
         return np.reshape(out, ctx.shape)
 
 

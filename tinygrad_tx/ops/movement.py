@@ -193,7 +193,7 @@ class GetItem(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        return put(np.zeros_like(g, shape=ctx.shape), ctx.index, g, accumulate=ctx.advanced), None
+        return put(np.zeros(ctx.shape, np.result_type(g)), ctx.index, g, accumulate=ctx.advanced), None
 
 
 class Cat(ArrayFunction):
@@ -214,7 +214,7 @@ class Cat(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         parts = iter(np.split(g, np.cumsum(ctx.sizes)[:-1], axis=ctx.dim))
-        return tuple(np.zeros_like(g, shape=(0,)) if s else next(parts) for s in ctx.skipped)
+        return tuple(np.zeros((0,), np.result_type(g)) if s else next(parts) for s in ctx.skipped)
 
 
 class Stack(ArrayFunction):

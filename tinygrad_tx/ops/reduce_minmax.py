@@ -92,7 +92,7 @@ class SelectAlongDim(ArrayFunction):
             g = np.expand_dims(g, ctx.axis)
         grid = list(np.indices(idx.shape, sparse=True))
         grid[ctx.axis] = idx
-        return put(np.zeros_like(g, shape=ctx.shape), tuple(grid), g), None
+        return put(np.zeros(ctx.shape, np.result_type(g)), tuple(grid), g), None
 
 
 MaxDim = SelectAlongDim   # the name tensor.py knows

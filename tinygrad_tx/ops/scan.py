@@ -135,7 +135,7 @@ class CumExtreme(ArrayFunction):
         (idx,) = ctx.saved_tensors
         grid = list(np.indices(idx.shape, sparse=True))
         grid[ctx.axis] = idx
-        return put(np.zeros_like(g, shape=ctx.shape), tuple(grid), g, accumulate=True), None
+        return put(np.zeros(ctx.shape, np.result_type(g)), tuple(grid), g, accumulate=True), None
 
 
 # ============================================================================ methods

@@ -77,7 +77,7 @@ class Gather(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        return put(np.zeros_like(g, shape=ctx.shape), ctx.grid, g, accumulate=True)
+        return put(np.zeros(ctx.shape, np.result_type(g)), ctx.grid, g, accumulate=True)
 
 
 def _check_scatter_shapes(op, x, index, dim, src=None):
@@ -140,7 +140,7 @@ class Scatter(ArrayFunction):
         gx = put(np.copy(g), ctx.grid, 0)
         gsrc = None
         if ctx.needs_input_grad[1]:
-            gsrc = put(np.zeros_like(g, shape=ctx.src_shape), ctx.crop, g[ctx.grid])
+            gsrc = put(np.zeros(ctx.src_shape, np.result_type(g)), ctx.crop, g[ctx.grid])
         return gx, gsrc
 
 
@@ -189,7 +189,7 @@ class ScatterAdd(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        return g, put(np.zeros_like(g, shape=ctx.src_shape), ctx.crop, g[ctx.grid])
+        return g, put(np.zeros(ctx.src_shape, np.result_type(g)), ctx.crop, g[ctx.grid])
 
 
 def scatter_add(input, dim, index, src):

@@ -215,7 +215,7 @@ class Diagonal(ArrayFunction):
         d1, d2 = ctx.dims   # zero planes with the (dim1, dim2) axes last, g on their diagonal
         shape = tuple(n for i, n in enumerate(ctx.shape) if i not in ctx.dims) + (ctx.shape[d1], ctx.shape[d2])
         rows, cols = _diagonal_positions(np.shape(g)[-1], ctx.offset)
-        planes = put(np.zeros_like(g, shape=shape), (Ellipsis, rows, cols), g)
+        planes = put(np.zeros(shape, np.result_type(g)), (Ellipsis, rows, cols), g)
         return np.moveaxis(planes, (-2, -1), ctx.dims)
 
 
@@ -329,7 +329,7 @@ class RepeatInterleave(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        rows = put(np.zeros_like(g, shape=_dim_first(ctx.shape, ctx.dim)), ctx.src, np.moveaxis(g, ctx.dim, 0),
+        rows = put(np.zeros(_dim_first(ctx.shape, ctx.dim), np.result_type(g)), ctx.src, np.moveaxis(g, ctx.dim, 0),
                    accumulate=True)
         return np.moveaxis(rows, 0, ctx.dim)
 
@@ -394,7 +394,7 @@ class Unfold(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        acc = np.zeros_like(g, shape=_dim_first(ctx.shape, ctx.dim))
+        acc = np.zeros(_dim_first(ctx.shape, ctx.dim), np.result_type(g))
         gw = np.moveaxis(g, ctx.dim, 0)            # (windows, ..., size)
         count, step = np.shape(gw)[0], ctx.step
         for j in range(np.shape(g)[-1]):
