@@ -250,7 +250,8 @@ def _raises_like_torch(ours, theirs, match):
 X4 = np.zeros((2, 3, 8, 8))
 
 ERRORS = [
-    ("conv2d channels", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 2, 3, 3)), r"expected input\[2, 3, 8, 8\] to have 2"),
+    ("conv2d channels", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 2, 3, 3)),
+     r"expected input\[2, 3, 8, 8\] to have 2"),
     ("conv2d kernel too big", lambda m: m.conv2d(m.zeros(1, 3, 2, 2), m.zeros(4, 3, 3, 3)), r"\(2 x 2\).*\(3 x 3\)"),
     ("conv2d same strided", lambda m: m.conv2d(m.tensor(X4), m.zeros(4, 3, 3, 3), padding="same", stride=2),
      r"same.*stride=\(2, 2\)"),
@@ -276,6 +277,16 @@ ERRORS = [
     ("avg_pool1d pad", lambda m: m.avg_pool1d(m.zeros(2, 3, 8), 3, padding=2), "pad=2, kernel_size=3"),
     ("adaptive negative", lambda m: m.adaptive_avg_pool2d(m.tensor(X4), (-1, 2)), r"\(-1, 2\)"),
     ("adaptive 3 sizes", lambda m: m.adaptive_avg_pool2d(m.tensor(X4), (2, 2, 2)), r"output_size=\(2, 2, 2\)"),
+    ("conv_transpose2d channels", lambda m: m.conv_transpose2d(m.tensor(X4), m.zeros(5, 3, 3, 3)),
+     r"expected input\[2, 3, 8, 8\] to have 5 channels"),
+    ("conv_transpose2d output_padding", lambda m: m.conv_transpose2d(m.tensor(X4), m.zeros(3, 3, 3, 3),
+                                                                     output_padding=2), r"output_padding=\(2, 2\)"),
+    ("conv_transpose2d too small", lambda m: m.conv_transpose2d(m.zeros(1, 3, 1, 1), m.zeros(3, 3, 1, 1), padding=1),
+     r"\(-1 x -1\)"),
+    ("conv_transpose2d bias", lambda m: m.conv_transpose2d(m.tensor(X4), m.zeros(3, 2, 3, 3), m.zeros(3)),
+     r"bias of size \[3\]"),
+    ("conv_transpose2d padding string", lambda m: m.conv_transpose2d(m.tensor(X4), m.zeros(3, 2, 3, 3),
+                                                                    padding="same"), "'same'"),
     ("unfold too small", lambda m: m.unfold(m.zeros(2, 3, 2, 2), 3), r"\(0, 0\)"),
     ("fold blocks", lambda m: m.fold(m.zeros(2, 12, 10), (4, 5), 2), "3 \\* 4 = 12.*10"),
 ]
@@ -303,10 +314,39 @@ def test_errors_like_torch(label, call, match):
     _raises_like_torch(lambda: call(_Lib(tg, F)), lambda: call(_Lib(torch, TF)), match)
 
 
-def test_conv_transpose_is_named_not_implemented():
-    for fn in (F.conv_transpose1d, F.conv_transpose2d):
-        with pytest.raises(NotImplementedError, match=fn.__name__):
-            fn(tg.zeros(1, 2, 4), tg.zeros(2, 2, 3))
+# ============================================================================ transposed convolution
+
+
+@st.composite
+def conv_transpose_cases(draw, nd):
+    groups = draw(st.integers(1, 2))
+    cg, og = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    k = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    stride = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(nd))
+    output_padding = tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(stride, dilation))
+    spatial = tuple(draw(st.integers(1, 4)) for _ in range(nd))
+    # padding ≤ d·⌊(k−1)/2⌋: the kernel's middle tap of every input pixel survives the crop (else the
+    # gradient of x can be truly 0), and the output has at least one pixel
+    padding = tuple(draw(st.integers(0, d * ((kk - 1) // 2))) for d, kk in zip(dilation, k))
+    batch = draw(st.sampled_from([(), (2,)]))
+    kwargs = dict(stride=stride, padding=padding, output_padding=output_padding, groups=groups, dilation=dilation)
+    return batch + (groups * cg,) + spatial, (groups * cg, og) + k, draw(st.booleans()), kwargs
+
+
+@given(data=st.data(), nd=st.sampled_from([1, 2]), dtype=float_dtypes, seed=seeds)
+def test_conv_transpose_parity(data, nd, dtype, seed):
+    """conv_transpose1d/2d (stride, padding, output_padding, groups, dilation, bias) against torch."""
+    xs, ws, bias, kwargs = data.draw(conv_transpose_cases(nd), label="case")
+    name = f"conv_transpose{nd}d"
+    ours, theirs = _conv_fns(getattr(F, name), getattr(TF, name), kwargs, bias)
+    check_parity(ours, theirs, *_arrays(seed, xs, ws, (ws[1] * kwargs["groups"],))[:3 if bias else 2],
+                 dtype=dtype, seed=seed, name=name)
+
+
+def test_conv_transpose_finite_differences():
+    kw = dict(stride=2, padding=1, output_padding=1, groups=2, dilation=1)
+    assert gradcheck(lambda x, w, b: F.conv_transpose2d(x, w, b, **kw), _arrays(5, (1, 4, 3, 2), (4, 1, 3, 2), (2,)))
 
 
 # ============================================================================ modules
@@ -323,6 +363,9 @@ CONV_MODULES = [
     lambda m: m.nn.Conv1d(4, 6, 3, padding=2, dilation=2, groups=2),
     lambda m: m.nn.Conv1d(2, 3, 4, padding="same", padding_mode="circular"),
     lambda m: m.nn.Conv1d(2, 3, 3, stride=2, padding="valid", padding_mode="reflect"),
+    lambda m: m.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+    lambda m: m.nn.ConvTranspose2d(2, 3, (2, 3), dilation=2, bias=False),
+    lambda m: m.nn.ConvTranspose1d(2, 4, 3, stride=3, padding=1, output_padding=2),
 ]
 
 
@@ -333,11 +376,13 @@ def test_conv_module_parity(i, dtype):
     gradients equal torch's with the weights moved through the state dict."""
     make = CONV_MODULES[i]
     ours = make(tg)
-    shape = (2, ours.in_channels) + ((6, 7) if isinstance(ours, tg.nn.Conv2d) else (9,))
+    two_d = isinstance(ours, (tg.nn.Conv2d, tg.nn.ConvTranspose2d))
+    shape = (2, ours.in_channels) + ((6, 7) if two_d else (9,))
     check_module_parity((ours, make(torch).to(DEVICE)), values(shape, i), dtype=dtype, seed=i)
     assert repr(ours) == repr(make(torch))
 
 
+@pytest.mark.cpu_only(reason="state dicts are moved as CPU tensors (torch.from_numpy), as a checkpoint is")
 def test_conv_modules_init_and_state_dict_both_ways():
     """kaiming_uniform(a=√5): weight and bias in U(±1/√fan_in) with fan_in = in/groups·∏kernel,
     torch's keys and shapes; torch → ours → torch round trip exact."""
@@ -358,6 +403,24 @@ def test_conv_modules_init_and_state_dict_both_ways():
         assert all(torch.equal(again.state_dict()[k], v) for k, v in theirs.state_dict().items())
 
 
+def test_conv_transpose_output_size():
+    """forward(x, output_size=...) picks the output_padding, as torch; an unreachable size is a ValueError."""
+    x = values((1, 2, 4, 5), 9)
+    ours = tg.nn.ConvTranspose2d(2, 3, 3, stride=2).double()
+    theirs = torch.nn.ConvTranspose2d(2, 3, 3, stride=2).to(DEVICE, torch.float64)
+    theirs.load_state_dict({k: torch.from_numpy(np.asarray(v)).to(DEVICE) for k, v in ours.state_dict().items()})
+    tx = torch.tensor(x, device=DEVICE)
+    for size in [(9, 11), (10, 12), [1, 3, 10, 11]]:
+        out = ours(tg.tensor(x), output_size=size)
+        np.testing.assert_allclose(out.detach().numpy(), theirs(tx, output_size=size).detach().cpu().numpy(),
+                                   rtol=1e-12)
+    with pytest.raises(ValueError):
+        theirs(tx, output_size=(12, 11))
+    with pytest.raises(ValueError, match=r"\[12, 11\].*\[9, 11\] to \[10, 12\]"):
+        ours(tg.tensor(x), output_size=(12, 11))
+
+
+@pytest.mark.cpu_only(reason="constructor argument errors, no tensor computed")
 def test_conv_module_errors_like_torch():
     for kwargs, match in [(dict(groups=2), "in_channels must be divisible by groups"),
                           (dict(groups=0), "groups must be a positive integer"),
@@ -401,6 +464,7 @@ def test_pool_modules_return_indices():
         assert np.array_equal(i.numpy(), ti.cpu().numpy()) and np.array_equal(y.numpy(), ty.cpu().numpy())
 
 
+@pytest.mark.cpu_only(reason="torch's module is only built for its repr")
 def test_dropout2d_zeros_whole_channels():
     """Training: every (n, c) plane kept (scaled by 1/(1-p)) or zeroed; gradient = the same mask;
     eval: identity. Mask frequencies as torch's Bernoulli(1 - p)."""
@@ -427,7 +491,8 @@ def test_batchnorm2d_parity_and_running_stats(dtype):
     ours.bias._data[...] = np.linspace(-1, 1, 3)
     x = values((4, 3, 5, 6), 7)
     check_module_parity((ours, theirs), x, dtype=dtype, seed=1)
-    fresh, tfresh = tg.nn.BatchNorm2d(3).to(dtype), torch.nn.BatchNorm2d(3).to(DEVICE, getattr(torch, np.dtype(dtype).name))
+    fresh = tg.nn.BatchNorm2d(3).to(dtype)
+    tfresh = torch.nn.BatchNorm2d(3).to(DEVICE, getattr(torch, np.dtype(dtype).name))
     fresh(tg.tensor(x.astype(dtype)))            # one training step each: the same running statistics
     tfresh(torch.tensor(x.astype(dtype), device=DEVICE))
     for k, v in tfresh.state_dict().items():
@@ -468,7 +533,8 @@ def test_small_cnns_equal_torch(net, shape):
     tg.manual_seed(0)
     check_module_parity(lambda m: net(m).to(DEVICE) if m is torch else net(m), values(shape, 11), seed=3)
     ours, theirs = net(tg).double(), net(torch).double().to(DEVICE)
-    theirs.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ours.state_dict().items()})
+    theirs.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)).to(DEVICE)
+                            for k, v in ours.state_dict().items()})
     x, y = values(shape, 12), np.arange(shape[0]) % 10
     loss = F.cross_entropy(ours(tg.tensor(x)), tg.tensor(y))
     tloss = TF.cross_entropy(theirs(torch.tensor(x, device=DEVICE)), torch.tensor(y, device=DEVICE))

@@ -16,8 +16,8 @@ Modules: ``softmax`` (softmax, log_softmax, softmin), ``loss`` (cross_entropy), 
 (nll_loss), ``regression`` (mse_loss, l1_loss, smooth_l1_loss, huber_loss), ``likelihood``
 (binary_cross_entropy[_with_logits], kl_div), ``normalization`` (layer_norm), ``linear``
 (embedding, linear, patch_embed), ``activation`` (relu, tanh, sigmoid, gelu, dropout),
-``closed_form`` (rung 2 of every fused op), ``conv`` (conv1d/2d in three rungs, unfold, fold),
-``pooling`` (max/avg/adaptive pools), ``pointwise`` (silu, softplus, elu, selu, celu, leaky_relu, relu6, hardtanh, hardsigmoid,
+``closed_form`` (rung 2 of every fused op), ``conv`` (conv1d/2d in three rungs,
+conv_transpose1d/2d, unfold, fold, dropout2d), ``pooling`` (max/avg/adaptive pools), ``pointwise`` (silu, softplus, elu, selu, celu, leaky_relu, relu6, hardtanh, hardsigmoid,
 hardswish, mish, logsigmoid, softsign, tanhshrink, glu), ``distance`` (normalize,
 cosine_similarity, pairwise_distance), ``pad`` (pad, one_hot), ``attention``
 (scaled_dot_product_attention); ``toplevel`` holds the torch top-level spellings.
@@ -26,8 +26,8 @@ from . import toplevel as _toplevel
 from .activation import Dropout, dropout, dropout_composite, gelu, gelu_composite, relu, sigmoid, tanh
 from .attention import (ScaledDotProductAttention, scaled_dot_product_attention,
                         scaled_dot_product_attention_composite)
-from .conv import (Conv, ConvClosedForm, Fold, Unfold, conv1d, conv1d_closed_form, conv2d, conv2d_closed_form,
-                   conv2d_composite, conv_transpose1d, conv_transpose2d, dropout2d, fold, unfold)
+from .conv import (Conv, ConvClosedForm, ConvTranspose, Fold, Unfold, conv1d, conv1d_closed_form, conv2d,
+                   conv2d_closed_form, conv2d_composite, conv_transpose1d, conv_transpose2d, dropout2d, fold, unfold)
 from .distance import VectorNorm, cosine_similarity, normalize, pairwise_distance
 from .likelihood import (BinaryCrossEntropy, BinaryCrossEntropyWithLogits, KLDivergence, binary_cross_entropy,
                          binary_cross_entropy_with_logits, kl_div)
@@ -90,7 +90,7 @@ __all__ = [
     "HuberError", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "KLDivergence", "VectorNorm",
     "ConstantPad", "IndexedPad",
     "conv1d", "conv2d", "conv1d_closed_form", "conv2d_closed_form", "conv2d_composite", "conv_transpose1d",
-    "conv_transpose2d", "unfold", "fold", "dropout2d", "Conv", "ConvClosedForm", "Unfold", "Fold",
+    "conv_transpose2d", "unfold", "fold", "dropout2d", "Conv", "ConvTranspose", "ConvClosedForm", "Unfold", "Fold",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool",
     "softmax_closed_form", "log_softmax_closed_form", "cross_entropy_closed_form", "layer_norm_closed_form",

@@ -86,6 +86,12 @@ def _crop(a: np.ndarray, pads) -> np.ndarray:
     return a[:, :, t:a.shape[2] - b, left:a.shape[3] - r]
 
 
+def _bias_grad(g: np.ndarray) -> np.ndarray:
+    """dL/db = Σ_{n,h,w} g, accumulated in float64 and rounded once (summed in float32 it was
+    1.7e-6 off where torch's float32 was exact: beyond the float32 rule)."""
+    return g.sum(axis=(0, 2, 3), dtype=np.float64).astype(g.dtype, copy=False)
+
+
 # ============================================================================ rung 2: the closed form
 
 class ConvClosedForm(ArrayFunction):
@@ -120,7 +126,7 @@ class ConvClosedForm(ArrayFunction):
         dcols = (gg @ weight.reshape(groups, o // groups, -1)).reshape(groups, n, oh, ow, cg, kh, kw)
         dx = _crop(_col2im(dcols.transpose(1, 0, 4, 2, 3, 5, 6).reshape(n, c, oh, ow, kh, kw), xp.shape,
                            stride, dilation), padding)
-        return dx, dw, (g.sum(axis=(0, 2, 3)) if ctx.needs_input_grad[2] else None)
+        return dx, dw, (_bias_grad(g) if ctx.needs_input_grad[2] else None)
 
 
 # ============================================================================ rung 3: the default
@@ -213,7 +219,7 @@ class Conv(ArrayFunction):
                 dwin = dcols.reshape(n, c, kh, kw, oh, ow).transpose(0, 1, 4, 5, 2, 3)
                 padded = (n, c, x.shape[2] + sum(padding[0]), x.shape[3] + sum(padding[1]))
                 dx = _crop(_col2im(dwin, padded, stride, dilation), padding)
-        return dx, dw, (g.sum(axis=(0, 2, 3)) if nb else None)
+        return dx, dw, (_bias_grad(g) if nb else None)
 
 
 # ============================================================================ argument checks
@@ -233,10 +239,9 @@ def _tuple(value, n: int, name: str, op: str) -> tuple:
     raise TypeError(f"{op}: {name} must be an int or a tuple of {n} ints, got {value!r}")
 
 
-def _conv_args(input, weight, bias, stride, padding, dilation, groups, nd: int, op: str):
-    """Checks of torch's ``F.conv{nd}d`` in torch's order and words (its RuntimeErrors as
-    InvalidArgumentError, a ValueError and RuntimeError both); returns the (N, C, H, W) arrays'
-    Tensors and the 2-D arguments (1-D: H = 1)."""
+def _conv_tensors(input, weight, bias, nd: int, op: str, weight_layout: str):
+    """input, weight, bias as Tensors of one float dtype; input (N, C, *spatial) or unbatched,
+    weight with nd + 2 dimensions (``weight_layout``, *kernel_size)."""
     x = as_tensor(input, op, "input")
     w = as_tensor(weight, op, "weight")
     b = None if bias is None else as_tensor(bias, op, "bias")
@@ -245,8 +250,16 @@ def _conv_args(input, weight, bias, stride, padding, dilation, groups, nd: int, 
         raise InvalidArgumentError(f"{op}: Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, "
                                    f"but got input of size: {list(x.shape)}")
     if w.ndim != nd + 2:
-        raise InvalidArgumentError(f"{op}: weight should have {nd + 2} dimensions (out_channels, in_channels/groups, "
-                                   f"*kernel_size), got weight of size {list(w.shape)}")
+        raise InvalidArgumentError(f"{op}: weight should have {nd + 2} dimensions ({weight_layout}, *kernel_size), "
+                                   f"got weight of size {list(w.shape)}")
+    return x, w, b
+
+
+def _conv_args(input, weight, bias, stride, padding, dilation, groups, nd: int, op: str):
+    """Checks of torch's ``F.conv{nd}d`` in torch's order and words (its RuntimeErrors as
+    InvalidArgumentError, a ValueError and RuntimeError both); returns the (N, C, H, W) arrays'
+    Tensors and the 2-D arguments (1-D: H = 1)."""
+    x, w, b = _conv_tensors(input, weight, bias, nd, op, "out_channels, in_channels/groups")
     stride = _tuple(stride, nd, "stride", op)
     dilation = _tuple(dilation, nd, "dilation", op)
     if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
@@ -415,8 +428,8 @@ def _fold_args(input, kernel_size, dilation, padding, stride, op, want):
     s = _tuple(stride, 2, "stride", op)
     for name, v, lo in (("kernel_size", k, 1), ("dilation", d, 1), ("stride", s, 1), ("padding", p, 0)):
         if min(v) < lo:
-            raise InvalidArgumentError(f"{op}: expected {name} to be {'non-negative' if lo == 0 else 'greater than zero'}"
-                                       f", but got {name}={v}")
+            kind = "non-negative" if lo == 0 else "greater than zero"
+            raise InvalidArgumentError(f"{op}: expected {name} to be {kind}, but got {name}={v}")
     if x.ndim not in want:
         raise InvalidArgumentError(f"{op}: Expected {want[0]}D or {want[1]}D (batch mode) tensor for input with "
                                    f"possibly 0 batch size and non-zero dimensions for input, but got: "
@@ -485,14 +498,106 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     return Dropout.apply(x, keep=keep_mask(mask_shape, p, generator), scale=keep_scale(p))
 
 
-def conv_transpose1d(*args, **kwargs):
-    """Not implemented: transposed convolution is out of scope for now (its forward is conv's
-    input gradient, ``fold(W_flatᵀ @ x)``, and its backward conv's forward)."""
-    raise NotImplementedError("conv_transpose1d is not implemented in tinygrad_tx (issue #20); "
-                              "F.fold of W_flatᵀ @ x computes the same forward")
+# ============================================================================ transposed convolution
+
+class ConvTranspose(ArrayFunction):
+    """Transposed convolution (``conv_transpose1d/2d``): the adjoint, in x, of the convolution with
+    the same weight W (Cin, Cout/G, kh, kw) read as a conv weight from Cout to Cin channels. With
+    that conv written y = A_W x' = W_flat @ im2col(x'), its transpose is
+
+        out = A_Wᵀ x = crop(col2im(W_flatᵀ @ x))        (+ b)
+
+    — conv's input-gradient formula, with x in the role of g (output_padding adds rows at the end
+    that no window reaches before the crop). Backward, from the bilinear form ⟨g, A_Wᵀ x⟩ = ⟨A_W g, x⟩:
+
+        dL/dx = A_W g = W_flat @ im2col(pad(g))          (conv's forward, first H×W windows)
+        dL/dW_flat = Σ_n x[n] @ im2col(pad(g))[n]ᵀ       dL/db = Σ_{n,h,w} g
+
+    per group. Saved: x and W."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, *, stride, padding, dilation, groups, out_size):
+        cin, cog, kh, kw = weight.shape
+        n, _, h, w = x.shape
+        wg = weight.reshape(groups, cin // groups, cog * kh * kw)
+        dcols = np.matmul(wg.transpose(0, 2, 1)[None], x.reshape(n, groups, cin // groups, h * w))
+        dwin = dcols.reshape(n, groups * cog, kh, kw, h, w).transpose(0, 1, 4, 5, 2, 3)
+        padded = (n, groups * cog, out_size[0] + 2 * padding[0], out_size[1] + 2 * padding[1])
+        full = _col2im(dwin, padded, stride, dilation)    # padded ≥ the windows' reach: output_padding
+        out = _crop(full, tuple((p, p) for p in padding))
+        if bias is not None:
+            out += bias.reshape(1, -1, 1, 1)
+        ctx.save_for_backward(x, weight)
+        ctx.args = stride, padding, dilation, groups
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        stride, padding, dilation, groups = ctx.args
+        nx, nw, nb = ctx.needs_input_grad
+        cin, cog, kh, kw = weight.shape
+        n, _, h, w = x.shape
+        win = _windows(_pad_zeros(g, tuple((p, p) for p in padding)), (kh, kw), stride, dilation)[:, :, :h, :w]
+        cols = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, groups, cog * kh * kw, h * w)
+        dx = dw = None
+        if nx:
+            wg = weight.reshape(groups, cin // groups, cog * kh * kw)
+            dx = np.matmul(wg[None], cols).reshape(x.shape)
+        if nw:
+            xg = x.reshape(n, groups, cin // groups, h * w)
+            dw = np.matmul(xg, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
+        return dx, dw, (_bias_grad(g) if nb else None)
 
 
-def conv_transpose2d(*args, **kwargs):
-    """Not implemented: see ``conv_transpose1d``."""
-    raise NotImplementedError("conv_transpose2d is not implemented in tinygrad_tx (issue #20); "
-                              "F.fold of W_flatᵀ @ x computes the same forward")
+def _conv_transpose_args(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, op):
+    x, w, b = _conv_tensors(input, weight, bias, nd, op, "in_channels, out_channels/groups")
+    if isinstance(padding, str):
+        raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str ({padding!r})")
+    stride, padding = _tuple(stride, nd, "stride", op), _tuple(padding, nd, "padding", op)
+    output_padding, dilation = _tuple(output_padding, nd, "output_padding", op), _tuple(dilation, nd, "dilation", op)
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
+        raise TypeError(f"{op}: groups must be an int, got {groups!r}")
+    for name, v, lo in (("groups", (groups,), 1), ("stride", stride, 1), ("dilation", dilation, 1),
+                        ("padding", padding, 0), ("output_padding", output_padding, 0)):
+        if min(v) < lo:
+            raise InvalidArgumentError(f"{op}: {name} must be >= {lo}, got {name}={v if len(v) > 1 else v[0]}")
+    if any(op_ >= s and op_ >= d for op_, s, d in zip(output_padding, stride, dilation)):
+        raise InvalidArgumentError(f"{op}: output padding must be smaller than either stride or dilation, but got "
+                                   f"output_padding={output_padding}, stride={stride}, dilation={dilation}")
+    shape = (1,) + x.shape if x.ndim == nd + 1 else x.shape
+    if w.shape[0] % groups:
+        raise InvalidArgumentError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at "
+                                   f"dimension 0, but got weight of size {list(w.shape)} instead")
+    if shape[1] != w.shape[0]:
+        raise InvalidArgumentError(f"{op}: Given transposed=1, weight of size {list(w.shape)}, expected input"
+                                   f"{list(shape)} to have {w.shape[0]} channels, but got {shape[1]} channels instead")
+    if b is not None and b.shape != (w.shape[1] * groups,):
+        raise InvalidArgumentError(f"{op}: Given transposed=1, weight of size {list(w.shape)}, expected bias to be "
+                                   f"1-dimensional with {w.shape[1] * groups} elements, but got bias of size "
+                                   f"{list(b.shape)} instead")
+    out = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
+                zip(shape[2:], stride, padding, dilation, w.shape[2:], output_padding))
+    if min(out) < 1:
+        raise InvalidArgumentError(f"{op}: Given input size per channel: ({' x '.join(map(str, shape[2:]))}). "
+                                   f"Calculated output size per channel: ({' x '.join(map(str, out))}). "
+                                   f"Output size is too small")
+    if nd == 1:
+        stride, padding, dilation, out = (1,) + stride, (0,) + padding, (1,) + dilation, (1,) + out
+    return x, w, b, x.ndim == nd + 1, dict(stride=stride, padding=padding, dilation=dilation, groups=int(groups),
+                                           out_size=out)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """``torch.nn.functional.conv_transpose2d``: input (N, Cin, H, W) or (Cin, H, W), weight
+    (Cin, Cout/groups, kh, kw); output size (H − 1)·s − 2p + d(k − 1) + output_padding + 1."""
+    x, w, b, unbatched, kw = _conv_transpose_args(input, weight, bias, stride, padding, output_padding, groups,
+                                                  dilation, 2, "conv_transpose2d")
+    return _run(ConvTranspose, x, w, b, unbatched, 2, kw)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """``torch.nn.functional.conv_transpose1d``: the 2-D one on (N, Cin, 1, L)."""
+    x, w, b, unbatched, kw = _conv_transpose_args(input, weight, bias, stride, padding, output_padding, groups,
+                                                  dilation, 1, "conv_transpose1d")
+    return _run(ConvTranspose, x, w, b, unbatched, 1, kw)

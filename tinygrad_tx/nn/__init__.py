@@ -7,8 +7,8 @@
   ``ParameterDict``;
 * :mod:`.layers` — ``Linear``, ``Embedding``, ``LayerNorm``, ``BatchNorm1d``, ``BatchNorm2d``,
   ``Dropout``, ``GELU``, ``ReLU``, ``Tanh``;
-* :mod:`.conv` — ``Conv1d``, ``Conv2d``; :mod:`.pooling` — ``MaxPool1d/2d``, ``AvgPool1d/2d``,
-  ``AdaptiveAvgPool1d/2d``, ``AdaptiveMaxPool1d/2d``, ``Dropout2d``;
+* :mod:`.conv` — ``Conv1d``, ``Conv2d``, ``ConvTranspose1d/2d``; :mod:`.pooling` — ``MaxPool1d/2d``,
+  ``AvgPool1d/2d``, ``AdaptiveAvgPool1d/2d``, ``AdaptiveMaxPool1d/2d``, ``Dropout2d``;
 * :mod:`.activation` — ``Identity``, ``Flatten``, ``Unflatten``, ``Sigmoid``, ``SiLU``, ``Mish``,
   ``LeakyReLU``, ``ELU``, ``Softplus``, ``Hardtanh``, ``ReLU6``, ``Softmax``, ``LogSoftmax``;
 * :mod:`.loss` — ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``, ``BCELoss``,
@@ -32,7 +32,7 @@ from .activation import (ELU, Flatten, Hardtanh, Identity, LeakyReLU, LogSoftmax
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .batch_norm import batch_norm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .layers import GELU, BatchNorm1d, BatchNorm2d, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
@@ -54,6 +54,6 @@ __all__ = [
     "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "StateDictError", "Tanh", "Unflatten", "batch_norm",
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
     "functional", "functional_call", "init", "utils",
-    "Conv1d", "BatchNorm2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-    "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Dropout2d",
+    "Conv1d", "ConvTranspose1d", "ConvTranspose2d", "BatchNorm2d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
+    "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Dropout2d",
 ]

@@ -1,5 +1,6 @@
 """Convolution layers: ``Conv1d``, ``Conv2d`` (general: stride, padding incl. 'same'/'valid',
-dilation, groups, bias, padding_mode zeros/reflect/replicate/circular).
+dilation, groups, bias, padding_mode zeros/reflect/replicate/circular) and ``ConvTranspose1d``,
+``ConvTranspose2d`` (weight (in_channels, out_channels/groups, *kernel), ``output_size=`` in forward).
 
 Each layer holds torch's attributes (``kernel_size``, ``stride``, ``padding``, ``dilation``,
 ``groups``, ``padding_mode``, ``_reversed_padding_repeated_twice``), parameters ``weight``
@@ -29,7 +30,7 @@ class _ConvNd(_FanInLayer):
     _nd = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, dtype=None):
+                 bias=True, padding_mode="zeros", device=None, dtype=None, *, _transposed=False):
         super().__init__()
         layer, nd = type(self).__name__, self._nd
         from ..device import check as _check_device
@@ -62,7 +63,7 @@ class _ConvNd(_FanInLayer):
             raise ValueError(f"{layer}: padding_mode must be one of {set(_PADDING_MODES)}, but got "
                              f"padding_mode={padding_mode!r}")
         self.groups, self.padding_mode = int(groups), padding_mode
-        self.transposed, self.output_padding = False, (0,) * nd
+        self.transposed, self.output_padding = _transposed, (0,) * nd
         if self.padding == "valid":
             pads = [(0, 0)] * nd
         elif self.padding == "same":
@@ -70,8 +71,9 @@ class _ConvNd(_FanInLayer):
         else:
             pads = [(p, p) for p in self.padding]
         self._reversed_padding_repeated_twice = [v for lo_hi in reversed(pads) for v in lo_hi]
-        self._create_parameters((self.out_channels, self.in_channels // self.groups) + self.kernel_size,
-                                bias, dtype, layer)
+        shape = (self.in_channels, self.out_channels // self.groups) if _transposed else \
+            (self.out_channels, self.in_channels // self.groups)
+        self._create_parameters(shape + self.kernel_size, bias, dtype, layer, (self.out_channels,))
 
     def forward(self, input):
         x = _input(input, type(self).__name__)
@@ -88,6 +90,8 @@ class _ConvNd(_FanInLayer):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * nd:
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * nd:
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
@@ -107,5 +111,54 @@ class Conv2d(_ConvNd):
 class Conv1d(_ConvNd):
     """1-D convolution over (N, C, L) or (C, L): ``F.conv1d`` (torch's arguments, attributes, init
     and state-dict keys)."""
+
+    _nd = 1
+
+
+class _ConvTransposeNd(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        layer = type(self).__name__
+        if padding_mode != "zeros":
+            raise ValueError(f'{layer}: Only "zeros" padding mode is supported, got padding_mode={padding_mode!r}')
+        if isinstance(padding, str):
+            raise TypeError(f"{layer}: padding must be an int or a tuple of ints, got {padding!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype, _transposed=True)
+        self.output_padding = _tuple(output_padding, self._nd, "output_padding", layer)
+
+    def _output_padding(self, x, output_size):
+        """torch's ``_output_padding``: the output_padding that gives ``output_size`` (its last nd
+        entries), which must lie between the smallest output and that plus stride − 1."""
+        if output_size is None:
+            return self.output_padding
+        nd, layer = self._nd, type(self).__name__
+        size = list(output_size)[-nd:]
+        spatial = x.shape[-nd:]
+        lo = [(n - 1) * s - 2 * p + d * (k - 1) + 1 for n, s, p, d, k in
+              zip(spatial, self.stride, self.padding, self.dilation, self.kernel_size)]
+        if len(list(output_size)) not in (nd, nd + 2) or any(
+                not lo_ <= v <= lo_ + s - 1 for v, lo_, s in zip(size, lo, self.stride)):
+            raise ValueError(f"{layer}: requested an output size of {list(output_size)}, but valid sizes range from "
+                             f"{lo} to {[a + s - 1 for a, s in zip(lo, self.stride)]} (for an input of "
+                             f"{list(spatial)})")
+        return tuple(v - a for v, a in zip(size, lo))
+
+    def forward(self, input, output_size=None):
+        x = _input(input, type(self).__name__)
+        fn = F.conv_transpose2d if self._nd == 2 else F.conv_transpose1d
+        return fn(x, self.weight, self.bias, self.stride, self.padding, self._output_padding(x, output_size),
+                  self.groups, self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution (``F.conv_transpose2d``): torch's arguments, attributes, init
+    (fan_in = out_channels/groups·∏kernel, from the weight's shape as torch) and state-dict keys."""
+
+    _nd = 2
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution (``F.conv_transpose1d``)."""
 
     _nd = 1

@@ -69,11 +69,11 @@ class _FanInLayer(Module):
     ``kaiming_uniform_(weight, a=sqrt(5))`` = U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the
     bias from the same interval."""
 
-    def _create_parameters(self, weight_shape, bias: bool, dtype, layer: str) -> None:
+    def _create_parameters(self, weight_shape, bias: bool, dtype, layer: str, bias_shape=None) -> None:
         dt = _param_dtype(dtype, layer)
         self.weight = Parameter(np.empty(weight_shape, dtype=dt))
         if bias:
-            self.bias = Parameter(np.empty(weight_shape[:1], dtype=dt))
+            self.bias = Parameter(np.empty(weight_shape[:1] if bias_shape is None else bias_shape, dtype=dt))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
