@@ -335,3 +335,20 @@ def test_every_op_in_the_ops_modules_is_twice_differentiable_or_listed():
                     and not c.differentiable_backward:
                 once.add(n)
     assert once == {"Gelu", "Var", "Std", "LogCumSumExp", "ScatterReduce", "FlashAttention"}
+
+
+@pytest.mark.parametrize("f", [lambda lib, x: x.sin() * x[:, [0, 0, 1, 3]].exp(),
+                               lambda lib, x: x.gather(1, lib.from_numpy(np.array([[0, 0], [1, 1], [3, 2]]))) ** 3,
+                               lambda lib, x: x.logsumexp(1) ** 2 + (x @ x.transpose(0, 1)).tanh().sum()])
+def test_third_order_matches_torch(f):
+    """create_graph again on a double backward: the recorded backward's own backward is recorded too."""
+    x0 = rnd(U, -1.0, 1.0)
+
+    def third(lib):
+        x = lib.from_numpy(x0.copy()).requires_grad_()
+        (g1,) = lib.autograd.grad(f(lib, x).sum(), x, create_graph=True)
+        (g2,) = lib.autograd.grad((g1 * g1).sum(), x, create_graph=True)
+        (g3,) = lib.autograd.grad((g2 * x).sum(), x)
+        return g3.detach().numpy()
+    ours, ref = third(tg), third(torch)
+    assert np.abs(ours - ref).max() <= 1e-10 * np.abs(ref).max()
