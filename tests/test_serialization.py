@@ -147,11 +147,12 @@ def torch_objects():
                          "views": views, "nested": nested}
 
 
-@pytest.fixture(scope="module", params=["zip", "legacy"])
+@pytest.fixture(scope="module", params=["zip", "legacy", "zip_protocol5"])
 def torch_file(request, tmp_path_factory):
     module, opt, obj = torch_objects()
     path = tmp_path_factory.mktemp("torch") / f"saved_{request.param}.pt"
-    torch.save(obj, path, _use_new_zipfile_serialization=request.param == "zip")
+    torch.save(obj, path, _use_new_zipfile_serialization=request.param != "legacy",
+               pickle_protocol=5 if request.param == "zip_protocol5" else 2)   # 5: STACK_GLOBAL, memoised names
     return module, opt, obj, tg.load(path)
 
 
