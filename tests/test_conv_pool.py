@@ -543,3 +543,15 @@ def test_small_cnns_equal_torch(net, shape):
     assert abs(loss.item() - tloss.item()) <= 1e-10 * abs(tloss.item())
     for (name, p), (_, tp) in zip(ours.named_parameters(), theirs.named_parameters()):
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.cpu().numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_second_order_raises_naming_the_op():
+    """The conv and pool backwards are NumPy-only (differentiable_backward = False): differentiating
+    their gradient raises, naming the op, rather than returning a wrong second derivative."""
+    x = tg.randn(1, 2, 5, 5, requires_grad=True)
+    for fn, name in [(lambda t: F.conv2d(t, tg.randn(3, 2, 3, 3)), "Conv"), (lambda t: F.max_pool2d(t, 2), "MaxPool"),
+                     (lambda t: F.avg_pool2d(t, 2), "AvgPool"), (lambda t: F.unfold(t, 2), "Unfold")]:
+        y = fn(x)
+        (g,) = tg.autograd.grad((y * y).sum(), [x], create_graph=True)
+        with pytest.raises(RuntimeError, match=f"{name}'s backward cannot be differentiated"):
+            g.sum().backward()
