@@ -555,3 +555,18 @@ def test_second_order_raises_naming_the_op():
         (g,) = tg.autograd.grad((y * y).sum(), [x], create_graph=True)
         with pytest.raises(RuntimeError, match=f"{name}'s backward cannot be differentiated"):
             g.sum().backward()
+
+
+def test_torch_top_level_spellings():
+    """torch.conv2d, torch.max_pool2d, torch.avg_pool1d... are the functional ops (torch's top level)."""
+    x = values((2, 3, 8, 8), 1)
+    for name, args in [("conv2d", (values((4, 3, 3, 3), 2), None, 1, 1)), ("max_pool2d", (2,)),
+                       ("conv1d", ()), ("avg_pool1d", (3, 2)), ("adaptive_avg_pool1d", (3,)), ("max_pool1d", (2,))]:
+        one_d = name.endswith("1d")
+        xi = x[:, :, 0] if one_d else x
+        if name == "conv1d":
+            args = (values((4, 3, 3), 3),)
+        ours = getattr(tg, name)(tg.tensor(xi), *[tg.tensor(a) if isinstance(a, np.ndarray) else a for a in args])
+        theirs = getattr(torch, name)(torch.tensor(xi, device=DEVICE),
+                                      *[torch.tensor(a, device=DEVICE) if isinstance(a, np.ndarray) else a for a in args])
+        np.testing.assert_allclose(ours.numpy(), theirs.cpu().numpy(), rtol=1e-12, err_msg=name)

@@ -69,6 +69,9 @@ FUNCTIONS = {
     "dropout": _toplevel.dropout, "layer_norm": _toplevel.layer_norm, "embedding": _toplevel.embedding,
     "cosine_similarity": cosine_similarity, "pairwise_distance": pairwise_distance,
     "selu": selu, "celu": celu, "rms_norm": rms_norm,
+    "conv1d": conv1d, "conv2d": conv2d, "conv_transpose1d": conv_transpose1d, "conv_transpose2d": conv_transpose2d,
+    "max_pool1d": max_pool1d, "max_pool2d": max_pool2d, "avg_pool1d": avg_pool1d,
+    "adaptive_avg_pool1d": adaptive_avg_pool1d,
 }
 
 __all__ = [
