@@ -545,6 +545,18 @@ def test_small_cnns_equal_torch(net, shape):
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.cpu().numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("size", [(3, 4), (2, 5), 1])
+def test_adaptive_avg_pool_double_backward(size, dtype):
+    """AdaptiveAvgPool's backward (A_hᵀ g A_w) runs on Tensors: Hessian-vector and J·w products
+    of a nonlinear function of the pool equal torch's."""
+    from reference.testing import check_double_parity
+    check_double_parity(lambda t: F.adaptive_avg_pool2d(t, size) ** 3, lambda t: TF.adaptive_avg_pool2d(t, size) ** 3,
+                        values((2, 3, 7, 9), 4), dtype=dtype, name="adaptive_avg_pool2d")
+    check_double_parity(lambda t: F.adaptive_avg_pool1d(t, 3).tanh(), lambda t: TF.adaptive_avg_pool1d(t, 3).tanh(),
+                        values((2, 3, 7), 5), dtype=dtype, name="adaptive_avg_pool1d")
+
+
 def test_second_order_raises_naming_the_op():
     """The conv and pool backwards are NumPy-only (differentiable_backward = False): differentiating
     their gradient raises, naming the op, rather than returning a wrong second derivative."""

@@ -157,19 +157,24 @@ def _adaptive_matrix(n: int, out: int) -> np.ndarray:
 
 
 class AdaptiveAvgPool(ArrayFunction):
-    """Adaptive average pool, y = A_h x A_wᵀ (``_adaptive_matrix``, float64, rounded once).
-    Linear in x, so dL/dx = A_hᵀ g A_w. Saved: the two small matrices."""
+    """Adaptive average pool, y = A_h x A_wᵀ (``_adaptive_matrix``; computed in float64, rounded once).
+    Linear in x, so dL/dx = A_hᵀ g A_w, in x's dtype. Saved: the two small matrices (constants: they
+    depend on the shapes only), so the backward, two matmuls, runs on Tensors too and is itself
+    differentiated (gradients of gradients)."""
+
+    differentiable_backward = True
+    saved_constants = (0, 1)
 
     @staticmethod
     def forward(ctx, x, *, out_size):
         ah, aw = _adaptive_matrix(x.shape[2], out_size[0]), _adaptive_matrix(x.shape[3], out_size[1])
-        ctx.save_for_backward(ah, aw)
+        ctx.save_for_backward(ah.astype(x.dtype), aw.astype(x.dtype))
         return (ah @ x.astype(np.float64) @ aw.T).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
         ah, aw = ctx.saved_tensors
-        return (ah.T @ g.astype(np.float64) @ aw).astype(g.dtype, copy=False)
+        return ah.T @ g @ aw
 
 
 class AdaptiveMaxPool(_ArgmaxPool):
