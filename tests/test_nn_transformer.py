@@ -30,7 +30,8 @@ D, H, FF = 6, 2, 10
 
 
 def torch_state(module):
-    return OrderedDict((k, torch.from_numpy(np.ascontiguousarray(v)).to(DEVICE)) for k, v in module.state_dict().items())
+    return OrderedDict((k, torch.from_numpy(np.ascontiguousarray(v)).to(DEVICE))
+                       for k, v in module.state_dict().items())
 
 
 def rel_err(a, b):
@@ -50,7 +51,7 @@ def build(kind, tg_kw, torch_kw, layers=2):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # torch: enable_nested_tensor's fast path not usable
             ours = getattr(nn, stack)(getattr(nn, layer)(**tg_kw), layers, nn.LayerNorm(D))
-            theirs = getattr(tnn, stack)(getattr(tnn, layer)(**torch_kw), layers, tnn.LayerNorm(D))
+            theirs = getattr(tnn, stack)(getattr(tnn, layer)(**torch_kw), layers, tnn.LayerNorm(D).to(DEVICE))
     ours = ours.double()
     theirs = theirs.to(DEVICE).double()
     theirs.load_state_dict(torch_state(ours))   # strict: every name is torch's
@@ -104,7 +105,8 @@ def layer_kwargs(norm_first, batch_first, activation, bias, train):
     common = dict(d_model=D, nhead=H, dim_feedforward=FF, dropout=dropout, batch_first=batch_first,
                   norm_first=norm_first, bias=bias, layer_norm_eps=1e-6)
     acts = {"relu": ("relu", "relu"), "gelu": ("gelu", "gelu"), "fn": (tg.nn.functional.silu, TF.silu),
-            "module": (nn.GELU(approximate="tanh"), tnn.GELU(approximate="tanh")), "default": (None, None)}
+            "module": (nn.GELU(approximate="tanh"), tnn.GELU(approximate="tanh").to(DEVICE)),
+            "default": (None, None)}
     a, ta = acts[activation]
     return (dict(common, **({} if a is None else {"activation": a})),
             dict(common, **({} if ta is None else {"activation": ta})))
@@ -211,22 +213,24 @@ def test_decoder_layer_module_activation():
     tgt, mem = seq(rng, True, True, 2, 3), seq(rng, True, True, 2, 4)
     compare(ours, theirs, [tgt, mem], {"tgt_mask": make_mask(rng, "bool", (3, 3))}, {}, seed)
     ours_stack = nn.TransformerDecoder(nn.TransformerDecoderLayer(D, H, activation=nn.GELU()), 2)
-    theirs_stack = tnn.TransformerDecoder(tnn.TransformerDecoderLayer(D, H, activation=tnn.GELU()), 2)
+    theirs_stack = tnn.TransformerDecoder(tnn.TransformerDecoderLayer(D, H, activation=tnn.GELU().to(DEVICE)),
+                                          2).to(DEVICE)
     assert isinstance(ours_stack.layers[1].activation, nn.GELU)
     assert theirs_stack.layers[1].activation is TF.relu   # torch's behaviour, not reproduced
 
 
 def test_state_dict_names_match_torch_both_ways():
     ours = nn.Transformer(d_model=D, nhead=H, num_encoder_layers=2, num_decoder_layers=1, dim_feedforward=FF)
-    theirs = tnn.Transformer(d_model=D, nhead=H, num_encoder_layers=2, num_decoder_layers=1, dim_feedforward=FF)
+    theirs = tnn.Transformer(d_model=D, nhead=H, num_encoder_layers=2, num_decoder_layers=1,
+                             dim_feedforward=FF).to(DEVICE)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == \
         {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
-    ours.load_state_dict(theirs.state_dict())
+    ours.load_state_dict({k: v.cpu() for k, v in theirs.state_dict().items()})
     assert np.array_equal(ours.state_dict()["decoder.layers.0.multihead_attn.in_proj_weight"],
-                          theirs.state_dict()["decoder.layers.0.multihead_attn.in_proj_weight"].numpy())
+                          theirs.state_dict()["decoder.layers.0.multihead_attn.in_proj_weight"].cpu().numpy())
     layer = nn.TransformerEncoderLayer(D, H, bias=False)
-    assert list(layer.state_dict()) == list(tnn.TransformerEncoderLayer(D, H, bias=False).state_dict())
+    assert list(layer.state_dict()) == list(tnn.TransformerEncoderLayer(D, H, bias=False).to(DEVICE).state_dict())
     # torch's init: every matrix Xavier-uniform, biases zero (MHA) and LayerNorms ones/zeros
     w = ours.state_dict()["encoder.layers.0.linear1.weight"]
     assert np.all(np.abs(w) <= np.sqrt(6 / (D + FF)))
@@ -244,11 +248,13 @@ def test_layers_are_deep_copies():
 
 def test_generate_square_subsequent_mask():
     for sz in (0, 1, 4):
-        ours, ref = nn.Transformer.generate_square_subsequent_mask(sz), tnn.Transformer.generate_square_subsequent_mask(sz)
+        ours = nn.Transformer.generate_square_subsequent_mask(sz)
+        ref = tnn.Transformer.generate_square_subsequent_mask(sz, device=DEVICE)
         assert ours.dtype == tg.float32
-        assert np.array_equal(ours.numpy(), ref.numpy())
+        assert np.array_equal(ours.numpy(), ref.cpu().numpy())
     ours = nn.Transformer.generate_square_subsequent_mask(3, dtype=tg.bool)
-    assert np.array_equal(ours.numpy(), tnn.Transformer.generate_square_subsequent_mask(3, dtype=torch.bool).numpy())
+    ref = tnn.Transformer.generate_square_subsequent_mask(3, dtype=torch.bool, device=DEVICE)
+    assert np.array_equal(ours.numpy(), ref.cpu().numpy())
     assert nn.Transformer.generate_square_subsequent_mask(3, dtype=tg.float64).dtype == tg.float64
     for bad in (-1, 2.5):
         with pytest.raises((RuntimeError, TypeError)):
@@ -263,14 +269,14 @@ def test_causal_mask_detected_and_is_causal_hint():
     ours, theirs = build("Encoder", *layer_kwargs(True, True, "relu", True, True))
     x = rng.standard_normal((2, 4, D))
     mask = nn.Transformer.generate_square_subsequent_mask(4, dtype=tg.float64)
-    tmask = tnn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64)
+    tmask = tnn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64, device=DEVICE)
     out = ours(tg.tensor(x), mask=mask)
-    ref = theirs(torch.tensor(x), mask=tmask)
-    assert rel_err(out.detach().numpy(), ref.detach().numpy()) <= RTOL
+    ref = theirs(torch.tensor(x, device=DEVICE), mask=tmask)
+    assert rel_err(out.detach().numpy(), ref.detach().cpu().numpy()) <= RTOL
     with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
         ours(tg.tensor(x), is_causal=True)
     with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
-        theirs(torch.tensor(x), is_causal=True)
+        theirs(torch.tensor(x, device=DEVICE), is_causal=True)
 
 
 def test_nested_tensor_fast_path_zeros_padding():
@@ -280,21 +286,22 @@ def test_nested_tensor_fast_path_zeros_padding():
     rng = np.random.default_rng(8)
     kw, tkw = layer_kwargs(False, True, "relu", True, False)
     ours = nn.TransformerEncoder(nn.TransformerEncoderLayer(**kw), 2).double().eval()
-    theirs = tnn.TransformerEncoder(tnn.TransformerEncoderLayer(**tkw), 2).double().eval()
+    theirs = tnn.TransformerEncoder(tnn.TransformerEncoderLayer(**tkw), 2).to(DEVICE).double().eval()
     assert ours.use_nested_tensor and theirs.use_nested_tensor
     theirs.load_state_dict(torch_state(ours))
     x = rng.standard_normal((2, 4, D))
     kpm = np.array([[False, False, True, True], [False, False, False, False]])
+    tx, tkpm = torch.tensor(x, device=DEVICE), torch.tensor(kpm, device=DEVICE)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # torch: nested tensors are a prototype
         with torch.no_grad():
-            ref = theirs(torch.tensor(x), src_key_padding_mask=torch.tensor(kpm)).numpy()
+            ref = theirs(tx, src_key_padding_mask=tkpm).cpu().numpy()
     with tg.no_grad():
         out = ours(tg.tensor(x), src_key_padding_mask=tg.tensor(kpm)).numpy()
     assert np.all(ref[0, 2:] == 0) and np.all(out[0, 2:] == 0)
     assert rel_err(out, ref) <= RTOL
     out = ours(tg.tensor(x), src_key_padding_mask=tg.tensor(kpm)).detach().numpy()
-    ref = theirs(torch.tensor(x), src_key_padding_mask=torch.tensor(kpm)).detach().numpy()
+    ref = theirs(tx, src_key_padding_mask=tkpm).detach().cpu().numpy()
     assert np.all(ref[0, 2:] != 0) and rel_err(out, ref) <= RTOL
 
 

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import tinygrad_tx as tg
+from reference.testing import DEVICE
 from tinygrad_tx import optim
 from tinygrad_tx.optim import lr_scheduler as L
 
@@ -32,7 +33,7 @@ def make_params(seed):
     rng = np.random.default_rng(seed)
     arrays = [rng.standard_normal(s) for s in SHAPES]
     ours = [tg.nn.Parameter(a.copy()) for a in arrays]
-    theirs = [torch.nn.Parameter(torch.tensor(a.copy())) for a in arrays]
+    theirs = [torch.nn.Parameter(torch.tensor(a.copy(), device=DEVICE)) for a in arrays]
     return ours, theirs
 
 
@@ -42,21 +43,23 @@ def groups(params, lr2):
 
 
 def to_torch_state(sd):
-    def conv(v):
-        return torch.tensor(np.array(v)) if isinstance(v, np.ndarray) else copy.deepcopy(v)
-    return {"state": {k: {n: conv(v) for n, v in s.items()} for k, s in sd["state"].items()},
+    def conv(n, v):   # torch keeps a non-capturable "step" on the CPU; the rest follows the parameters
+        if not isinstance(v, np.ndarray):
+            return copy.deepcopy(v)
+        return torch.tensor(np.array(v), device="cpu" if n == "step" else DEVICE)
+    return {"state": {k: {n: conv(n, v) for n, v in s.items()} for k, s in sd["state"].items()},
             "param_groups": copy.deepcopy(sd["param_groups"])}
 
 
 def to_ours_state(sd):
     def conv(v):
-        return v.detach().numpy().copy() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
+        return v.detach().cpu().numpy().copy() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
     return {"state": {k: {n: conv(v) for n, v in s.items()} for k, s in sd["state"].items()},
             "param_groups": copy.deepcopy(sd["param_groups"])}
 
 
 def rel_err(ours, theirs):
-    a, b = ours.detach().numpy(), theirs.detach().numpy()
+    a, b = ours.detach().numpy(), theirs.detach().cpu().numpy()
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
 
 
@@ -106,7 +109,7 @@ def test_optimizer_equals_torch_25_steps_and_state_dict(name, kwargs, handover):
         for p, q in zip(ours_p, theirs_p):
             g = rng.standard_normal(p.shape) * rng.choice([0.01, 1.0, 100.0])
             p.grad = tg.tensor(g)
-            q.grad = torch.tensor(g)
+            q.grad = torch.tensor(g, device=DEVICE)
         ours.step()
         theirs.step()
         for p, q in zip(ours_p, theirs_p):
@@ -119,7 +122,7 @@ def test_optimizer_equals_torch_25_steps_and_state_dict(name, kwargs, handover):
     for k in st["state"]:
         assert so["state"][k].keys() == st["state"][k].keys()
         for n, v in st["state"][k].items():
-            np.testing.assert_allclose(np.asarray(so["state"][k][n], dtype=np.float64), v.double().numpy(),
+            np.testing.assert_allclose(np.asarray(so["state"][k][n], dtype=np.float64), v.double().cpu().numpy(),
                                        rtol=1e-9, atol=1e-300, err_msg=f"{name} state {k}.{n}")
 
 
@@ -180,7 +183,8 @@ def test_parameters_without_grad_are_skipped_and_closure_returns_loss():
     for name in NEW:
         ours_p, theirs_p = make_params(3)
         ours, theirs = getattr(optim, name)(ours_p), getattr(torch.optim, name)(theirs_p)
-        ours_p[0].grad, theirs_p[0].grad = tg.ones(4, 3, dtype=tg.float64), torch.ones(4, 3, dtype=torch.float64)
+        ours_p[0].grad = tg.ones(4, 3, dtype=tg.float64)
+        theirs_p[0].grad = torch.ones(4, 3, dtype=torch.float64, device=DEVICE)
         assert ours.step(lambda: 7.0) == 7.0
         theirs.step()
         assert all(rel_err(p, q) <= RTOL for p, q in zip(ours_p, theirs_p))

@@ -19,6 +19,9 @@ import tinygrad_tx as tg
 from tinygrad_tx import nn
 from tinygrad_tx.serialization import LoadError, UnsafeLoadError, scan_pickle
 
+pytestmark = pytest.mark.cpu_only(reason="torch.save/torch.load files: CPU tensors written and read, "
+                                                "no computation compared on torch's device")
+
 
 def same(a, b):
     """Deep equality of loaded values: Tensors/arrays by dtype, shape and bits; containers by type."""

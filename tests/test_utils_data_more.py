@@ -20,6 +20,9 @@ import torch.utils.data as tud
 import tinygrad_tx as tg
 from tinygrad_tx.utils import data as D
 
+pytestmark = pytest.mark.cpu_only(reason="torch.utils.data on CPU tensors: samplers and loaders compared, "
+                                                "no computation on torch's device")
+
 MODULES = ["dataset", "sampler", "dataloader", "distributed"]
 
 
@@ -110,7 +113,8 @@ def test_stack_dataset_equals_torch():
     assert np.array_equal(ours[1][0][0].numpy(), theirs[1][0][0].numpy()) and ours[1][1] == theirs[1][1]
     named = D.StackDataset(x=list("abc"), y=[1, 2, 3])
     assert named[2] == tud.StackDataset(x=list("abc"), y=[1, 2, 3])[2] == {"x": "c", "y": 3}
-    for bad in (lambda M: M.StackDataset(), lambda M: M.StackDataset([1], y=[2]), lambda M: M.StackDataset([1], [1, 2])):
+    for bad in (lambda M: M.StackDataset(), lambda M: M.StackDataset([1], y=[2]),
+                lambda M: M.StackDataset([1], [1, 2])):
         with pytest.raises(ValueError):
             bad(D)
         with pytest.raises(ValueError):

@@ -511,7 +511,8 @@ def _unpickle(data: bytes, start: int, persistent_load):
         obj = RestrictedUnpickler(stream, persistent_load).load()
     except (UnsafeLoadError, LoadError):
         raise
-    except (pickle.UnpicklingError, EOFError, KeyError, IndexError, TypeError, ValueError, AttributeError, struct.error) as e:
+    except (pickle.UnpicklingError, EOFError, KeyError, IndexError, TypeError, ValueError, AttributeError,
+            struct.error) as e:
         raise LoadError(f"the pickle is corrupt ({type(e).__name__}: {e})") from None
     return obj, stream.tell()
 
