@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from reference.testing import check_parity, to_numpy, to_torch
+from reference.testing import DEVICE, check_parity, to_numpy, to_torch
 
 DTYPES = pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 
@@ -72,3 +72,20 @@ def test_batched_matmul_with_an_empty_inner_dimension_backward_like_torch(sa, sb
     for got, w in zip((oa.grad, ob.grad), want):
         assert got.shape == w.shape
         np.testing.assert_array_equal(got.numpy(), w)
+
+
+@pytest.mark.parametrize("sa, sb", [((0,), (0,)), ((0,), (0, 3)), ((2, 0), (0,)), ((2, 1, 0), (0,))])
+def test_empty_bool_matmul_raises_where_torch_does(sa, sb):
+    """Regression (fuzz, thorough profile): empty bool 1-D @ 1-D returned False where torch's dot
+    raises "not implemented for 'Bool'"; other empty bool products are empty results in both."""
+    ta, tb = (torch.zeros(s, dtype=torch.bool, device=DEVICE) for s in (sa, sb))
+    oa, ob = tg.zeros(sa, dtype=tg.bool), tg.zeros(sb, dtype=tg.bool)
+    try:
+        want = ta @ tb
+    except (RuntimeError, NotImplementedError):
+        with pytest.raises(RuntimeError, match="Bool"):
+            oa @ ob
+        with pytest.raises(RuntimeError, match="Bool"):
+            tg.dot(oa, ob)
+    else:
+        assert (oa @ ob).shape == tuple(want.shape)

@@ -34,7 +34,8 @@ def _check_matmul_dtypes(a, b):
     if a.dtype != b.dtype:
         raise RuntimeError(f"matmul: expected m1 and m2 to have the same dtype, but got: "
                            f"{a.dtype} != {b.dtype}")
-    if a.dtype == np.bool_ and a.size and b.size:   # torch refuses in the kernel, which empty inputs skip
+    # torch refuses bool in the kernel, which empty inputs skip, except its dot (1-D @ 1-D)
+    if a.dtype == np.bool_ and ((a.size and b.size) or (a.ndim == 1 and b.ndim == 1)):
         raise RuntimeError("matmul: not implemented for 'Bool' (cast the operands to an integer "
                            "or floating dtype)")
 
