@@ -379,3 +379,112 @@ def test_float32_transformer_close_to_torch():
                  tgt_mask=tnn.Transformer.generate_square_subsequent_mask(4, device=DEVICE), tgt_is_causal=True)
     assert out.dtype == tg.float32
     assert rel_err(out.detach().numpy(), ref.detach().cpu().numpy()) <= 1e-5
+
+
+# ----------------------------------------------------------------------------------- teaching code
+
+# PyTorch's "language modeling with nn.Transformer" tutorial, shrunk (positional encoding buffer,
+# TransformerEncoder with a causal mask, CrossEntropyLoss, RMSprop + StepLR, clip_grad_norm_,
+# a lazily drawing RandomSampler from torch.utils.data.sampler, torch.save / torch.load).
+TUTORIAL = """
+import math, os, tempfile
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.sampler import RandomSampler
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, dropout=0.1, max_len=64):
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, 1, d_model)
+        pe[:, 0, 0::2] = torch.sin(position * div_term)
+        pe[:, 0, 1::2] = torch.cos(position * div_term)
+        self.register_buffer('pe', pe)
+
+    def forward(self, x):
+        x = x + self.pe[:x.size(0)]
+        return self.dropout(x)
+
+
+class TransformerModel(nn.Module):
+    def __init__(self, ntoken, d_model, nhead, d_hid, nlayers, dropout=0.1):
+        super().__init__()
+        self.pos_encoder = PositionalEncoding(d_model, dropout)
+        encoder_layers = nn.TransformerEncoderLayer(d_model, nhead, d_hid, dropout)
+        self.transformer_encoder = nn.TransformerEncoder(encoder_layers, nlayers)
+        self.embedding = nn.Embedding(ntoken, d_model)
+        self.d_model = d_model
+        self.linear = nn.Linear(d_model, ntoken)
+        self.init_weights()
+
+    def init_weights(self):
+        initrange = 0.1
+        self.embedding.weight.data.uniform_(-initrange, initrange)
+        self.linear.bias.data.zero_()
+        self.linear.weight.data.uniform_(-initrange, initrange)
+
+    def forward(self, src, src_mask=None):
+        src = self.embedding(src) * math.sqrt(self.d_model)
+        src = self.pos_encoder(src)
+        if src_mask is None:
+            src_mask = nn.Transformer.generate_square_subsequent_mask(len(src))
+        output = self.transformer_encoder(src, src_mask)
+        return self.linear(output)
+
+
+torch.manual_seed(0)
+ntokens, bptt = 11, 8
+data = torch.arange(400) % ntokens                  # a periodic sequence: easy to learn
+xs = torch.stack([data[i:i + bptt] for i in range(300)])
+ys = torch.stack([data[i + 1:i + 1 + bptt] for i in range(300)])
+ds = TensorDataset(xs, ys)
+loader = DataLoader(ds, batch_size=16, sampler=RandomSampler(ds, replacement=True, num_samples=int(1e10)))
+model = TransformerModel(ntokens, 16, 2, 32, 2)
+criterion = nn.CrossEntropyLoss()
+optimizer = torch.optim.RMSprop(model.parameters(), lr=3e-3)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 20, gamma=0.9)
+losses = []
+model.train()
+for step, (x, y) in enumerate(loader):
+    x, y = x.t(), y.t()                                 # (seq, batch): batch_first=False
+    output = model(x)
+    loss = criterion(output.view(-1, ntokens), y.reshape(-1))
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    optimizer.step()
+    scheduler.step()
+    losses.append(loss.item())
+    if step == 29:
+        break
+path = os.path.join(tempfile.mkdtemp(), "model.pt")
+torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "losses": losses}, path)
+ck = torch.load(path, weights_only=True)
+model2 = TransformerModel(ntokens, 16, 2, 32, 2)
+model2.load_state_dict(ck["model"])
+model.eval(); model2.eval()
+with torch.no_grad():
+    same = torch.equal(model(xs[:4].t()), model2(xs[:4].t()))
+result = (sum(losses[:5]) / 5, sum(losses[-5:]) / 5, bool(same))
+"""
+
+
+@pytest.mark.cpu_only(reason="the tutorial's script as written: it builds its tensors without a device")
+def test_pytorch_transformer_tutorial_runs_unmodified():
+    """The script runs under real torch and, unchanged, with ``torch`` meaning tinygrad_tx: both learn
+    the periodic sequence and reload the saved model exactly."""
+    from tinygrad_tx.torch_shim import torch_as_tinygrad_tx
+    results = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(TUTORIAL, "<tutorial>", "exec"), theirs := {})
+        with torch_as_tinygrad_tx():
+            exec(compile(TUTORIAL, "<tutorial>", "exec"), ours := {})
+    for name, ns in (("torch", theirs), ("tinygrad_tx", ours)):
+        first, last, reload_equal = results[name] = ns["result"]
+        assert last < first / 2 and reload_equal, (name, results[name])
+    assert type(ours["model"]).__mro__[1].__module__.startswith("tinygrad_tx")
