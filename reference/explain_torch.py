@@ -38,6 +38,7 @@ TWINS = {
     "gelu": lambda t, c: F.gelu(t["input"], approximate="tanh"),
     "scaled_dot_product_attention": _sdpa,
     "patch_embed": _patch_embed,
+    "conv2d": lambda t, c: F.conv2d(t["input"], t["weight"], t["bias"], stride=(2, 1), padding=1, dilation=(1, 2)),
     "batch_norm": lambda t, c: F.batch_norm(t["input"], None, None, t["weight"], t["bias"], training=True),
 }
 

@@ -104,6 +104,16 @@ def test_conv2d_patch_fast_path_equals_general_path(dtype, monkeypatch):
                           conv_mod._cols_channel_major(x, (4, 4), (4, 4), (1, 1)))
 
 
+def test_conv_closed_form_is_short_and_explained():
+    """Rung 2 fits the closed-form budget (≤ 15 lines of NumPy for forward and for backward), and
+    ``tinygrad-tx explain conv2d`` shows the three rungs with their live check."""
+    from tinygrad_tx.viz.explain import closed_form_lines, op_spec
+    fw, bw = closed_form_lines(F.ConvClosedForm)
+    assert 1 <= fw <= 15 and 1 <= bw <= 15, (fw, bw)
+    spec = op_spec("conv")
+    assert spec.closed_function is F.ConvClosedForm and spec.function is F.Conv
+
+
 @pytest.mark.parametrize("fn,shapes,kwargs", [
     (F.conv2d, [(1, 2, 5, 4), (4, 1, 2, 3), (4,)], dict(stride=(2, 1), padding=1, dilation=(1, 2), groups=2)),
     (F.conv2d_closed_form, [(2, 2, 4, 4), (2, 2, 3, 3), (2,)], dict(padding="same")),

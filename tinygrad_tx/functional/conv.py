@@ -82,6 +82,7 @@ def _col2im(dwin: np.ndarray, padded_shape, s, d) -> np.ndarray:
 
 
 def _crop(a: np.ndarray, pads) -> np.ndarray:
+    """Cut the ((top, bottom), (left, right)) padding off the two spatial axes (a view)."""
     (t, b), (left, r) = pads
     return a[:, :, t:a.shape[2] - b, left:a.shape[3] - r]
 

@@ -63,11 +63,12 @@ class OpSpec:
     derivation_in_module: bool = False
     note: str = ""
     closed_note: str = ""
+    closed_class: type | None = None   # the rung-2 class of an op outside ``F.CLOSED_FORMS`` (conv2d)
 
     @property
     def closed_function(self) -> type | None:
-        """The rung-2 ``Function`` class (``F.CLOSED_FORMS``), or None."""
-        return F.CLOSED_FORMS[self.name][0] if self.name in F.CLOSED_FORMS else None
+        """The rung-2 ``Function`` class (``F.CLOSED_FORMS``, else ``closed_class``), or None."""
+        return F.CLOSED_FORMS[self.name][0] if self.name in F.CLOSED_FORMS else self.closed_class
 
     def rungs(self) -> dict:
         """{rung name: functional spelling} in the order 1, 2, 3 (rungs that exist)."""
@@ -197,9 +198,19 @@ _register(OpSpec(
     torch="batch_norm",
     summary="training-mode batch_norm of a (6, 4, 3) input (4 channels), with weight and bias"))
 
+_register(OpSpec(
+    "conv2d", F.Conv,
+    call=lambda f, t, c: f(t["input"], t["weight"], t["bias"], stride=(2, 1), padding=1, dilation=(1, 2)),
+    composite=F.conv2d_composite, closed_form=F.conv2d_closed_form, fused=F.conv2d, closed_class=F.ConvClosedForm,
+    inputs=lambda rng: ({"input": _rows(rng, 2, 3, 6, 5), "weight": _rows(rng, 4, 3, 3, 2),
+                         "bias": _rows(rng, 4)}, {}),
+    torch="conv2d",
+    summary="3x2 kernels over a (2, 3, 6, 5) batch, stride (2, 1), padding 1, dilation (1, 2), 4 channels out",
+    derivation_in_module=True))
+
 ALIASES = {"sdpa": "scaled_dot_product_attention", "attention": "scaled_dot_product_attention",
            "layernorm": "layer_norm", "logsoftmax": "log_softmax", "crossentropy": "cross_entropy",
-           "batchnorm": "batch_norm", "flash": "flash_attention", "patch": "patch_embed"}
+           "batchnorm": "batch_norm", "flash": "flash_attention", "patch": "patch_embed", "conv": "conv2d"}
 
 
 def _fused_key(name: str) -> str:
