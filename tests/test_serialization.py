@@ -8,6 +8,7 @@ import io
 import math
 import os
 import pickle
+import time
 import zipfile
 from collections import Counter, OrderedDict
 
@@ -321,6 +322,31 @@ def test_crafted_pickles_refused(tmp_path):
         assert not side.exists(), name
     with pytest.raises(UnsafeLoadError, match="posix.system"):
         scan_pickle(cases["global"])
+
+
+def test_shared_and_cyclic_structures_load_in_linear_time():
+    """A pickle that nests one shared tuple 60 levels deep (2^60 leaves unfolded) loads at once, still
+    shared; a list that contains itself stays a cycle."""
+    nested = (1,)
+    for _ in range(60):
+        nested = (nested, nested)
+    start = time.perf_counter()
+    back = tg.load(io.BytesIO(_torch_zip_with_pickle(pickle.dumps(nested, protocol=2))))
+    assert time.perf_counter() - start < 2 and back[0] is back[1]
+    cyclic = []
+    cyclic.append(cyclic)
+    back = tg.load(io.BytesIO(_torch_zip_with_pickle(pickle.dumps({"a": cyclic}, protocol=2))))
+    assert back["a"][0] is back["a"]
+
+
+def _torch_zip_with_pickle(pkl: bytes) -> bytes:
+    """A real torch.save zip whose data.pkl is replaced by ``pkl``."""
+    buf = io.BytesIO()
+    torch.save({"x": 1}, buf)
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    files[next(n for n in files if n.endswith("/data.pkl"))] = pkl
+    return _zip(files)
 
 
 # ============================================================================ truncated and corrupt files

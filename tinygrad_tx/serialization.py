@@ -537,24 +537,31 @@ def _storage_pid(pid, legacy: bool, storages: dict) -> _Storage:
 
 
 def _materialize(obj, memo: dict):
-    """Replace every pending tensor in the unpickled tree by its Tensor (one Tensor per pending)."""
+    """Replace every pending tensor in the unpickled graph by its Tensor. Each object is visited once
+    (``memo``, by id): an object the pickle shares stays shared, a cycle through a list or dict is
+    kept, and a pickle that nests shared tuples ("billion laughs") costs its size, not its unfolding."""
+    if id(obj) in memo:
+        return memo[id(obj)][1]
     if isinstance(obj, _PendingTensor):
-        if id(obj) not in memo:
-            memo[id(obj)] = obj.build()
-        return memo[id(obj)]
-    if isinstance(obj, dict):
+        out = obj.build()
+    elif isinstance(obj, dict):
+        memo[id(obj)] = (obj, obj)                   # before the recursion: a cycle finds it
         items = [(_materialize(k, memo), _materialize(v, memo)) for k, v in obj.items()]
         obj.clear()
         obj.update(items)
         return obj
-    if isinstance(obj, list):
+    elif isinstance(obj, list):
+        memo[id(obj)] = (obj, obj)
         obj[:] = [_materialize(v, memo) for v in obj]
         return obj
-    if isinstance(obj, (tuple, set, frozenset)):
-        return type(obj)(_materialize(v, memo) for v in obj)
-    if isinstance(obj, (_Storage, _StorageType)):
+    elif isinstance(obj, (tuple, set, frozenset)):
+        out = type(obj)(_materialize(v, memo) for v in obj)
+    elif isinstance(obj, (_Storage, _StorageType)):
         raise LoadError("the file holds a bare storage, not a tensor; tinygrad_tx.load rebuilds tensors only")
-    return obj
+    else:
+        return obj
+    memo[id(obj)] = (obj, out)   # the original is kept alive, so its id is not reused
+    return out
 
 
 def _byteorder(dtype: np.dtype, little: bool) -> np.dtype:
