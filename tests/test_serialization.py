@@ -374,6 +374,10 @@ def test_truncated_and_corrupt_files_give_one_clear_error(tmp_path):
     bad["npy_pickle"] = _zip({"tinygrad_tx.json": b'{"format": "tinygrad_tx.save", "version": 1, '
                               b'"root": {"__t": "ndarray", "blob": 0}}', "data/0.npy": _npy_object()})
     bad["short_storage"] = _zip_torch_with_storage(obj, b"\x00" * 8)
+    deflated = io.BytesIO()   # a compressed entry (a zip bomb's tool) is refused, not expanded
+    with zipfile.ZipFile(deflated, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("archive/data.pkl", b"\x80\x02N." + b" " * 10**6)
+    bad["deflated"] = deflated.getvalue()
     for name, data in bad.items():
         path = tmp_path / f"bad_{name}.pt"
         path.write_bytes(data)

@@ -49,7 +49,8 @@ device, so a checkpoint saved on CUDA loads without it; mapping to another devic
 unpickler, since running the file's code is never an option here.
 
 A truncated or corrupt file (a bad zip, a broken pickle, a storage shorter than its tensors, a CRC
-mismatch) is one :class:`LoadError` naming the file and what is wrong.
+mismatch) is one :class:`LoadError` naming the file and what is wrong; so is a zip with a compressed
+entry (both writers store entries uncompressed; a compressed one could expand without bound).
 """
 from __future__ import annotations
 
@@ -691,6 +692,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         if zipfile.is_zipfile(io.BytesIO(data)):
             try:
                 with zipfile.ZipFile(io.BytesIO(data)) as z:
+                    packed = [i.filename for i in z.infolist() if i.compress_type != zipfile.ZIP_STORED]
+                    if packed:   # a compressed entry could expand without bound (a zip bomb)
+                        raise LoadError(f"its entry {packed[0]!r} is compressed; torch.save and tinygrad_tx.save "
+                                        "store entries uncompressed, and compressed ones are not read")
                     if _STRUCTURE in z.namelist():
                         return _load_ours(z)
                     return _load_torch_zip(z)
