@@ -414,6 +414,11 @@ def _zip_torch_with_storage(obj, storage_bytes: bytes) -> bytes:
 
 
 def test_load_arguments():
+    import inspect
+    ours, theirs = inspect.signature(tg.load), inspect.signature(torch.load)
+    assert [(p.name, p.kind, p.default) for p in ours.parameters.values()] == \
+        [(p.name, p.kind, p.default) for p in theirs.parameters.values()]
+    assert list(inspect.signature(tg.save).parameters) == list(inspect.signature(torch.save).parameters)
     buf = io.BytesIO()
     tg.save([1], buf)
     with pytest.raises(TypeError, match="pickle_module"):

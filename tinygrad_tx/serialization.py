@@ -45,8 +45,8 @@ their storage: tensors that shared a storage in torch (views) are independent co
 bfloat16 (which NumPy lacks) becomes float32, exactly; complex tensors are refused (the engine has
 none). ``map_location`` is accepted for compatibility: everything lands on the CPU, the only
 device, so a checkpoint saved on CUDA loads without it; mapping to another device is an error.
-``weights_only`` may be True (torch's default) or False; both read with the restricted
-unpickler, since running the file's code is never an option here.
+``weights_only`` may be None (torch's default, meaning True), True or False; all read with the
+restricted unpickler, since running the file's code is never an option here.
 
 A truncated or corrupt file (a bad zip, a broken pickle, a storage shorter than its tensors, a CRC
 mismatch) is one :class:`LoadError` naming the file and what is wrong; so is a zip with a compressed
@@ -672,7 +672,7 @@ def _read_all(f) -> tuple[bytes, str]:
     return bytes(data), getattr(f, "name", "<file object>")
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """Load what :func:`save` wrote, or a PyTorch ``.pt``/``.pth`` file (zip or legacy layout), without
     ever running code from the file (see the module's docstring). Tensors come back as tinygrad_tx
     Tensors on the CPU. A refused pickle is an :class:`UnsafeLoadError` (a ``pickle.UnpicklingError``,
