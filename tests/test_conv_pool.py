@@ -567,6 +567,20 @@ def test_adaptive_avg_pool_double_backward(size, dtype):
                         values((2, 3, 7), 5), dtype=dtype, name="adaptive_avg_pool1d")
 
 
+@pytest.mark.parametrize("name,args", [("conv2d", (np.ones((4, 3, 3, 3)), None, 1, 1)), ("max_pool2d", (2,)),
+                                       ("avg_pool2d", (2,)), ("adaptive_avg_pool2d", (3,)),
+                                       ("adaptive_max_pool2d", (3,)), ("unfold", (2,))])
+def test_empty_batch_like_torch(name, args):
+    """A batch of 0 images: shapes of the output and of the (empty) gradient as torch's."""
+    x = np.zeros((0, 3, 8, 8))
+    t, tt = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True, device=DEVICE)
+    y = getattr(F, name)(t, *[tg.tensor(a) if isinstance(a, np.ndarray) else a for a in args])
+    ty = getattr(TF, name)(tt, *[torch.tensor(a, device=DEVICE) if isinstance(a, np.ndarray) else a for a in args])
+    y.sum().backward()
+    ty.sum().backward()
+    assert y.shape == tuple(ty.shape) and t.grad.shape == tuple(tt.grad.shape)
+
+
 def test_second_order_raises_naming_the_op():
     """The conv and pool backwards are NumPy-only (differentiable_backward = False): differentiating
     their gradient raises, naming the op, rather than returning a wrong second derivative."""

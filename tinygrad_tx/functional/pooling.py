@@ -89,7 +89,7 @@ class MaxPool(_ArgmaxPool):
         xp = np.pad(x, ((0, 0), (0, 0)) + pads, constant_values=-np.inf) if any(map(any, pads)) else x
         win = _windows(xp, kernel_size, stride, dilation)
         oh, ow = out_size
-        win = win[:, :, :oh, :ow].reshape(n, c, oh, ow, -1)
+        win = win[:, :, :oh, :ow].reshape(n, c, oh, ow, kernel_size[0] * kernel_size[1])
         a = win.argmax(axis=-1)
         y = np.take_along_axis(win, a[..., None], axis=-1)[..., 0]
         kh, kw = kernel_size
@@ -190,7 +190,7 @@ class AdaptiveMaxPool(_ArgmaxPool):
         idx = np.empty((n, c) + tuple(out_size), dtype=np.int64)
         for i in range(out_size[0]):
             for j in range(out_size[1]):
-                win = x[:, :, hs[i]:he[i], ws[j]:we[j]].reshape(n, c, -1)
+                win = x[:, :, hs[i]:he[i], ws[j]:we[j]].reshape(n, c, (he[i] - hs[i]) * (we[j] - ws[j]))
                 a = win.argmax(axis=-1)
                 y[:, :, i, j] = np.take_along_axis(win, a[..., None], axis=-1)[..., 0]
                 wl = we[j] - ws[j]
