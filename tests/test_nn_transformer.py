@@ -544,3 +544,18 @@ def test_pytorch_transformer_tutorial_runs_unmodified():
         first, last, reload_equal = results[name] = ns["result"]
         assert last < first / 2 and reload_equal, (name, results[name])
     assert type(ours["model"]).__mro__[1].__module__.startswith("tinygrad_tx")
+
+
+@pytest.mark.parametrize("name", ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+                                  "TransformerDecoder", "Transformer"])
+def test_signatures_are_torchs(name):
+    """Constructor and forward: torch's parameter names, kinds and defaults (activation: F.relu, ours)."""
+    import inspect
+
+    def params(fn):
+        return [(p.name, p.kind, "F.relu" if p.name == "activation" else p.default)
+                for p in inspect.signature(fn).parameters.values()]
+    assert params(getattr(nn, name)) == params(getattr(tnn, name))
+    assert params(getattr(nn, name).forward) == params(getattr(tnn, name).forward)
+    if "activation" in inspect.signature(getattr(nn, name)).parameters:
+        assert inspect.signature(getattr(nn, name)).parameters["activation"].default is tg.nn.functional.relu
