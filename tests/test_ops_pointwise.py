@@ -634,3 +634,10 @@ def test_add_and_sub_with_alpha_round_once_as_torch():
         for ours, theirs in ((tg.add, torch.add), (tg.sub, torch.sub)):
             want = theirs(torch.from_numpy(a).to(DEVICE), torch.from_numpy(b).to(DEVICE), alpha=alpha).cpu().numpy()
             np.testing.assert_array_equal(ours(tg.from_numpy(a), tg.from_numpy(b), alpha=alpha).numpy(), want)
+
+
+def test_lerp_broadcast_weight_gradient_in_float32_as_accurate_as_torchs():
+    """Regression (dev profile, test_lerp_parity[f32], seed 1): a 0-d weight's gradient, the sum
+    of g (end - start) over (4, 4), was 13x torch's error (products rounded to float32 before the
+    sum); the products are now float64 for a broadcast weight."""
+    test_lerp_parity.hypothesis.inner_test(np.float32, (((4,), (4, 1)), ()), 1, False, -0.4)

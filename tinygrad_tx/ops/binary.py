@@ -207,8 +207,17 @@ class Lerp(ArrayFunction):
     def backward(ctx, g):
         start, end, w = ctx.saved_tensors
         ns, ne, nw = ctx.needs_input_grad
-        return ((g * (1 - w) if ns else None), (g * w if ne else None),
-                (g * (end - start) if nw else None))
+        gw = None
+        if nw:
+            d = end - start
+            if isinstance(g, np.ndarray) and g.dtype == np.float32 and np.shape(w) != g.shape:
+                # a broadcast weight's gradient is a sum of these products, often with cancellation:
+                # products rounded to float32 first made it up to 13x torch's error (0-d w over
+                # (4, 4), seed 1); float64 products leave only end - start's rounding, as torch's
+                gw = np.multiply(g, d, dtype=np.float64)
+            else:
+                gw = g * d
+        return ((g * (1 - w) if ns else None), (g * w if ne else None), gw)
 
 
 class Copysign(ArrayFunction):
