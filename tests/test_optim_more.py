@@ -325,3 +325,44 @@ def test_scheduler_signatures_are_torchs():
         assert list(ours.parameters) == list(theirs.parameters), name
         for p in theirs.parameters.values():
             assert ours.parameters[p.name].default == p.default, (name, p.name)
+
+
+SCHEDULER_ERRORS = {
+    "StepLR step_size str": lambda S, o: S.StepLR(o, "3"),
+    "MultiStepLR milestones int": lambda S, o: S.MultiStepLR(o, 3),
+    "ExponentialLR gamma str": lambda S, o: S.ExponentialLR(o, "0.9"),
+    "LinearLR start 0": lambda S, o: S.LinearLR(o, start_factor=0),
+    "LinearLR end 2": lambda S, o: S.LinearLR(o, end_factor=2.0),
+    "OneCycleLR no steps": lambda S, o: S.OneCycleLR(o, max_lr=0.1),
+    "OneCycleLR total 0": lambda S, o: S.OneCycleLR(o, max_lr=0.1, total_steps=0),
+    "OneCycleLR pct 1.5": lambda S, o: S.OneCycleLR(o, max_lr=0.1, total_steps=10, pct_start=1.5),
+    "OneCycleLR anneal": lambda S, o: S.OneCycleLR(o, max_lr=0.1, total_steps=10, anneal_strategy="exp"),
+    "OneCycleLR max_lr list": lambda S, o: S.OneCycleLR(o, max_lr=[0.1, 0.2, 0.3], total_steps=10),
+    "CosineAnnealingWarmRestarts T_0 0": lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=0),
+    "CosineAnnealingWarmRestarts T_mult 0": lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0),
+    "CosineAnnealingWarmRestarts eta_min str": lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2, eta_min="0"),
+    "ReduceLROnPlateau factor 1": lambda S, o: S.ReduceLROnPlateau(o, factor=1.0),
+    "ReduceLROnPlateau mode": lambda S, o: S.ReduceLROnPlateau(o, mode="avg"),
+    "ReduceLROnPlateau threshold_mode": lambda S, o: S.ReduceLROnPlateau(o, threshold_mode="x"),
+    "ReduceLROnPlateau min_lr list": lambda S, o: S.ReduceLROnPlateau(o, min_lr=[0.1, 0.2, 0.3]),
+    "SequentialLR milestones": lambda S, o: S.SequentialLR(o, [S.StepLR(o, 2)], milestones=[3]),
+    "not an optimizer": lambda S, o: S.StepLR(3, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEDULER_ERRORS))
+def test_scheduler_errors_like_torch(name):
+    """Our error is torch's type (or a subclass); where torch stores a bad value unchecked and fails
+    only at the first step(), ours refuses it at construction, naming the argument."""
+    ours_p, theirs_p = make_params(0)
+    with pytest.raises(Exception) as ours:
+        SCHEDULER_ERRORS[name](L, optim.SGD(groups(ours_p, 0.05), lr=0.1))
+    theirs_opt = torch.optim.SGD(groups(theirs_p, 0.05), lr=0.1)
+    try:
+        sched = SCHEDULER_ERRORS[name](TL, theirs_opt)
+    except Exception as e:   # noqa: BLE001 - torch's type is what is compared
+        assert isinstance(ours.value, type(e)), (ours.value, e)
+        return
+    with pytest.raises(type(ours.value)):   # torch: the same error type, one step later
+        theirs_opt.step()
+        sched.step()
