@@ -641,3 +641,15 @@ def test_lerp_broadcast_weight_gradient_in_float32_as_accurate_as_torchs():
     of g (end - start) over (4, 4), was 13x torch's error (products rounded to float32 before the
     sum); the products are now float64 for a broadcast weight."""
     test_lerp_parity.hypothesis.inner_test(np.float32, (((4,), (4, 1)), ()), 1, False, -0.4)
+
+
+def test_atan2_gradient_at_the_origin_is_zero_as_torchs():
+    """Regression (fuzz, thorough profile): atan2(0., 0.) backward gave nan (g / r² · b with
+    r² = 0) where torch gives 0 for both inputs."""
+    for shape in [(), (2,)]:
+        a, b = tg.zeros(shape, dtype=tg.float64, requires_grad=True), tg.zeros(shape, dtype=tg.float64, requires_grad=True)
+        tg.atan2(a, b).sum().backward()
+        ta, tb = (torch.zeros(shape, dtype=torch.float64, device=DEVICE, requires_grad=True) for _ in range(2))
+        want = torch.autograd.grad(torch.atan2(ta, tb).sum(), (ta, tb))
+        for got, w in zip((a.grad, b.grad), want):
+            np.testing.assert_array_equal(got.numpy(), w.cpu().numpy())

@@ -145,7 +145,8 @@ class Atan2(ArrayFunction):
     """y = atan2(a, b), the angle of the point (b, a) in (-π, π].
 
     With r² = a² + b²: dy/da = b / r², dy/db = -a / r² (the derivatives of atan(a/b), valid in
-    every quadrant), so dL/da = g b / r² and dL/db = -g a / r²."""
+    every quadrant), so dL/da = g b / r² and dL/db = -g a / r². At r² = 0 (the origin) both are
+    0, as torch's (not 0/0 = nan)."""
 
     differentiable_backward = True
 
@@ -160,7 +161,10 @@ class Atan2(ArrayFunction):
         a, b = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
         with _quiet():
-            s = g / (a * a + b * b)
+            r2 = a * a + b * b
+            s = g / r2
+        if isinstance(s, (np.ndarray, np.generic)):   # the origin: 0 as torch's (g / 0 * 0 is nan)
+            s = np.where(r2 == 0, 0, s)
         return (s * b if na else None), (-s * a if nb else None)
 
 
