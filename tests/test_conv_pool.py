@@ -89,13 +89,20 @@ def test_conv2d_patch_fast_path_equals_general_path(dtype, monkeypatch):
     x, w, b = (rng.standard_normal(s).astype(dtype) for s in [(2, 3, 8, 12), (5, 3, 4, 4), (5,)])
     g = rng.standard_normal((2, 5, 2, 3)).astype(dtype)
 
-    def run():
+    def run():   # the Conv op itself (F.conv2d sends the patch case to F.patch_embed: test below)
         ts = [tg.tensor(a, requires_grad=True) for a in (x, w, b)]
-        out = F.conv2d(*ts, stride=4)
+        out = conv_mod.Conv.apply(*ts, stride=(4, 4), padding=((0, 0), (0, 0)), dilation=(1, 1), groups=1)
         out.backward(g)
         return [out.detach().numpy()] + [t.grad.numpy() for t in ts]
 
+    via_patch_embed = [tg.tensor(a, requires_grad=True) for a in (x, w, b)]
+    out = F.conv2d(*via_patch_embed, stride=4)
+    out.backward(g)
+    assert out.grad_fn.fn.__name__ != "Conv"
     fast = run()
+    for a, c in zip([out.detach().numpy()] + [t.grad.numpy() for t in via_patch_embed], fast):
+        np.testing.assert_allclose(a, c, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-5 if dtype == np.float32 else 1e-12)
     monkeypatch.setattr(conv_mod, "_is_patch_case", lambda *a: False)
     general = run()
     for a, c in zip(fast, general):

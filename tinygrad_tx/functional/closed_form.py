@@ -36,6 +36,7 @@ from scipy.special import erf
 
 from ..autograd import ArrayFunction
 from ..nn.batch_norm import BatchNorm, check_batch_norm
+from ..ops import elementwise as _ops_elementwise
 from ..ops.flash_attention import check_flash_attention
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, keep_mask, keep_scale
@@ -518,3 +519,4 @@ ScaledDotProductAttention.twice_differentiable_via = ScaledDotProductAttentionCl
 Embedding.twice_differentiable_via = EmbeddingClosedForm
 PatchEmbed.twice_differentiable_via = PatchEmbedClosedForm
 BatchNorm.twice_differentiable_via = BatchNormClosedForm
+_ops_elementwise.Gelu.twice_differentiable_via = GeluClosedForm

@@ -328,7 +328,23 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     ``padding`` an int, a pair, ``'valid'`` or ``'same'`` (stride 1 only; an even kernel pads one more
     at the end, as torch)."""
     x, w, b, unbatched, kw = _conv_args(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+    if kw["groups"] == 1 and _is_patch_case(tuple(w.shape[2:]), kw["stride"], kw["padding"], kw["dilation"],
+                                            tuple(x.shape[-2:])):
+        return _patch_conv(x, w, b, unbatched)
     return _run(Conv, x, w, b, unbatched, 2, kw)
+
+
+def _patch_conv(x, w, b, unbatched):
+    """The patch case (stride = kernel, no padding, dilation or groups: the ViT's projection) is
+    ``F.patch_embed``, the fused op with its own closed form, reshaped to (N, O, H/kh, W/kw); it is
+    twice differentiable (``create_graph=True``), which ``Conv`` is not."""
+    from .linear import patch_embed
+    if unbatched:
+        x = x.unsqueeze(0)
+    n, _, h, wd = x.shape
+    kh, kw = w.shape[2:]
+    out = patch_embed(x, w, b, (kh, kw)).transpose(1, 2).reshape(n, w.shape[0], h // kh, wd // kw)
+    return out[0] if unbatched else out
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:

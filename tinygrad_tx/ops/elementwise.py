@@ -343,7 +343,8 @@ class Gelu(ArrayFunction):
     gradient will be needed the forward computes it alongside y and saves it
     (one array of x's size, as saving x would be; ``_gelu_with_derivative``); the
     backward is then dL/dx = g · dy/dx, one multiply. The plain form, which saves
-    x and recomputes Φ in the backward, is ``functional.closed_form.GeluClosedForm``.
+    x and recomputes Φ in the backward, is ``functional.closed_form.GeluClosedForm``;
+    gradients of gradients (``create_graph=True``) go through it, for which x is kept too.
 
     float32 exact GELU is computed in float32 by ``ops.normal.gelu_float32``
     (a fitted approximation of Φ accurate to 1e-8, block by block, ~10x faster
@@ -357,13 +358,20 @@ class Gelu(ArrayFunction):
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         need_d = bool(ctx.needs_input_grad[0])
         y, d = _gelu_with_derivative(x, approximate, need_d)
-        if need_d:
-            ctx.save_for_backward(d.astype(x.dtype, copy=False))
+        if need_d:   # x too, for gradients of gradients (closed_form_call): as torch's gelu saves x
+            ctx.save_for_backward(d.astype(x.dtype, copy=False), x)
+            ctx.approximate = approximate
         return y.astype(x.dtype, copy=False)
+
+    twice_differentiable_via = None   # GeluClosedForm: bound in functional/closed_form.py
+
+    @staticmethod
+    def closed_form_call(ctx, x, *constants):
+        return (x,), {"approximate": ctx.approximate}
 
     @staticmethod
     def backward(ctx, g):
-        (d,) = ctx.saved_tensors
+        d, _ = ctx.saved_tensors
         return g * d
 
 
