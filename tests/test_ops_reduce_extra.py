@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
@@ -479,6 +479,12 @@ def test_matrix_norm_and_norm(dtype, shape, seed, data):
     n = len(shape)
     dims = tuple(data.draw(st.permutations(range(n)), label="dims")[:2])
     keepdim = data.draw(st.booleans(), label="keepdim")
+    if ord in (1, -1, math.inf, -math.inf):
+        # max/min over the column (row) sums of |x|: a kink where two sums tie. In float32 two sums
+        # 1 ulp apart pick different columns in float32 and in the float64 oracle (the gradient
+        # then lands on another column: error 0.5, seed 83820, ord -1); draw away from the tie
+        sums = np.sort(np.abs(x).sum(axis=dims[0] if ord in (1, -1) else dims[1]), axis=None)
+        assume(sums.size < 2 or np.min(np.diff(sums)) > 1e-3 * np.max(np.abs(sums)))
     check_parity("matrix_norm", lambda t: tl.matrix_norm(t, ord, dims, keepdim),
                  lambda t: torch.linalg.matrix_norm(t, ord, dims, keepdim), [x], dtype, seed=seed)
     check_parity("linalg.norm", lambda t: tl.norm(t, None, dims[0], keepdim),

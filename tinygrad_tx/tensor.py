@@ -465,11 +465,13 @@ class Tensor:
         return getattr(ufunc, method)(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        """NumPy functions on Tensors compute on the arrays, as before (``np.sum(t)`` is an
-        array); while a backward runs on Tensors they are the Tensor ops (``autograd/dispatch.py``)."""
+        """NumPy functions on Tensors behave as NumPy makes them behave for any array-like
+        (``np.sum(t, axis=1)`` calls ``t.sum``, ``np.concatenate`` converts): NumPy's own
+        implementation, as without this hook; while a backward runs on Tensors they are the
+        Tensor ops (``autograd/dispatch.py``)."""
         if _dispatch._dispatch.active:
             return _dispatch.array_function(func, args, kwargs)
-        return func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
+        return func._implementation(*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
         if _dispatch._dispatch.active:
