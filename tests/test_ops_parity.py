@@ -163,6 +163,9 @@ def test_tanh_float32_gradient_in_saturation_is_as_accurate_as_torchs():
     assert r["ours"] <= 1.5 * r["torch"]
 
 
+_GELU_ROOT = -0.7517915246935645   # where d/dx x Φ(x) = Φ(x) + x φ(x) is 0
+
+
 @DTYPES
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @given(shape=shapes(), seed=seeds, layout=layouts)
@@ -174,9 +177,15 @@ def test_gelu(approximate, dtype, shape, seed, layout):
     # 0 (erf rounds to -1), so the float64 oracle's dy/dx = Φ + xφ loses Φ (0.8% at x = -11) where
     # our float32 tail keeps it (test_gelu_float32_far_left_tail_keeps_phi)
     x = arr(shape, seed, "real", layout, scale=2.5 if approximate == "none" else 1.0)
+    # exact GELU's derivative Φ + xφ has a root at x0 ≈ -0.7518 (a difference of two numbers near
+    # 0.227): a float32 gradient drawn within 0.02 of it is a few float32 ulps of Φ, relative to a
+    # near-zero value, and the relative comparison of a 0-d draw measures only the rounding of Φ
+    # (ours a fitted Φ, torch's erf: 12x apart at x = -0.75 by luck of the draw): drawn away from it
     if approximate == "none":
         x = x.copy(order="K")            # (keeps a transposed layout, and a 0-d array an array)
         np.maximum(x, -8.0, out=x)
+        near = np.abs(x - _GELU_ROOT) < 0.02
+        x[near] = _GELU_ROOT + np.where(x[near] < _GELU_ROOT, -0.02, 0.02)
     check_parity(f"gelu[{approximate}]", lambda t: t.gelu(approximate=approximate),
                  lambda t: F.gelu(t, approximate=approximate), [x], dtype, seed=seed)
 
