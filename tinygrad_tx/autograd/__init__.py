@@ -7,9 +7,14 @@
 * ``engine.py``      -- ``run_backward``: the graph run backwards, node by node (iterative);
 * ``versions.py``    -- version counters and views: refusing to differentiate a value that an
   in-place op has changed since it was saved (skip it on a first reading);
-* ``saved_memory.py`` -- bytes held for backward (read by the benchmark).
+* ``saved_memory.py`` -- bytes held for backward (read by the benchmark);
+* ``dispatch.py``    -- gradients of gradients: with ``create_graph=True`` the same NumPy backward
+  runs on Tensors (NumPy's protocols send each call to the Tensor op of the same meaning);
+* ``anomaly.py``     -- ``detect_anomaly``: a NaN or inf from a backward names the op and your line.
 
 PyTorch's user-level autograd, built on the engine:
+
+* ``api.py``         -- ``grad`` and ``backward`` (argument checks around ``run_backward``);
 
 * ``custom.py``      -- ``Function``: PyTorch's custom Function (forward and backward on Tensors);
 * ``functional.py``  -- ``jacobian``, ``hessian``, ``vjp``, ``jvp``, ``hvp``, ``vhp``;
