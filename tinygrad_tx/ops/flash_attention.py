@@ -88,12 +88,16 @@ class FlashAttention(ArrayFunction):
         dtype = q.dtype
         batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         out = np.zeros(batch + (Tq, v.shape[-1]), dtype=dtype)
-        lse = np.full(batch + (Tq,), -np.inf, dtype=dtype)
+        # L = m + log l is kept in float64 (one number per query): every P of the backward is
+        # exp(s - L), so an error in L is a relative error of all of them (float32 L: ~8 ulps
+        # for L ~ 4), which the row term D and dP - D then cancel down to (float32, 1 query and
+        # 2 keys: 7x torch's error in dL/dq, test_flash_matches_torch_sdpa seed 201)
+        lse = np.full(batch + (Tq,), -np.inf, dtype=np.float64)
         for qs in range(0, Tq, block_q):
             qe = min(qs + block_q, Tq)
             q_t = q[..., qs:qe, :]
             m = np.full(batch + (qe - qs, 1), -np.inf, dtype=dtype)
-            l = np.zeros(batch + (qe - qs, 1), dtype=dtype)
+            l = np.zeros(batch + (qe - qs, 1), dtype=np.float64)
             acc = np.zeros(batch + (qe - qs, v.shape[-1]), dtype=dtype)
             k_end = causal_key_end(Tk, qe, is_causal)
             for ks in range(0, k_end, block_k):
@@ -104,11 +108,11 @@ class FlashAttention(ArrayFunction):
                 m_safe = np.where(np.isneginf(m_new), 0, m_new)
                 p = np.exp(s - m_safe)
                 c = np.exp(m - m_safe)
-                l = c * l + p.sum(axis=-1, keepdims=True)
+                l = c * l + p.sum(axis=-1, keepdims=True, dtype=np.float64)
                 acc = c * acc + np.matmul(p, v[..., ks:ke, :])
                 m = m_new
             seen = l > 0
-            out[..., qs:qe, :] = np.where(seen, acc / np.where(seen, l, 1), 0)
+            out[..., qs:qe, :] = np.where(seen, acc / np.where(seen, l, 1).astype(dtype), 0)
             with np.errstate(divide="ignore"):
                 lse[..., qs:qe] = (np.where(np.isneginf(m), 0, m) + np.log(l))[..., 0]
         ctx.save_for_backward(q, k, v, out, lse, attn_mask)
@@ -132,7 +136,8 @@ class FlashAttention(ArrayFunction):
             tiles = [(ks, min(ks + block_k, k_end)) for ks in range(0, k_end, block_k)]
 
             def p_and_dp(ks, ke):
-                p = np.exp(_scores(q_t, k[..., ks:ke, :], scale, attn_mask, is_causal, qs, qe, ks, ke) - L_t)
+                s = _scores(q_t, k[..., ks:ke, :], scale, attn_mask, is_causal, qs, qe, ks, ke)
+                p = np.exp(s - L_t).astype(s.dtype, copy=False)   # L_t float64: rounded once
                 return p, np.matmul(g_t, np.swapaxes(v[..., ks:ke, :], -1, -2))
             D_t = 0   # D_i = Σ_j P_ij dP_ij from the P used below (see the module docstring)
             for ks, ke in tiles:
