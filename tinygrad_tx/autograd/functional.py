@@ -269,19 +269,25 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
     return h[0][0]
 
 
+def _scalar_and_gradient(func, xs, fn, strict):
+    """``(y, ∇y)`` of a function returning one element, the gradient recorded (create_graph)."""
+    y = _scalar_output(func, xs, fn, strict)
+    grads = _reverse((y,), xs, None, create_graph=True)
+    _strict_needs_grad(grads, "While computing the hessian, found that the jacobian of the user-provided "
+                       "function with respect to input {i} is independent of the input. This is not allowed "
+                       "in strict mode. You should ensure that your function is twice differentiable and that "
+                       "the jacobian depends on the inputs (this would be violated by a linear function for "
+                       "example).", strict)
+    return y, grads
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), vᵀ·H)``: the gradient of ⟨∇func, v⟩ (func returns one element)."""
     with enable_grad():
         in_packed, xs = _tensors(inputs, "inputs", "vhp")
         xs = _differentiable_copies(xs, create_graph)
         v = _single_element_default(v, xs, in_packed, "vhp", create_graph)
-        y = _scalar_output(func, xs, "vhp", strict)
-        grads = _reverse((y,), xs, None, create_graph=True)
-        _strict_needs_grad(grads, "While computing the hessian, found that the jacobian of the user-provided "
-                           "function with respect to input {i} is independent of the input. This is not allowed "
-                           "in strict mode. You should ensure that your function is twice differentiable and that "
-                           "the jacobian depends on the inputs (this would be violated by a linear function for "
-                           "example).", strict)
+        y, grads = _scalar_and_gradient(func, xs, "vhp", strict)
         live = [(g, vi) for g, vi in zip(grads, v if v is not None else (None,) * len(grads)) if g is not None]
         res = (_grad([g for g, _ in live], list(xs), [vi for _, vi in live], create_graph=create_graph,
                      allow_unused=True, retain_graph=True) if live and any(g.requires_grad for g, _ in live)
@@ -298,13 +304,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         in_packed, xs = _tensors(inputs, "inputs", "hvp")
         xs = _differentiable_copies(xs, create_graph)
         v = _single_element_default(v, xs, in_packed, "hvp", create_graph)
-        y = _scalar_output(func, xs, "hvp", strict)
-        grads = _reverse((y,), xs, None, create_graph=True)
-        _strict_needs_grad(grads, "While computing the hessian, found that the jacobian of the user-provided "
-                           "function with respect to input {i} is independent of the input. This is not allowed "
-                           "in strict mode. You should ensure that your function is twice differentiable and that "
-                           "the jacobian depends on the inputs (this would be violated by a linear function for "
-                           "example).", strict)
+        y, grads = _scalar_and_gradient(func, xs, "hvp", strict)
         us = tuple(_tg().zeros_like(x, requires_grad=True) for x in xs)
         live = [(g, u) for g, u in zip(grads, us) if g is not None and g.requires_grad]
         u_h = (_grad([g for g, _ in live], list(xs), [u for _, u in live], create_graph=True, allow_unused=True,
