@@ -62,15 +62,6 @@ def _to_array(data, dtype=None) -> np.ndarray:
     return np.array(arr, dtype=dtype, copy=True)   # order K: the layout torch.tensor keeps
 
 
-def _plain(x):
-    """``x`` with every Tensor (also inside lists and tuples) replaced by its array."""
-    if isinstance(x, Tensor):
-        return x._data
-    if isinstance(x, (list, tuple)):
-        return type(x)(_plain(v) for v in x)
-    return x
-
-
 def _wrapped(data) -> np.ndarray:
     arr = data._data if isinstance(data, Tensor) else data
     _check_element_dtype(arr.dtype)
@@ -455,7 +446,7 @@ class Tensor:
         have a Tensor twin (``autograd/dispatch.py``)."""
         if _dispatch._dispatch.active:
             return _dispatch.array_ufunc(ufunc, method, inputs, kwargs)
-        if method == "__call__" and "out" not in kwargs and not kwargs:
+        if method == "__call__" and not kwargs:
             fn = _dispatch.UFUNCS.get(ufunc.__name__)
             if fn is not None:
                 return fn(*inputs)

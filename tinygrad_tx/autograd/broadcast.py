@@ -62,22 +62,39 @@ def reduce_grad_to_input(grad, shape, dtype, fn_name: str):
     if not isinstance(grad, np.ndarray):
         grad = np.asarray(grad)
     if grad.shape != shape:
-        nlead = grad.ndim - len(shape)
-        if nlead < 0:
-            raise RuntimeError(f"{fn_name}.backward returned a gradient of shape {grad.shape} "
-                               f"for an input of shape {shape}")
+        nlead = leading_axes(grad.shape, shape, fn_name)
         if nlead and grad.shape[nlead:] == shape and grad.size and grad.flags.c_contiguous:
             grad = sum_rows(grad.reshape(math.prod(grad.shape[:nlead]), -1)).reshape(shape)
         else:
-            axes = tuple(range(nlead)) + tuple(nlead + i for i, s in enumerate(shape)
-                                               if s == 1 and grad.shape[nlead + i] != 1)
+            axes = broadcast_axes(grad.shape, shape, nlead)
             if axes:
                 grad = grad.sum(axis=axes, keepdims=True, dtype=accumulation_dtype(grad.dtype))
             if nlead:
                 grad = grad.reshape(grad.shape[nlead:])
-        if grad.shape != shape:
-            raise RuntimeError(f"{fn_name}.backward returned a gradient of shape {grad.shape} "
-                               f"that cannot be reduced to its input's shape {shape}")
+        check_reduced(grad.shape, shape, fn_name)
     if grad.dtype != dtype:
         grad = grad.astype(dtype)
     return grad
+
+
+def leading_axes(grad_shape, shape, fn_name: str) -> int:
+    """How many leading axes broadcasting prepended to an input of ``shape`` (an error when the
+    gradient has fewer axes than the input)."""
+    nlead = len(grad_shape) - len(shape)
+    if nlead < 0:
+        raise RuntimeError(f"{fn_name}.backward returned a gradient of shape {tuple(grad_shape)} "
+                           f"for an input of shape {shape}")
+    return nlead
+
+
+def broadcast_axes(grad_shape, shape, nlead: int) -> tuple:
+    """The axes to sum a gradient of ``grad_shape`` over: the ``nlead`` prepended ones, and every
+    axis where the input had size 1 but the gradient does not."""
+    return tuple(range(nlead)) + tuple(nlead + i for i, s in enumerate(shape)
+                                       if s == 1 and grad_shape[nlead + i] != 1)
+
+
+def check_reduced(reduced_shape, shape, fn_name: str) -> None:
+    if tuple(reduced_shape) != tuple(shape):
+        raise RuntimeError(f"{fn_name}.backward returned a gradient of shape {tuple(reduced_shape)} "
+                           f"that cannot be reduced to its input's shape {shape}")

@@ -22,7 +22,7 @@ import heapq
 import numpy as np
 
 from . import anomaly
-from .broadcast import reduce_grad_to_input
+from .broadcast import broadcast_axes, check_reduced, leading_axes, reduce_grad_to_input
 from .dispatch import running_on_tensors
 from .function import ArrayFunction, Context, _freed_error
 from .versions import _check_saved
@@ -320,19 +320,17 @@ def _once_differentiable(ctx, g, r):
 
 
 def _reduce_tensor(gi, shape, dtype, fn_name):
-    """``reduce_grad_to_input`` for a Tensor gradient (create_graph): the same sums, as Tensor ops."""
+    """``reduce_grad_to_input`` for a Tensor gradient (create_graph): the same axes
+    (``broadcast.broadcast_axes``), summed by Tensor ops so that the sum is recorded."""
     if not isinstance(gi, Tensor):
         gi = Tensor._from_op(np.asarray(gi), None)
     gshape = gi._data.shape
     if gshape != shape:
-        nlead = len(gshape) - len(shape)
-        if nlead < 0:
-            raise RuntimeError(f"{fn_name}.backward returned a gradient of shape {gshape} "
-                               f"for an input of shape {shape}")
-        axes = tuple(range(nlead)) + tuple(nlead + i for i, s in enumerate(shape)
-                                           if s == 1 and gshape[nlead + i] != 1)
+        nlead = leading_axes(gshape, shape, fn_name)
+        axes = broadcast_axes(gshape, shape, nlead)
         if axes:
             gi = gi.sum(dim=axes, keepdim=True)
+        check_reduced(gi._data.shape[nlead:], shape, fn_name)
         gi = gi.reshape(shape)
     if gi._data.dtype != dtype:
         gi = gi.to(from_numpy_dtype(dtype))
