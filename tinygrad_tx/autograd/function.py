@@ -253,7 +253,7 @@ class ArrayFunction:
             t = Tensor._from_op(out, ctx)
             if ctx._saved:
                 roots = _tensor_roots(args, arrays)
-                ctx._versions = _saved_versions(ctx._saved, roots, out, t, args, arrays)
+                ctx._versions = _saved_versions(ctx._saved, roots, out, t, args)
         if out.base is not None or (arrays and out is arrays[0]):
             if roots is None:
                 roots = _tensor_roots(args, arrays)

@@ -56,7 +56,7 @@ class _Never:
     value = 0
 
 
-def _saved_versions(saved, roots, out, t_out, args=(), arrays=()) -> tuple:
+def _saved_versions(saved, roots, out, t_out, args=()) -> tuple:
     """For each saved array that is (a view of) an input's or the output's array: (position in
     ``saved``, that tensor's version counter, its value now, the tensor's producer, and where the
     array came from: the input's position when it *is* that input's array, -1 when it is the
@@ -68,11 +68,8 @@ def _saved_versions(saved, roots, out, t_out, args=(), arrays=()) -> tuple:
     out_root = None
     for k, s in enumerate(saved):
         if not isinstance(s, np.ndarray):
-            if isinstance(s, np.generic) and len(args) > len(roots):
-                for a in args:   # a NumPy scalar argument, saved as it came: a constant
-                    if s is a:
-                        records.append((k, _Never, 0, None, "const"))
-                        break
+            if isinstance(s, np.generic) and len(args) > len(roots) and _is_argument(s, args):
+                records.append((k, _Never, 0, None, "const"))
             continue
         origin = None
         if s is out:
@@ -95,12 +92,18 @@ def _saved_versions(saved, roots, out, t_out, args=(), arrays=()) -> tuple:
         if owner is not None:
             vc = owner._counter()
             records.append((k, vc, vc.value, owner._ctx.fn if owner._ctx is not None else None, origin))
-        elif len(args) > len(roots):
-            for a, arr in zip(args, arrays):
-                if s is arr and not isinstance(a, Tensor):
-                    records.append((k, _Never, 0, None, "const"))
-                    break
+        elif len(args) > len(roots) and _is_argument(s, args):
+            records.append((k, _Never, 0, None, "const"))
     return tuple(records)
+
+
+def _is_argument(s, args) -> bool:
+    """``s`` is one of the op's arguments that are not Tensors (an array or a NumPy scalar passed
+    as it is, and saved as it came): a constant."""
+    for a in args:
+        if s is a and not isinstance(a, Tensor):
+            return True
+    return False
 
 
 def _check_saved(ctx) -> None:
