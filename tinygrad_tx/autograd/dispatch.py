@@ -66,6 +66,10 @@ def _const(x):
     return Tensor._from_op(np.asarray(x), None)
 
 
+def _as_t(x):
+    return x if isinstance(x, Tensor) else _const(x)
+
+
 def _binary(op):
     """A binary ufunc as the Tensor operator: a NumPy operand on the left becomes a constant
     Tensor (left as it is, NumPy would call back here); a Python number stays a number."""
@@ -78,9 +82,7 @@ def _binary(op):
 
 def _method(name):
     def f(x, *args):
-        if not isinstance(x, Tensor):
-            x = _const(x)
-        return getattr(x, name)(*args)
+        return getattr(_as_t(x), name)(*args)
     return f
 
 
@@ -157,7 +159,7 @@ def _reduction(meth):
         if out is not None or kw:
             raise TypeError(f"np.{meth}(..., {', '.join(['out'] * (out is not None) + list(kw))}=) in a "
                             "differentiated backward")
-        a = a if isinstance(a, Tensor) else _const(a)
+        a = _as_t(a)
         r = getattr(a, meth)(**_axis_kw({"axis": axis, "keepdims": keepdims}))
         if isinstance(r, tuple):   # max/min with a dim give (values, indices)
             r = r[0]
@@ -165,10 +167,6 @@ def _reduction(meth):
             r = r.to(_tg().dtypes.from_numpy_dtype(np.dtype(dtype)))
         return r
     return f
-
-
-def _as_t(x):
-    return x if isinstance(x, Tensor) else _const(x)
 
 
 def _swapaxes(a, axis1, axis2):
