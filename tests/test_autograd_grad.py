@@ -193,7 +193,7 @@ def test_not_yet_twice_differentiable_op_raises_naming_it():
     (g,) = tg.autograd.grad(Square.apply(x).sum(), x, create_graph=True)
     np.testing.assert_allclose(g.detach().numpy(), [2.0, 4.0])   # first order is fine
     assert g.requires_grad
-    with pytest.raises(RuntimeError, match="Square's backward cannot be differentiated|Square.*cannot be differentiated"):
+    with pytest.raises(RuntimeError, match="Square.*cannot be differentiated"):
         tg.autograd.grad(g.sum(), x)
 
 
