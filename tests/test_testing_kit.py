@@ -131,9 +131,29 @@ def test_float32_rule_and_vacuous_guard():
     T.check_f32("op", 4e-7 + T.F32_FLOOR, 1e-7)
     with pytest.raises(AssertionError, match="op output float32: our error 2e-06 vs the reference float32's 1e-07"):
         T.check_f32("op output", 2e-6, 1e-7)
+    # an ill-conditioned result (the oracle moves 1e-4 under one ulp): 4x that is allowed ...
+    T.check_f32("op", 3.9e-4, 1e-6, cond=1e-4)
+    with pytest.raises(AssertionError, match="conditioning 0.0001"):
+        T.check_f32("op", 5e-4, 1e-6, cond=1e-4)
+    # ... but not at a discontinuity (more than COND_CAP under one ulp): torch's error alone counts
+    with pytest.raises(AssertionError, match="our error 0.3 vs the reference float32's 1e-06"):
+        T.check_f32("op", 0.3, 1e-6, cond=2 * T.COND_CAP)
     T.assert_nontrivial(np.array([0.0, 1e-300]))
     with pytest.raises(AssertionError, match="blind"):
         T.assert_nontrivial(np.zeros(3), "grad")
+
+
+def test_float32_rule_measures_conditioning():
+    """A one-element float32 sum of cancelling terms (|sum| ~ Σ|terms| / 900): its result moves by
+    ~1e-4 when the inputs move by one ulp, so any summation order is right to ~1e-4 — torch's may
+    be 20x closer by luck. check_parity measures that and passes; a result 1% off still fails."""
+    a = np.array([-0.46294304728507996, -0.10483153164386749, -0.1530228853225708, -1.563550353050232,
+                  -0.48183903098106384])
+    b = np.array([[-0.3890460729598999], [-0.2887992560863495], [0.808481752872467], [0.1202118769288063],
+                  [-0.20882676541805267]])
+    check_parity(lambda x, y: x @ y, lambda x, y: x @ y, a, b, dtype=np.float32, name="dot")
+    with pytest.raises(AssertionError, match="wrong dot output float32: our error"):
+        check_parity(lambda x, y: (x @ y) * 1.01, lambda x, y: x @ y, a, b, dtype=np.float32, name="wrong dot")
 
 
 def test_values_domains_and_layout():
