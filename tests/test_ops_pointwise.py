@@ -322,6 +322,26 @@ def test_integer_semantics_exact(name, dtype):
         _same(ours(tg.tensor(a), c), theirs(torch.tensor(a, device=DEVICE), c), exact)
 
 
+NUMBER_FIRST = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
+                "remainder", "pow", "float_power", "bitwise_and", "bitwise_or", "bitwise_xor"]
+
+
+@pytest.mark.parametrize("name", NUMBER_FIRST)
+def test_function_forms_take_a_number_first(name):
+    """torch.mul(3, t) and the others torch allows with a Python number as ``input``: the value
+    and dtype of torch's (the number ranked below the tensor, a 0-d uint8 one too)."""
+    for data, dt in ((INT_B, np.int64), (INT_B, np.float32), (np.array(3), np.uint8)):
+        for c in (3, 2.5, True):
+            if name.startswith("bitwise_") and (dt == np.float32 or isinstance(c, float)):
+                continue
+            if name in ("sub", "subtract") and c is True:
+                continue
+            want = getattr(torch, name)(c, torch.tensor(data.astype(dt), device=DEVICE))
+            got = getattr(tg, name)(c, tg.tensor(data.astype(dt)))
+            assert str(got.dtype).rsplit(".", 1)[-1] == str(want.dtype).rsplit(".", 1)[-1], (name, c, dt)
+            assert np.array_equal(got.numpy(), want.cpu().numpy(), equal_nan=True), (name, c, dt)
+
+
 @pytest.mark.parametrize("c", [3, -4, 2.5, -1.5])
 def test_reflected_integer_forms_and_divmod(c):
     b = INT_B

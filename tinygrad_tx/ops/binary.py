@@ -365,7 +365,7 @@ def div(self, other, *, rounding_mode=None):
 
 
 def true_divide(self, other):
-    return self.__truediv__(other)
+    return div(self, other)
 
 
 def _to_tensor(x):
@@ -537,13 +537,14 @@ def _remainder_function(input, other):
 
 
 def _number_first(name, method):
-    """tinygrad_tx.NAME(input, other): as torch's add/sub/div, ``input`` may be a Python number
-    when ``other`` is a Tensor."""
+    """tinygrad_tx.NAME(input, other): as torch's add/sub/mul/div/bitwise ops, ``input`` may be a
+    Python number when ``other`` is a Tensor (ranked below it, as in ``3 * t``)."""
     checked = _function(name, method)
+    reflected = TENSOR_METHODS.get(f"__r{name.removeprefix('bitwise_')}__") if name.startswith("bitwise_") else None
 
     def fn(input, other, **kwargs):
         if isinstance(other, Tensor) and isinstance(input, (bool, int, float, np.number)):
-            return method(input, other, **kwargs)
+            return reflected(other, input) if reflected else method(input, other, **kwargs)
         return checked(input, other, **kwargs)
     fn.__name__ = name
     return fn
@@ -551,7 +552,8 @@ def _number_first(name, method):
 
 FUNCTIONS = {name: _function(name, m) for name, m in TENSOR_METHODS.items() if not name.startswith("__")}
 FUNCTIONS.update({name: _number_first(name, TENSOR_METHODS[name])
-                  for name in ("add", "sub", "subtract", "div", "divide")})
+                  for name in ("add", "sub", "subtract", "div", "divide", "multiply", "true_divide",
+                               "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor")})
 FUNCTIONS.update({
     "remainder": _remainder_function, "float_power": float_power, "pow": pow, "xlogy": _xlogy_function,
     "mul": FUNCTIONS["multiply"], "eq": _function("eq", lambda self, other: self == other),
