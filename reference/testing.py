@@ -19,9 +19,10 @@ Tolerances (the rule of :mod:`tinygrad_tx.testing.compare`):
   error against it may not exceed ``F32_RATIO`` (4) times torch-float32's own error against it,
   plus a floor of 8 float32 ulps for results torch gets exactly; where the oracle itself moves by
   ``cond`` when every float input (and the cotangent) moves by up to one float32 ulp, the
-  yardstick is ``max(torch's error, cond)`` (up to ``COND_CAP``): an ill-conditioned result — a
-  one-element sum of cancelling terms — that torch gets nearly exactly only by the luck of its
-  summation order. No hand-picked per-op tolerance.
+  yardstick is ``max(torch's error, cond)``: an ill-conditioned result — a one-element sum of
+  cancelling terms — that torch gets nearly exactly only by the luck of its summation order
+  (measured only where the plain rule fails, and only a smooth response counts: see
+  ``_conditioning``). No hand-picked per-op tolerance.
 
 ``TINYGRAD_TX_TORCH_DEVICE=cuda|cpu`` picks torch's device (default: CUDA when available). Every
 call records its worst error per (name, dtype) in ``ERROR_REPORT`` (the suite prints it).
@@ -123,22 +124,52 @@ def _run_torch(torch_fn, inputs, dtype, diff_mask, g):
 _F32_EPS = float(np.finfo(np.float32).eps)
 
 
-def _one_ulp(arrays, rng):
-    """Each float64 array with every entry moved by a random relative amount in ±eps32 (up to
-    one float32 ulp); other values unchanged. The model of a backward-stable float32 computation:
-    its result is the exact result of inputs perturbed by about this much."""
-    return [np.asarray(a * (1.0 + rng.uniform(-_F32_EPS, _F32_EPS, np.shape(a)))) if _is_float(a) else a
-            for a in arrays]
+def _moved(arrays, directions, ulps):
+    """Each float array a moved to a·(1 + ulps·eps32·u), u in [-1, 1] (its ``directions`` entry);
+    other values unchanged."""
+    return [np.asarray(a * (1.0 + ulps * _F32_EPS * u)) if u is not None else a for a, u in zip(arrays, directions)]
 
 
-def _moved_oracle(run):
-    """The float64 oracle on one-ulp-moved inputs, or None where torch refuses them (an input on
-    the edge of its domain — a probability of 1 moved above 1): then no conditioning is measured
-    and only torch's own error counts."""
-    try:
-        return run()
-    except (RuntimeError, ValueError):
-        return None
+_COND_DRAWS = 4   # one direction can miss the sensitive one (a 3-element LayerNorm gradient moved
+                  # 8e-8 in one, 2e-6..8e-6 in five others); the worst of four rarely does
+
+
+def _conditioning(oracle, arrays64, run_oracle, seed):
+    """How far each oracle result moves when its inputs move by up to one float32 ulp: the worst
+    over ``_COND_DRAWS`` random directions. A backward-stable float32 algorithm computes the exact
+    result of inputs moved about this much, so its error may be this large.
+
+    Only a smooth response counts: the same direction at a quarter of the size must move the
+    result about a quarter as far (ratio 2.5..6). A result at a discontinuity — a tie, a floor, a
+    sign flip — jumps by the same amount or not at all, and measures nothing. So does a draw
+    torch refuses (an input on the edge of its domain: a probability of 1 moved above 1)."""
+    rng = np.random.default_rng(seed + 1)
+    conds = [0.0] * len(oracle)
+    for _ in range(_COND_DRAWS):
+        directions = [rng.uniform(-1.0, 1.0, np.shape(a)) if _is_float(a) else None for a in arrays64]
+        try:
+            full, quarter = (run_oracle(_moved(arrays64, directions, ulps)) for ulps in (1.0, 0.25))
+        except (RuntimeError, ValueError):
+            continue
+        for k, (f, q, orc) in enumerate(zip(full, quarter, oracle)):
+            m_full, m_quarter = rel_err(f, orc), rel_err(q, orc)
+            if np.isfinite(m_full) and 2.5 * m_quarter <= m_full <= 6.0 * m_quarter:
+                conds[k] = max(conds[k], m_full)
+    return conds
+
+
+def _judge_f32(name, labels, ours, torch_f32, oracle, arrays64, run_oracle, seed):
+    """The float32 rule for each labelled result (float64 copies of ours, torch-float32's and the
+    oracle's). Only where it fails is the conditioning measured (``_conditioning``: ``run_oracle``
+    maps ``arrays64``, moved, to results like ``oracle``) and used as a second yardstick.
+    Returns (worst ours, worst torch)."""
+    errs = [(rel_err(o, orc), rel_err(t, orc)) for o, t, orc in zip(ours, torch_f32, oracle)]
+    conds = [0.0] * len(errs)
+    if any(not e_o <= F32_RATIO * e_t + F32_FLOOR for e_o, e_t in errs):
+        conds = _conditioning(oracle, arrays64, run_oracle, seed)
+    for lab, (e_o, e_t), c in zip(labels, errs, conds):
+        check_f32(f"{name} {lab}", e_o, e_t, cond=c)
+    return max((e for e, _ in errs), default=0.0), max((e for _, e in errs), default=0.0)
 
 
 def _name_of(fn):
@@ -229,15 +260,15 @@ def check_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None, seed=0
     # float32: judge against torch float32's own error w.r.t. a float64 oracle
     inputs64 = [a.astype(np.float64) if _is_float(a) else a for a in inputs]
     oracle_out, oracle_grads = _run_torch(theirs, inputs64, np.float64, diff_mask, g.astype(np.float64))
-    moved64 = _one_ulp(inputs64 + [np.asarray(g, np.float64)], np.random.default_rng(seed + 1))
-    moved = _moved_oracle(lambda: _run_torch(theirs, moved64[:-1], np.float64, diff_mask, moved64[-1]))
-    moved_out, moved_grads = moved if moved else (oracle_out, oracle_grads)
-    worst_ours = worst_torch = 0.0
-    for lab, ours_v, torch_v, oracle_v, moved_v in zip(labels, [out._data] + our_grads, [ref_out] + ref_grads,
-                                                       [oracle_out] + oracle_grads, [moved_out] + moved_grads):
-        e_ours, e_torch = rel_err(ours_v, oracle_v), rel_err(torch_v, oracle_v)
-        check_f32(f"{name} {lab}", e_ours, e_torch, cond=rel_err(moved_v, oracle_v))
-        worst_ours, worst_torch = max(worst_ours, e_ours), max(worst_torch, e_torch)
+    n = len(inputs64)
+
+    def run_oracle(arrays):
+        out64, grads64 = _run_torch(theirs, arrays[:n], np.float64, diff_mask, arrays[n])
+        return [out64] + grads64
+
+    worst_ours, worst_torch = _judge_f32(name, labels, [out._data] + our_grads, [ref_out] + ref_grads,
+                                         [oracle_out] + oracle_grads, inputs64 + [np.asarray(g, np.float64)],
+                                         run_oracle, seed)
     _record(name, "float32", worst_ours, worst_torch)
     return {"ours": worst_ours, "torch": worst_torch}
 
@@ -439,15 +470,9 @@ def check_double_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None,
         return worst
     inputs64 = [a.astype(np.float64) if _is_float(a) else a for a in inputs]
     oracle = second(torch, torch.autograd.grad, inputs64, np.float64)
-    moved = _one_ulp(inputs64 + [v_np.astype(np.float64)] + [w.astype(np.float64) for w in ws_np],
-                     np.random.default_rng(seed + 1))
     n = len(inputs64)
-    moved = _moved_oracle(lambda: second(torch, torch.autograd.grad, moved[:n], np.float64, moved[n], moved[n + 1:]))
-    moved = moved or oracle
-    worst = 0.0
-    for lab, m, r, o, mv in zip(labels, mine, ref, oracle, moved):
-        e_ours, e_torch = rel_err(m, o), rel_err(r, o)
-        check_f32(f"{name} {lab}", e_ours, e_torch, cond=rel_err(mv, o))
-        worst = max(worst, e_ours)
+    worst, _ = _judge_f32(name, labels, mine, ref, oracle,
+                          inputs64 + [v_np.astype(np.float64)] + [w.astype(np.float64) for w in ws_np],
+                          lambda a: second(torch, torch.autograd.grad, a[:n], np.float64, a[n], a[n + 1:]), seed)
     _record(f"{name} (2nd order)", "float32", worst)
     return worst
