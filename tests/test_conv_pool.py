@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import tinygrad_tx as tg
 import tinygrad_tx.nn.functional as F
-from reference.testing import DEVICE, check_parity
+from reference.testing import DEVICE, check_double_parity, check_parity
 from tinygrad_tx.functional import conv as conv_mod
 from tinygrad_tx.testing import gradcheck, values
 from tinygrad_tx.testing.strategies import float_dtypes, seeds
@@ -588,12 +588,53 @@ def test_empty_batch_like_torch(name, args):
     assert y.shape == tuple(ty.shape) and t.grad.shape == tuple(tt.grad.shape)
 
 
+@given(case=conv_cases(2), dtype=float_dtypes, seed=seeds, rung=st.sampled_from(["conv2d", "conv2d_closed_form"]))
+def test_conv2d_double_backward_parity(case, dtype, seed, rung):
+    """Gradients of gradients of conv2d (the default differentiated through its closed form, whose
+    im2col/col2im are the recorded Unfold/Fold there) equal torch's: Hessian-vector products in
+    x, W, b and the J·w product in the cotangent."""
+    xs, ws, bias, kwargs = case
+    ours, theirs = _conv_fns(getattr(F, rung), TF.conv2d, kwargs, bias)
+    check_double_parity(ours, theirs, *_arrays(seed, xs, ws, ws[:1])[:3 if bias else 2], dtype=dtype, seed=seed,
+                        name=f"{rung} (2nd order)")
+
+
+@given(case=conv_cases(1), dtype=float_dtypes, seed=seeds)
+def test_conv1d_and_transpose_double_backward_parity(case, dtype, seed):
+    xs, ws, bias, kwargs = case
+    check_double_parity(*_conv_fns(F.conv1d, TF.conv1d, kwargs, bias),
+                        *_arrays(seed, xs, ws, ws[:1])[:3 if bias else 2], dtype=dtype, seed=seed, name="conv1d")
+    kw = dict(stride=kwargs["stride"], dilation=kwargs["dilation"], groups=kwargs["groups"],
+              padding=0 if isinstance(kwargs["padding"], str) else kwargs["padding"])
+    x_t = xs[:-2] + (ws[0],) + xs[-1:]             # conv_transpose1d: the conv's output channels in
+    w_t = (ws[0], ws[1]) + ws[2:]                   # weight (Cin, Cout/groups, k)
+    try:
+        TF.conv_transpose1d(torch.zeros(x_t, dtype=torch.float64, device=DEVICE),
+                            torch.zeros(w_t, dtype=torch.float64, device=DEVICE), **kw)
+    except RuntimeError:
+        return                                      # a padding torch refuses for the transposed form
+    check_double_parity(lambda x, w: F.conv_transpose1d(x, w, **kw), lambda x, w: TF.conv_transpose1d(x, w, **kw),
+                        *_arrays(seed, x_t, w_t), dtype=dtype, seed=seed, name="conv_transpose1d")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_unfold_fold_double_backward_parity(dtype):
+    """unfold and fold are linear and each other's adjoint: the second derivative of a product
+    through them is torch's."""
+    kw = dict(kernel_size=(2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+    x = values((2, 3, 5, 6), 7)
+    check_double_parity(lambda t: F.unfold(t, **kw) * F.unfold(t, **kw), lambda t: TF.unfold(t, **kw) * TF.unfold(t, **kw),
+                        x, dtype=dtype, name="unfold")
+    cols = values((2, 3 * 6, 12), 8)
+    check_double_parity(lambda t: F.fold(t * t, (5, 6), **kw), lambda t: TF.fold(t * t, (5, 6), **kw),
+                        cols, dtype=dtype, name="fold")
+
+
 def test_second_order_raises_naming_the_op():
-    """The conv and pool backwards are NumPy-only (differentiable_backward = False): differentiating
-    their gradient raises, naming the op, rather than returning a wrong second derivative."""
+    """The pool backwards are NumPy-only (differentiable_backward = False): differentiating their
+    gradient raises, naming the op, rather than returning a wrong second derivative."""
     x = tg.randn(1, 2, 5, 5, requires_grad=True)
-    for fn, name in [(lambda t: F.conv2d(t, tg.randn(3, 2, 3, 3)), "Conv"), (lambda t: F.max_pool2d(t, 2), "MaxPool"),
-                     (lambda t: F.avg_pool2d(t, 2), "AvgPool"), (lambda t: F.unfold(t, 2), "Unfold")]:
+    for fn, name in [(lambda t: F.max_pool2d(t, 2), "MaxPool"), (lambda t: F.avg_pool2d(t, 2), "AvgPool")]:
         y = fn(x)
         (g,) = tg.autograd.grad((y * y).sum(), [x], create_graph=True)
         with pytest.raises(RuntimeError, match=f"{name}'s backward cannot be differentiated"):

@@ -87,46 +87,85 @@ def _crop(a: np.ndarray, pads) -> np.ndarray:
     return a[:, :, t:a.shape[2] - b, left:a.shape[3] - r]
 
 
-def _bias_grad(g: np.ndarray) -> np.ndarray:
+def _bias_grad(g):
     """dL/db = Σ_{n,h,w} g, accumulated in float64 and rounded once (summed in float32 it was
-    1.7e-6 off where torch's float32 was exact: beyond the float32 rule)."""
+    1.7e-6 off where torch's float32 was exact: beyond the float32 rule). On a Tensor (a backward
+    being differentiated) the plain sum, recorded."""
+    if isinstance(g, Tensor):
+        return g.sum((0, 2, 3))
     return g.sum(axis=(0, 2, 3), dtype=np.float64).astype(g.dtype, copy=False)
+
+
+def im2col(x, k, s, pads, d):
+    """The columns (N, C·kh·kw, OH·OW) of an (N, C, H, W) input zero-padded by ``pads``: on an
+    array ``_cols_channel_major``; on a Tensor — a backward being differentiated
+    (``create_graph=True``) — the recorded op ``Unfold``, so the gradient flows through it."""
+    if isinstance(x, Tensor):
+        return Unfold.apply(x, kernel_size=k, stride=s, padding=pads, dilation=d)
+    return _cols_channel_major(_pad_zeros(x, pads), k, s, d)
+
+
+def col2im(cols, hw, k, s, pads, d):
+    """The adjoint of :func:`im2col`: columns (N, C·kh·kw, OH·OW) summed back into (N, C, H, W)
+    (``hw`` = (H, W), before padding; the padding rows are cut away). On a Tensor the recorded
+    op ``Fold``."""
+    if isinstance(cols, Tensor):
+        return Fold.apply(cols, output_size=hw, kernel_size=k, stride=s, padding=pads, dilation=d)
+    n, (kh, kw) = cols.shape[0], k
+    padded = (n, cols.shape[1] // (kh * kw), hw[0] + sum(pads[0]), hw[1] + sum(pads[1]))
+    oh, ow = _out_size(padded[2], kh, s[0], d[0]), _out_size(padded[3], kw, s[1], d[1])
+    dwin = cols.reshape(n, padded[1], kh, kw, oh, ow).transpose(0, 1, 4, 5, 2, 3)
+    return _crop(_col2im(dwin, padded, s, d), pads)
 
 
 # ============================================================================ rung 2: the closed form
 
 class ConvClosedForm(ArrayFunction):
-    """Grouped 2-D convolution as im2col + matmul (see the module docstring for the derivation):
-    cols (G, N·OH·OW, Cg·kh·kw) from the strided windows, out = cols @ W_gᵀ (+ b); backward
-    dW_g = g_gᵀ cols, dcols = g_g W_g, dx = crop(col2im(dcols)), db = Σ g. Saved: x and W
-    (cols are rebuilt in the backward: K² times smaller than saving them)."""
+    """Grouped 2-D convolution as im2col + matmul (see the module docstring for the derivation),
+    each group a Linear layer over the windows: cols_g (N·OH·OW, Cg·kh·kw), one row per output
+    pixel, and out_g = cols_g @ W_gᵀ (+ b). Backward, Linear's:
+
+        dW_g = g_gᵀ @ cols_g        dcols_g = g_g @ W_g        dx = col2im(dcols)        db = Σ g
+
+    Saved: x and W (the columns are rebuilt in the backward: K² times smaller than saving them).
+    Written in NumPy calls that also run on Tensors, with im2col/col2im the recorded ops
+    ``Unfold``/``Fold`` there, so this is the backward that a gradient of a gradient differentiates
+    (``Conv.twice_differentiable_via``)."""
+
+    differentiable_backward = True
+
+    @staticmethod
+    def _rows(cols, groups):
+        """(N, C·kh·kw, L) columns as G matrices (N·L, Cg·kh·kw): one row per output pixel."""
+        n, ckk, length = cols.shape
+        by_group = np.transpose(cols.reshape(n, groups, ckk // groups, length), (1, 0, 3, 2))
+        return by_group.reshape(groups, n * length, ckk // groups)
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, stride, padding, dilation, groups):
         o, cg, kh, kw = weight.shape
-        win = _windows(_pad_zeros(x, padding), (kh, kw), stride, dilation)
-        n, c, oh, ow = win.shape[:4]
-        cols = win.reshape(n, groups, cg, oh, ow, kh * kw).transpose(1, 0, 3, 4, 2, 5).reshape(groups, -1, cg * kh * kw)
-        w = weight.reshape(groups, o // groups, cg * kh * kw)
-        out = (cols @ w.transpose(0, 2, 1)).reshape(groups, n, oh, ow, o // groups).transpose(1, 0, 4, 2, 3)
+        n, h, w = x.shape[0], *x.shape[2:]
+        oh = _out_size(h, kh, stride[0], dilation[0], *padding[0])
+        ow = _out_size(w, kw, stride[1], dilation[1], *padding[1])
+        rows = ConvClosedForm._rows(im2col(x, (kh, kw), stride, padding, dilation), groups)
+        w_g = weight.reshape(groups, o // groups, cg * kh * kw)
+        out = np.matmul(rows, np.swapaxes(w_g, 1, 2))                         # (G, N·L, O/G)
+        out = np.transpose(out.reshape(groups, n, oh * ow, o // groups), (1, 0, 3, 2)).reshape(n, o, oh, ow)
         ctx.save_for_backward(x, weight)
         ctx.args = stride, padding, dilation, groups
-        out = out.reshape(n, o, oh, ow)
         return out if bias is None else out + bias.reshape(1, o, 1, 1)
 
     @staticmethod
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
         stride, padding, dilation, groups = ctx.args
-        (o, cg, kh, kw), (n, c, oh, ow) = weight.shape, (x.shape[0], x.shape[1]) + g.shape[2:]
-        xp = _pad_zeros(x, padding)
-        cols = _windows(xp, (kh, kw), stride, dilation).reshape(n, groups, cg, oh, ow, kh * kw) \
-            .transpose(1, 0, 3, 4, 2, 5).reshape(groups, -1, cg * kh * kw)
-        gg = g.reshape(n, groups, o // groups, oh, ow).transpose(1, 0, 3, 4, 2).reshape(groups, -1, o // groups)
-        dw = (gg.transpose(0, 2, 1) @ cols).reshape(weight.shape)
-        dcols = (gg @ weight.reshape(groups, o // groups, -1)).reshape(groups, n, oh, ow, cg, kh, kw)
-        dx = _crop(_col2im(dcols.transpose(1, 0, 4, 2, 3, 5, 6).reshape(n, c, oh, ow, kh, kw), xp.shape,
-                           stride, dilation), padding)
+        (o, cg, kh, kw), (n, c, h, w), (oh, ow) = weight.shape, x.shape, g.shape[2:]
+        rows = ConvClosedForm._rows(im2col(x, (kh, kw), stride, padding, dilation), groups)
+        g_g = np.transpose(g.reshape(n, groups, o // groups, oh * ow), (1, 0, 3, 2)).reshape(groups, n * oh * ow, -1)
+        dw = np.matmul(np.swapaxes(g_g, 1, 2), rows).reshape(weight.shape)
+        drows = np.matmul(g_g, weight.reshape(groups, o // groups, cg * kh * kw))      # (G, N·L, Cg·kh·kw)
+        dcols = np.transpose(drows.reshape(groups, n, oh * ow, cg * kh * kw), (1, 0, 3, 2)).reshape(n, c * kh * kw, -1)
+        dx = col2im(dcols, (h, w), (kh, kw), stride, padding, dilation)
         return dx, dw, (_bias_grad(g) if ctx.needs_input_grad[2] else None)
 
 
@@ -177,7 +216,15 @@ class Conv(ArrayFunction):
         out[n, g] = W_g @ cols[n, g] + b           (N, O, OH·OW)
         dW_g = Σ_n g[n, g] @ cols[n, g]ᵀ            dcols[n, g] = W_gᵀ @ g[n, g]
         dx = crop(col2im(dcols))                    db = Σ_{n, h, w} g
-    Saved: x and W (cols rebuilt in the backward only when dW is needed)."""
+    Saved: x and W (cols rebuilt in the backward only when dW is needed), and b (for
+    ``create_graph=True``, which differentiates ``ConvClosedForm``'s backward instead)."""
+
+    twice_differentiable_via = ConvClosedForm
+
+    @staticmethod
+    def closed_form_call(ctx, x, weight, bias):
+        stride, padding, dilation, groups, _ = ctx.args
+        return (x, weight, bias), dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, stride, padding, dilation, groups):
@@ -192,13 +239,13 @@ class Conv(ArrayFunction):
         out = np.matmul(wg[None], cols.reshape(n, groups, cg * kh * kw, oh * ow)).reshape(n, o, oh, ow)
         if bias is not None:
             out += bias.reshape(1, o, 1, 1)
-        ctx.save_for_backward(x, weight)
+        ctx.save_for_backward(x, weight, bias)
         ctx.args = stride, padding, dilation, groups, patch
         return out
 
     @staticmethod
     def backward(ctx, g):
-        x, weight = ctx.saved_tensors
+        x, weight, _ = ctx.saved_tensors
         stride, padding, dilation, groups, patch = ctx.args
         nx, nw, nb = ctx.needs_input_grad
         o, cg, kh, kw = weight.shape
@@ -336,8 +383,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
 
 def _patch_conv(x, w, b, unbatched):
     """The patch case (stride = kernel, no padding, dilation or groups: the ViT's projection) is
-    ``F.patch_embed``, the fused op with its own closed form, reshaped to (N, O, H/kh, W/kw); it is
-    twice differentiable (``create_graph=True``), which ``Conv`` is not."""
+    ``F.patch_embed``, the fused op with its own closed form, reshaped to (N, O, H/kh, W/kw) (the
+    ViT's layer, whose fused backward is faster than the general one's)."""
     from .linear import patch_embed
     if unbatched:
         x = x.unsqueeze(0)
@@ -397,21 +444,19 @@ class Unfold(ArrayFunction):
     """``F.unfold`` (im2col): (N, C, H, W) -> (N, C·kh·kw, L), L = OH·OW, column l holding the
     window at output position l in (c, i, j) order. Each output entry is a copy of one padded
     input entry, so dL/dx = crop(col2im(g)): each pixel collects the gradients of every window
-    entry that read it — ``Fold`` is this backward. Saved: nothing but shapes."""
+    entry that read it — ``Fold`` is this backward (and, being linear, so is it when the
+    gradient is differentiated again). Saved: nothing but shapes."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, kernel_size, stride, padding, dilation):
-        xp = _pad_zeros(x, padding)
-        ctx.args = xp.shape, kernel_size, stride, padding, dilation
-        return _cols_channel_major(xp, kernel_size, stride, dilation)
+        ctx.args = x.shape[2:], kernel_size, stride, padding, dilation
+        return _cols_channel_major(_pad_zeros(x, padding), kernel_size, stride, dilation)
 
     @staticmethod
     def backward(ctx, g):
-        padded, k, s, p, d = ctx.args
-        n, c = padded[:2]
-        oh, ow = _out_size(padded[2], k[0], s[0], d[0]), _out_size(padded[3], k[1], s[1], d[1])
-        dwin = g.reshape(n, c, k[0], k[1], oh, ow).transpose(0, 1, 4, 5, 2, 3)
-        return _crop(_col2im(dwin, padded, s, d), p)
+        return col2im(g, *ctx.args)
 
 
 class Fold(ArrayFunction):
@@ -419,21 +464,16 @@ class Fold(ArrayFunction):
     pixel its window position reads. y = Aᵀ x with A the im2col gather, so dL/dx = A g =
     ``unfold(g)``: the gradient of fold is unfold. Saved: nothing but shapes."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, cols, *, output_size, kernel_size, stride, padding, dilation):
-        n = cols.shape[0]
-        (kh, kw), (oh0, ow0) = kernel_size, output_size
-        padded = (n, cols.shape[1] // (kh * kw), oh0 + sum(padding[0]), ow0 + sum(padding[1]))
-        oh = _out_size(padded[2], kh, stride[0], dilation[0])
-        ow = _out_size(padded[3], kw, stride[1], dilation[1])
         ctx.args = kernel_size, stride, padding, dilation
-        dwin = cols.reshape(n, padded[1], kh, kw, oh, ow).transpose(0, 1, 4, 5, 2, 3)
-        return _crop(_col2im(dwin, padded, stride, dilation), padding)
+        return col2im(cols, output_size, kernel_size, stride, padding, dilation)
 
     @staticmethod
     def backward(ctx, g):
-        k, s, p, d = ctx.args
-        return _cols_channel_major(_pad_zeros(g, p), k, s, d)
+        return im2col(g, *ctx.args)
 
 
 def _fold_args(input, kernel_size, dilation, padding, stride, op, want):
@@ -530,7 +570,10 @@ class ConvTranspose(ArrayFunction):
         dL/dx = A_W g = W_flat @ im2col(pad(g))          (conv's forward, first H×W windows)
         dL/dW_flat = Σ_n x[n] @ im2col(pad(g))[n]ᵀ       dL/db = Σ_{n,h,w} g
 
-    per group. Saved: x and W."""
+    per group. Saved: x and W. The backward is written in NumPy calls that also run on Tensors
+    (im2col the recorded ``Unfold`` there), so its gradients can be differentiated again."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, stride, padding, dilation, groups, out_size):
@@ -555,15 +598,18 @@ class ConvTranspose(ArrayFunction):
         nx, nw, nb = ctx.needs_input_grad
         cin, cog, kh, kw = weight.shape
         n, _, h, w = x.shape
-        win = _windows(_pad_zeros(g, tuple((p, p) for p in padding)), (kh, kw), stride, dilation)[:, :, :h, :w]
-        cols = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, groups, cog * kh * kw, h * w)
+        cols = im2col(g, (kh, kw), stride, tuple((p, p) for p in padding), dilation)    # (N, Cout·kh·kw, L')
+        oh, ow = (_out_size(a + 2 * p, kk, st, d) for a, p, kk, st, d in
+                  zip(g.shape[2:], padding, (kh, kw), stride, dilation))
+        cols = cols.reshape(n, groups * cog * kh * kw, oh, ow)[:, :, :h, :w]            # the first H×W windows
+        cols = cols.reshape(n, groups, cog * kh * kw, h * w)
         dx = dw = None
         if nx:
             wg = weight.reshape(groups, cin // groups, cog * kh * kw)
             dx = np.matmul(wg[None], cols).reshape(x.shape)
         if nw:
             xg = x.reshape(n, groups, cin // groups, h * w)
-            dw = np.matmul(xg, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
+            dw = np.sum(np.matmul(xg, np.swapaxes(cols, 2, 3)), axis=0).reshape(weight.shape)
         return dx, dw, (_bias_grad(g) if nb else None)
 
 

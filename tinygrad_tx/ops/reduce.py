@@ -205,18 +205,15 @@ class Mean(ArrayFunction):
         return np.broadcast_to(g, ctx.shape)
 
 
-def _deviation_and_ss(x, axes, keepdim):
-    """(x − μ, Σ (x − μ)²) over ``axes``. float32 and float16 compute the deviations and
-    their squares in float64 (rounded once at the end): a float32 (x − μ)² overflows from
-    |x − μ| ≈ 1.8e19, so ``[0, 0, 1e20]`` would give std inf where torch gives 5.77e19."""
+def _sum_of_squared_deviations(x, axes, keepdim):
+    """Σ (x − μ)² over ``axes``. float32 and float16 compute the deviations and their squares
+    in float64 (rounded once at the end): a float32 (x − μ)² overflows from |x − μ| ≈ 1.8e19,
+    so ``[0, 0, 1e20]`` would give std inf where torch gives 5.77e19."""
     acc = accumulation_dtype(x.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
-        if acc is None:
-            dev = x - np.mean(x, axis=axes, keepdims=True)
-            return dev, np.sum(dev * dev, axis=axes, keepdims=keepdim)
-        wide = x.astype(acc)
-        wide -= np.mean(wide, axis=axes, keepdims=True)
-        return wide.astype(x.dtype), np.sum(wide * wide, axis=axes, keepdims=keepdim)
+        wide = x if acc is None else x.astype(acc)
+        dev = wide - np.mean(wide, axis=axes, keepdims=True)
+        return np.sum(dev * dev, axis=axes, keepdims=keepdim)
 
 
 class Var(ArrayFunction):
@@ -225,22 +222,29 @@ class Var(ArrayFunction):
     dy/dx_i = [2(x_i - μ) - (2/N) Σ_j (x_j - μ)] / (N - c); the sum of deviations
     is zero, so dL/dx = g · 2(x - μ)/(N - correction).
     correction=1 is Bessel's (unbiased) estimate, torch's default. N - c <= 0 gives
-    inf or NaN, as torch's."""
+    inf or NaN, as torch's.
+
+    Saved: x (torch's var saves its input too); the backward forms x - μ again from it,
+    in NumPy calls that also run on Tensors, so the gradient can be differentiated again
+    (the second derivative goes through μ as well: d(x - μ)/dx = I - 1/N)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, dim=None, correction=1, keepdim=False):
         axes = reduce_axes(dim, x.ndim, "var")
         denom = max(_count(x.shape, axes) - correction, 0)
-        dev, ss = _deviation_and_ss(x, axes, keepdim)
+        ss = _sum_of_squared_deviations(x, axes, keepdim)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             y = (ss / denom).astype(x.dtype)
-        ctx.save_for_backward(dev)
+        ctx.save_for_backward(x)
         ctx.axes, ctx.keepdim, ctx.denom = axes, keepdim, denom
         return y
 
     @staticmethod
     def backward(ctx, g):
-        (dev,) = ctx.saved_tensors
+        (x,) = ctx.saved_tensors
+        dev = x - np.mean(x, axis=ctx.axes, keepdims=True)
         g = _expand_reduced(g, ctx.axes, ctx.keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):
             return g * dev * (np.asarray(2.0, dtype=dev.dtype) / ctx.denom)
@@ -250,21 +254,25 @@ class Std(ArrayFunction):
     """y = sqrt(v), v = Σ (x - μ)² / (N - correction) (see :class:`Var`).
 
     dL/dx = g · dy/dv · dv/dx = g · 1/(2y) · 2(x - μ)/(N - c) = g (x - μ) / ((N - c) y).
-    Where y = 0 (a constant slice) torch takes the subgradient 0 (not 0/0), so do we."""
+    Where y = 0 (a constant slice) torch takes the subgradient 0 (not 0/0), so do we.
+    Saved: x and y; x - μ is formed again in the backward (see :class:`Var`)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, axes=(), correction=1, keepdim=False):
         denom = max(_count(x.shape, axes) - correction, 0)
-        dev, ss = _deviation_and_ss(x, axes, keepdim)
+        ss = _sum_of_squared_deviations(x, axes, keepdim)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             y = np.sqrt(ss / denom).astype(x.dtype)
-        ctx.save_for_backward(dev, y)
+        ctx.save_for_backward(x, y)
         ctx.axes, ctx.keepdim, ctx.denom = axes, keepdim, denom
         return y
 
     @staticmethod
     def backward(ctx, g):
-        dev, y = ctx.saved_tensors
+        x, y = ctx.saved_tensors
+        dev = x - np.mean(x, axis=ctx.axes, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
             scale = np.where(y == 0, np.zeros((), y.dtype), g / (y * y.dtype.type(ctx.denom)))
         return dev * _expand_reduced(scale, ctx.axes, ctx.keepdim)
