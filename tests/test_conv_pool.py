@@ -630,15 +630,34 @@ def test_unfold_fold_double_backward_parity(dtype):
                         cols, dtype=dtype, name="fold")
 
 
-def test_second_order_raises_naming_the_op():
-    """The pool backwards are NumPy-only (differentiable_backward = False): differentiating their
-    gradient raises, naming the op, rather than returning a wrong second derivative."""
-    x = tg.randn(1, 2, 5, 5, requires_grad=True)
-    for fn, name in [(lambda t: F.max_pool2d(t, 2), "MaxPool"), (lambda t: F.avg_pool2d(t, 2), "AvgPool")]:
-        y = fn(x)
-        (g,) = tg.autograd.grad((y * y).sum(), [x], create_graph=True)
-        with pytest.raises(RuntimeError, match=f"{name}'s backward cannot be differentiated"):
-            g.sum().backward()
+@given(case=pool_cases(2), dtype=float_dtypes, seed=seeds)
+def test_max_pool2d_double_backward_parity(case, dtype, seed):
+    """Gradients of gradients through max_pool2d (its backward, a scatter-add to the argmax, is
+    the recorded index_add on Tensors) equal torch's; the pool of t² makes the second derivative
+    in x non-zero."""
+    shape, kw = case
+    check_double_parity(lambda t: F.max_pool2d(t * t, **kw), lambda t: TF.max_pool2d(t * t, **kw),
+                        values(shape, seed, "distinct") + 3.0, dtype=dtype, seed=seed, name="max_pool2d")
+
+
+@given(case=pool_cases(2, dilation=False), dtype=float_dtypes, seed=seeds, cip=st.booleans(),
+       div=st.sampled_from([None, None, 3]))
+def test_avg_pool2d_double_backward_parity(case, dtype, seed, cip, div):
+    shape, kw = case
+    kw = dict(kw, count_include_pad=cip, divisor_override=div)
+    check_double_parity(lambda t: F.avg_pool2d(t * t, **kw), lambda t: TF.avg_pool2d(t * t, **kw),
+                        values(shape, seed), dtype=dtype, seed=seed, name="avg_pool2d")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_adaptive_max_pool_and_pool1d_double_backward_parity(dtype):
+    x = values((2, 3, 7, 8), 5, "distinct") + 3.0
+    check_double_parity(lambda t: F.adaptive_max_pool2d(t * t, (3, 5)), lambda t: TF.adaptive_max_pool2d(t * t, (3, 5)),
+                        x, dtype=dtype, name="adaptive_max_pool2d")
+    check_double_parity(lambda t: F.max_pool1d(t * t, 3, 2, 1), lambda t: TF.max_pool1d(t * t, 3, 2, 1),
+                        x[:, :, 0], dtype=dtype, name="max_pool1d")
+    check_double_parity(lambda t: F.avg_pool1d(t * t, 3, 2, 1), lambda t: TF.avg_pool1d(t * t, 3, 2, 1),
+                        x[:, :, 0], dtype=dtype, name="avg_pool1d")
 
 
 def test_torch_top_level_spellings():

@@ -27,7 +27,7 @@ from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_float
-from .conv import _col2im, _tuple, _windows
+from .conv import _tuple, _windows, col2im
 
 
 # ============================================================================ NumPy core
@@ -48,18 +48,28 @@ def _pads(shape, k, s, p, d, out):
                  for n, kk, ss, pp, dd, o in zip(shape, k, s, p, d, out))
 
 
-def _scatter_to_argmax(g: np.ndarray, idx: np.ndarray, x_shape) -> np.ndarray:
+def _scatter_to_argmax(g, idx: np.ndarray, x_shape):
     """dL/dx of y = x.flat[idx] per (n, c) plane: Σ of g over the outputs that chose each pixel
-    (``np.bincount`` sums repeated indices, accumulated in float64 and rounded once)."""
+    (``np.bincount`` sums repeated indices, accumulated in float64 and rounded once). On a Tensor
+    g (a backward being differentiated) the recorded ``index_add``, linear in g: its own gradient
+    is the gather g'.flat[idx] (and a max pool's second derivative in x is 0)."""
     n, c, h, w = x_shape
     plane = (np.arange(n * c, dtype=np.int64) * (h * w)).reshape(n, c, 1, 1)
-    flat = np.bincount((idx + plane).ravel(), weights=g.ravel().astype(np.float64), minlength=n * c * h * w)
+    flat_idx = (np.asarray(getattr(idx, "_data", idx)) + plane).ravel()
+    if isinstance(g, Tensor):
+        from ..factories import zeros
+        return zeros(n * c * h * w, dtype=g.dtype).index_add(0, Tensor(flat_idx), g.reshape(-1)).reshape(x_shape)
+    flat = np.bincount(flat_idx, weights=g.ravel().astype(np.float64), minlength=n * c * h * w)
     return flat.reshape(x_shape).astype(g.dtype, copy=False)
 
 
 class _ArgmaxPool(ArrayFunction):
     """The max rule shared by ``MaxPool`` and ``AdaptiveMaxPool``: y = x.flat[idx] per plane, so
-    dL/dx_p = Σ of g over the outputs whose index is p (``_scatter_to_argmax``)."""
+    dL/dx_p = Σ of g over the outputs whose index is p (``_scatter_to_argmax``). The indices are
+    a constant of the backward, which also runs on Tensors (gradients of gradients)."""
+
+    differentiable_backward = True
+    saved_constants = (0,)
 
     @staticmethod
     def keep(ctx, y, idx, x_shape, indices_out):
@@ -113,7 +123,11 @@ class AvgPool(ArrayFunction):
     """2-D average pool (``avg_pool1d``/``avg_pool2d``): y = (1/D) Σ_window x, zero padding, D per
     output (``_avg_divisor``: the window with or without its padding, or ``divisor_override``).
     y is linear in x: each pixel of a window gets g/D, i.e. dL/dx = crop(col2im(g/D)).
-    Saved: the divisors (OH, OW)."""
+    Saved: the divisors (OH, OW), in x's dtype, a constant of the backward, which is written in
+    calls that also run on Tensors (``conv.col2im`` is the recorded ``Fold`` there)."""
+
+    differentiable_backward = True
+    saved_constants = (0,)
 
     @staticmethod
     def forward(ctx, x, *, kernel_size, stride, padding, out_size, count_include_pad, divisor_override):
@@ -127,19 +141,18 @@ class AvgPool(ArrayFunction):
         else:
             div = np.outer(_avg_divisor(h, kernel_size[0], stride[0], padding[0], oh, count_include_pad),
                            _avg_divisor(w, kernel_size[1], stride[1], padding[1], ow, count_include_pad))
-        ctx.save_for_backward(div)
-        ctx.args = xp.shape, kernel_size, stride, pads
+        ctx.save_for_backward(div.astype(x.dtype))
+        ctx.args = (h, w), kernel_size, stride, pads
         return (win.sum(axis=(-2, -1), dtype=np.float64) / div).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
         (div,) = ctx.saved_tensors
-        padded, k, s, pads = ctx.args
-        share = (g / div).astype(g.dtype, copy=False)
-        dwin = np.broadcast_to(share[..., None, None], share.shape + tuple(k))
-        dx = _col2im(dwin, padded, s, (1, 1))
-        (t, _), (le, _) = pads
-        return dx[:, :, t:t + padded[2] - sum(pads[0]), le:le + padded[3] - sum(pads[1])]
+        hw, k, s, pads = ctx.args
+        n, c, oh, ow = g.shape
+        share = (g / div).reshape(n, c, 1, oh * ow)                          # g/D, one per window
+        cols = np.broadcast_to(share, (n, c, k[0] * k[1], oh * ow)).reshape(n, c * k[0] * k[1], oh * ow)
+        return col2im(cols, hw, k, s, pads, (1, 1))                          # each pixel of a window: g/D
 
 
 def _adaptive_bounds(n: int, out: int):
