@@ -25,6 +25,7 @@ MODULES = (
     "tinygrad_tx.ops.shape",
     "tinygrad_tx.ops.indexing",
     "tinygrad_tx.factories",
+    "tinygrad_tx.legacy",        # FloatTensor/LongTensor/... constructors and types, range
     "tinygrad_tx.functional",
     "tinygrad_tx.ops.inplace",   # last: it makes an in-place twin of every method bound before it
 )

@@ -1,0 +1,172 @@
+"""torch's legacy names that teaching code still writes: the typed constructors
+``FloatTensor``/``LongTensor``/... (calls and ``isinstance`` checks), ``autograd.Variable`` and
+``torch.range``.
+
+* ``FloatTensor(2, 3)`` is a new (2, 3) float32 tensor (torch leaves it uninitialised; here it
+  is zeros), ``FloatTensor([1, 2])`` holds the data as float32, ``FloatTensor()`` is empty
+  (shape (0,)), ``FloatTensor(t)`` of a float32 tensor is an alias of ``t`` (gradients flow
+  through, as torch's ``AliasBackward``) and refuses any other dtype; ``isinstance(x,
+  FloatTensor)`` is True for a float32 tensor. ``FloatTensor.dtype`` is ``float32``.
+* ``Variable(t, requires_grad=False)`` is ``t.detach()`` with ``requires_grad`` set: since
+  PyTorch 0.4 a Variable is a Tensor (``isinstance(x, Variable)`` is True for every tensor);
+  ``volatile`` has no effect beyond torch's warning.
+* ``range(start, end, step)`` (``legacy_range`` here, so that Python's ``range`` stays itself in
+  this module) is ``arange`` with ``end`` included (deprecated in torch, with its warning),
+  float32 by default.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from . import dtypes as _dtypes
+from ._factory_args import leaf, resolve_dtype
+from .tensor import Tensor
+
+__all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
+           "CharTensor", "ByteTensor", "BoolTensor", "Variable", "legacy_range"]
+
+_LEGACY_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+                 "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",
+                 "ByteTensor": "uint8", "BoolTensor": "bool"}
+
+
+def _is_size(args) -> bool:
+    return all(isinstance(a, (numbers.Integral, np.integer)) and not isinstance(a, (bool, np.bool_))
+               for a in args)
+
+
+class _LegacyTensorType(type):
+    """The metaclass of ``FloatTensor`` & co.: calling one builds a Tensor of its dtype,
+    ``isinstance`` tests a Tensor's dtype."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tensor) and obj._data.dtype == cls._np_dtype
+
+    def __repr__(cls) -> str:
+        return f"<class 'tinygrad_tx.{cls.__name__}'>"
+
+    @property
+    def dtype(cls):
+        return _dtypes.from_numpy_dtype(cls._np_dtype)
+
+    @property
+    def is_cuda(cls) -> bool:
+        return False
+
+    def __call__(cls, *args, device=None, **kwargs):
+        name = cls.__name__
+        if kwargs:
+            raise TypeError(f"{name}(): unexpected keyword argument(s) {', '.join(sorted(kwargs))} "
+                            f"(the legacy constructors take sizes or data, and device=); use "
+                            f"tinygrad_tx.tensor(data, dtype=..., requires_grad=...)")
+        if device is not None and str(device) != "cpu":
+            from .device import device as _device_cls
+            _device_cls(device)               # an unknown device string raises there
+            raise RuntimeError(f"{name}(): device={device!r}: tinygrad_tx runs on the cpu only")
+        dt = cls._np_dtype
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            other = args[0]
+            if other._data.dtype != dt:
+                raise TypeError(f"{name}(): expected a tensor of dtype {dt}, got one of dtype "
+                                f"{other._data.dtype}; cast it with .to({dt.name}) or .type({name!r})")
+            return other[...]                 # an alias (a view), as torch's: gradients flow through
+        if len(args) == 1 and isinstance(args[0], (tuple, list)) and args[0] and type(args[0]).__name__ == "Size":
+            args = tuple(args[0])
+        if _is_size(args):                    # FloatTensor(), FloatTensor(2, 3)
+            shape = tuple(int(a) for a in args) if args else (0,)
+            if any(s < 0 for s in shape):
+                raise RuntimeError(f"{name}(): trying to create tensor with negative dimension: "
+                                   f"sizes {shape}")
+            return leaf(np.zeros(shape, dtype=dt))
+        if len(args) != 1:
+            raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got arguments of types "
+                            f"({', '.join(type(a).__name__ for a in args)})")
+        data = args[0]
+        if isinstance(data, (str, bytes)):
+            raise TypeError(f"{name}(): invalid data type {type(data).__name__!r} (data={data!r})")
+        if not isinstance(data, (list, tuple, np.ndarray)):
+            raise TypeError(f"{name}(): data must be a sequence (got {type(data).__name__}: {data!r})")
+        from .factories import tensor
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # a nested one-element Tensor copied: no copy warning
+            return tensor(data, dtype=getattr(_dtypes, dt.name))
+
+
+def _legacy_class(name: str, np_name: str):
+    cls = _LegacyTensorType(name, (), {"_np_dtype": np.dtype(np_name), "__module__": "tinygrad_tx",
+                                       "__doc__": f"``tinygrad_tx.{name}``: torch's legacy constructor and "
+                                                  f"type of a {np_name} tensor (see ``legacy.py``)."})
+    return cls
+
+
+FloatTensor = _legacy_class("FloatTensor", "float32")
+DoubleTensor = _legacy_class("DoubleTensor", "float64")
+HalfTensor = _legacy_class("HalfTensor", "float16")
+LongTensor = _legacy_class("LongTensor", "int64")
+IntTensor = _legacy_class("IntTensor", "int32")
+ShortTensor = _legacy_class("ShortTensor", "int16")
+CharTensor = _legacy_class("CharTensor", "int8")
+ByteTensor = _legacy_class("ByteTensor", "uint8")
+BoolTensor = _legacy_class("BoolTensor", "bool")
+
+
+class _VariableType(type):
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tensor)
+
+    def __call__(cls, data=None, requires_grad: bool = False, volatile: bool = False):
+        if volatile:
+            warnings.warn("volatile was removed and now has no effect. Use `with tinygrad_tx.no_grad():` "
+                          "instead.", UserWarning, stacklevel=2)
+        if data is None:
+            return leaf(np.zeros((0,), dtype=np.float32))
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        if not isinstance(requires_grad, (bool, np.bool_)):
+            raise TypeError(f"Variable(): requires_grad must be a bool, got {requires_grad!r}")
+        out = data.detach()
+        if requires_grad:
+            out.requires_grad_(True)          # an integer tensor raises there, as torch
+        return out
+
+
+class Variable(metaclass=_VariableType):
+    """``torch.autograd.Variable(data, requires_grad=False, volatile=False)``: since PyTorch 0.4
+    a Tensor; this returns ``data.detach()`` with ``requires_grad`` set (a Variable of a
+    non-leaf starts a new graph, as torch's), and every Tensor is an instance of it."""
+
+
+def legacy_range(start, end, step=1, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """``torch.range`` (exported as ``tinygrad_tx.range``): ``start, start + step, ...`` up to
+    ``end`` *included* when a step lands on it; ``floor((end - start) / step) + 1`` values, each
+    ``start + i·step`` computed in float64 and rounded once. Deprecated in torch in favour of
+    ``arange`` (end excluded), with the same warning here. float32 unless ``dtype`` is given."""
+    warnings.warn("tinygrad_tx.range is deprecated and will be removed in a future release because its "
+                  "behavior is inconsistent with Python's range builtin. Instead, use tinygrad_tx.arange, "
+                  "which produces values in [start, end).", UserWarning, stacklevel=2)
+    bounds = []
+    for arg, value in (("start", start), ("end", end), ("step", step)):
+        if isinstance(value, Tensor) and value.numel() == 1:
+            value = value.item()
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"range(): argument {arg!r} must be a number, got {value!r}")
+        bounds.append(value)
+    start, end, step = bounds
+    if step == 0:
+        raise RuntimeError(f"range(): step must be nonzero, got step={step!r}")
+    if (end - start) / step < 0:
+        raise RuntimeError(f"range(): upper bound and lower bound inconsistent with step sign "
+                           f"(start={start!r}, end={end!r}, step={step!r})")
+    dt = resolve_dtype(dtype, _dtypes.get_default_dtype().dtype)
+    n = int(np.floor((end - start) / step)) + 1
+    values = start + step * np.arange(n, dtype=np.float64)
+    return leaf(values.astype(dt), requires_grad, device)
+
+
+TENSOR_METHODS: dict = {}
+FUNCTIONS = {**{name: globals()[name] for name in _LEGACY_TYPES}, "range": legacy_range}
