@@ -7,7 +7,7 @@ Every op module below may define two dicts next to its Functions:
   methods (an in-place twin of each method bound before it) in ``in_place_methods()``;
 * ``FUNCTIONS = {"sin": sin, ...}``: exported as ``tinygrad_tx.sin``.
 
-A module may not silently replace a method bound earlier (by ``tensor.py``'s operator table or
+A module may not silently replace a method bound earlier (by the Tensor class's own operators or
 another module): a name it means to replace goes in its ``REPLACES`` set.
 """
 from __future__ import annotations

@@ -588,6 +588,344 @@ class Tensor:
         from .ops.elementwise import Clone
         return Clone.apply(self)
 
+    # ------------------------------------------------------------------ operators
+    # Each one prepares its arguments (dtype promotion, dims) and calls one Function of
+    # tinygrad_tx/ops/ (_E = ops/elementwise.py, _M = ops/movement.py, _MM = ops/matmul.py), whose
+    # forward and backward sit side by side there. The rest of the methods (sum, sin, softmax, ...)
+    # are bound from the op modules' TENSOR_METHODS tables, in one place: tinygrad_tx/_bind.py.
+
+    def __add__(self, other):
+        """self + other, broadcast, in the promoted dtype. Backward (``Add``): g to both sides."""
+        return _binary_op(_E.Add, self, other)
+
+    def __radd__(self, other):
+        return _reflected(_E.Add, self, other)
+
+    def __sub__(self, other):
+        """self − other. Backward (``Sub``): g and −g."""
+        _check_no_bool_sub(self, other)
+        return _binary_op(_E.Sub, self, other)
+
+    def __rsub__(self, other):
+        _check_no_bool_sub(other, self)
+        return _reflected(_E.Sub, self, other)
+
+    def __mul__(self, other):
+        """self · other, elementwise. Backward (``Mul``): g·other and g·self."""
+        return _binary_op(_E.Mul, self, other)
+
+    def __rmul__(self, other):
+        return _reflected(_E.Mul, self, other)
+
+    mul = __mul__
+
+    def __truediv__(self, other):
+        """self / other (integers give float32, as torch's). Backward (``Div``): g/other and
+        −g·self/other²."""
+        return _binary_op(_E.Div, self, other, float_result=True)
+
+    def __rtruediv__(self, other):
+        return _binary_op(_E.Div, _as_operand(other, self), self, float_result=True)
+
+    def __neg__(self):
+        """−self. Backward (``Neg``): −g."""
+        return _E.Neg.apply(self)
+
+    neg = __neg__
+
+    def __pow__(self, exponent):
+        """self ** exponent (int ** int stays an integer, as torch's; a float on either side makes
+        a float). Backward (``Pow``): g·e·x^(e−1) for x, g·xᵉ·ln x for a tensor exponent."""
+        if isinstance(exponent, (int, np.integer)) and not isinstance(exponent, (bool, np.bool_)) \
+                and exponent < 0 and self._data.dtype.kind in "biu":
+            raise RuntimeError(f"pow: Integers to negative integer powers are not allowed "
+                               f"(dtype {self._data.dtype}, exponent {exponent}).")
+        if isinstance(exponent, Tensor) and self._data.dtype == exponent._data.dtype == np.bool_:
+            raise RuntimeError(f"pow: not implemented for 'Bool' tensors (shapes {self.shape} and {exponent.shape})")
+        return _binary_op(_E.Pow, self, exponent)
+
+    pow = __pow__
+
+    def __rpow__(self, base):
+        """base ** self: a Python base stays a Python number, so the backward's log(base) is exact
+        in float64, as torch's is (the log of a float32-rounded base near 1 loses digits)."""
+        if self._data.dtype == np.bool_ and isinstance(base, (bool, np.bool_)):
+            raise RuntimeError(f"pow: not implemented for 'Bool' (base {base!r}, exponent a bool tensor "
+                               f"of shape {self.shape})")
+        if isinstance(base, (int, float)) and not isinstance(base, bool) and self._data.dtype.kind == "f":
+            return _E.Pow.apply(float(base), self)
+        return _binary_op(_E.Pow, _as_operand(base, self), self)
+
+    def __matmul__(self, other):
+        """self @ other (no dtype promotion: two dtypes are torch's error). Backward (``MatMul``):
+        dA = g Bᵀ, dB = Aᵀ g (batched and broadcast in ops/matmul.py)."""
+        return _MM.MatMul.apply(self, _matmul_operand(other))
+
+    def __rmatmul__(self, other):
+        return _MM.MatMul.apply(_matmul_operand(other), self)
+
+    matmul = __matmul__
+
+    # comparisons: no gradient, bool results, in the operands' promoted dtype (as torch's)
+    def __eq__(self, other):
+        return _compare(np.equal, self, other)
+
+    def __ne__(self, other):
+        return _compare(np.not_equal, self, other)
+
+    def __lt__(self, other):
+        return _compare(np.less, self, other)
+
+    def __le__(self, other):
+        return _compare(np.less_equal, self, other)
+
+    def __gt__(self, other):
+        return _compare(np.greater, self, other)
+
+    def __ge__(self, other):
+        return _compare(np.greater_equal, self, other)
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+    def logical_not(self):
+        return _adopt(np.logical_not(self._data))
+    # & | ^ ~ are bitwise, as torch's: ops/binary.py binds them
+
+    # ------------------------------------------------------------------ pointwise math
+    def exp(self):
+        """eˣ. Backward (``Exp``): g·y (the output)."""
+        return _E.Exp.apply(_floating(self))
+
+    def log(self):
+        """ln x. Backward (``Log``): g/x."""
+        return _E.Log.apply(_floating(self))
+
+    def sqrt(self):
+        """√x. Backward (``Sqrt``): g/(2y)."""
+        return _E.Sqrt.apply(_floating(self))
+
+    def tanh(self):
+        """tanh x. Backward (``Tanh``): g·(1 − y²)."""
+        return _E.Tanh.apply(_floating(self))
+
+    def sigmoid(self):
+        """σ(x) = 1/(1 + e⁻ˣ). Backward (``Sigmoid``): g·y(1 − y)."""
+        return _E.Sigmoid.apply(_floating(self))
+
+    def relu(self):
+        """max(x, 0). Backward (``Relu``): g where x > 0, else 0."""
+        if self._data.dtype == np.bool_:
+            raise RuntimeError(f"relu: Boolean inputs not supported for relu (got dtype bool, shape {self.shape})")
+        return _E.Relu.apply(self)
+
+    def gelu(self, approximate="none"):
+        """x·Φ(x) (or its tanh approximation). Backward (``Gelu``): g·(Φ(x) + x·φ(x))."""
+        return _E.Gelu.apply(self, approximate=approximate)
+
+    def clamp(self, min=None, max=None):
+        """x limited to [min, max]. Backward (``Clamp``): g inside the bounds, 0 outside."""
+        if isinstance(min, float) or isinstance(max, float):   # torch: int.clamp(0.5) is float32
+            self = _floating(self)
+        return _E.Clamp.apply(self, min=min, max=max)
+
+    clip = clamp
+
+    def maximum(self, other):
+        """Elementwise max. Backward (``Maximum``): g to the larger side (split evenly on ties)."""
+        return _binary_op(_E.Maximum, self, _tensor_arg(other, "maximum"))
+
+    def minimum(self, other):
+        """Elementwise min. Backward (``Minimum``): g to the smaller side (split evenly on ties)."""
+        return _binary_op(_E.Minimum, self, _tensor_arg(other, "minimum"))
+
+    def masked_fill(self, mask, value):
+        """value where mask is True, else x. Backward (``MaskedFill``): g where the mask is False."""
+        mask = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+        if isinstance(value, Tensor):
+            if value._data.size != 1:
+                raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got shape {value.shape}")
+            value = value.item()
+        return _E.MaskedFill.apply(self, mask, value)
+
+    def where(self, condition, other):
+        """self where condition, else other (``tinygrad_tx.where(condition, self, other)``)."""
+        return where(condition, self, other)
+
+    # ------------------------------------------------------------------ shape
+    # (reductions — sum, mean, var, max, ... — are bound from ops/reduce.py and ops/reduce_minmax.py)
+    def reshape(self, *shape):
+        """The same elements in a new shape (one −1 is inferred). Backward (``Reshape``): g
+        reshaped back."""
+        shape = _shape_arg(_dims_arg(shape), "reshape")
+        if shape == self._data.shape:
+            return self
+        return _M.Reshape.apply(self, shape)
+
+    def view(self, *shape):
+        """reshape without a copy, as torch's view: a shape the strides cannot express (a
+        transposed tensor flattened) is torch's RuntimeError; call .contiguous() or reshape."""
+        shape = _shape_arg(_dims_arg(shape), "view")
+        if shape == self._data.shape:
+            return self
+        new = _M.infer_shape(shape, self._data.size, "view")
+        if not self._data.flags.c_contiguous:
+            try:
+                np.reshape(self._data, new, copy=False)
+            except ValueError:
+                raise RuntimeError(f"view size is not compatible with input tensor's size and stride "
+                                   f"(shape {self.shape}, strides {self.stride()}, requested {shape}): at least "
+                                   "one dimension spans across two contiguous subspaces. Use "
+                                   ".reshape(...) instead.") from None
+        return _M.Reshape.apply(self, new)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        """Dims start_dim..end_dim merged into one (a reshape)."""
+        if self.ndim == 0:
+            _canonical_dim(start_dim, 0, "flatten"), _canonical_dim(end_dim, 0, "flatten")
+            return self.reshape(1)
+        a, b = _canonical_dim(start_dim, self.ndim), _canonical_dim(end_dim, self.ndim)
+        if a > b:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        return self.reshape(self.shape[:a] + (-1,) + self.shape[b + 1:])
+
+    def permute(self, *dims):
+        """The axes reordered. Backward (``Permute``): g permuted by the inverse order."""
+        if not dims:
+            raise TypeError(f"permute() missing 1 required positional argument: 'dims' (a tensor of "
+                            f"shape {self.shape} takes {self.ndim} dims)")
+        dims = _dims_arg(dims)
+        if len(dims) != self.ndim:
+            raise ValueError(f"permute: number of dims {len(dims)} does not match the tensor's {self.ndim} "
+                             f"dimensions (shape {self.shape})")
+        dims = tuple(_canonical_dim(d, self.ndim, "permute") for d in dims)
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"permute: repeated dim in {dims}")
+        return _M.Permute.apply(self, dims)
+
+    def transpose(self, dim0, dim1):
+        """Two axes swapped (a ``Permute``)."""
+        d0, d1 = _canonical_dim(dim0, self.ndim, "transpose"), _canonical_dim(dim1, self.ndim, "transpose")
+        if d0 == d1:
+            return self
+        dims = list(range(self.ndim))
+        dims[d0], dims[d1] = d1, d0
+        return _M.Permute.apply(self, tuple(dims))
+
+    swapaxes = transpose
+
+    @property
+    def T(self):
+        """All axes reversed (a matrix transposed)."""
+        return self if self.ndim < 2 else _M.Permute.apply(self, tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self):
+        """The last two axes swapped (a batch of matrices transposed)."""
+        return self.transpose(-2, -1)
+
+    def unsqueeze(self, dim):
+        """A size-1 axis inserted at dim (a reshape)."""
+        d = _canonical_dim(dim, self.ndim + 1, "unsqueeze")
+        return _M.Reshape.apply(self, self.shape[:d] + (1,) + self.shape[d:])
+
+    def squeeze(self, dim=None):
+        """Size-1 axes removed (all, or those among dim; a reshape)."""
+        if dim is None:
+            new = tuple(n for n in self.shape if n != 1)
+        else:
+            dims = _R.normalize_dims(dim, self.ndim, "squeeze")
+            new = tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1))
+        return self if new == self.shape else _M.Reshape.apply(self, new)
+
+    def expand(self, *sizes):
+        """Size-1 axes repeated without a copy (−1 keeps a size). Backward (``Expand``): g summed
+        over the repeated axes."""
+        sizes = _dims_arg(sizes)
+        if len(sizes) < self.ndim:
+            raise ValueError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or "
+                             f"equal to the number of dimensions in the tensor ({self.ndim}), shape {self.shape}")
+        lead = len(sizes) - self.ndim
+        target = []
+        for i, n in enumerate(sizes):
+            if i < lead:
+                if n < 0:
+                    raise ValueError(f"expand: -1 is not allowed in a new leading dimension, sizes {sizes}")
+                target.append(n)
+                continue
+            cur = self.shape[i - lead]
+            if n == -1 or n == cur:
+                target.append(cur)
+            elif cur == 1:
+                target.append(n)
+            else:
+                raise ValueError(f"expand: the expanded size {n} must match the existing size {cur} "
+                                 f"at non-singleton dimension {i}; target sizes {list(sizes)}, "
+                                 f"tensor shape {self.shape}")
+        target = tuple(target)
+        return self if target == self.shape else _M.Expand.apply(self, target)
+
+    broadcast_to = expand
+
+    def expand_as(self, other):
+        return self.expand(*other.shape)
+
+    def __getitem__(self, index):
+        """Indexing and slicing as NumPy/torch. Backward (``GetItem``): g added into zeros at the
+        indexed places (repeated indices accumulate)."""
+        idx, advanced = _M._normalize_index(index)
+        return _M.GetItem.apply(self, idx, advanced=advanced)
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def narrow(self, dim, start, length):
+        """The slice [start, start + length) of dim (a view)."""
+        if self.ndim == 0:
+            raise ValueError("narrow() cannot be applied to a 0-dim tensor.")
+        d = _canonical_dim(dim, self.ndim, "narrow")
+        if start < 0:
+            start += self.shape[d]
+        if not (0 <= start and start + length <= self.shape[d]) or length < 0:
+            raise ValueError(f"narrow: start ({start}) + length ({length}) exceeds dimension {dim} "
+                             f"of size {self.shape[d]} (shape {self.shape})")
+        index = (slice(None),) * d + (slice(start, start + length),)
+        return _M.GetItem.apply(self, index)
+
+    def split(self, split_size_or_sections, dim=0):
+        """Pieces of split_size (the last may be smaller) or of the given sizes along dim."""
+        if self.ndim == 0:
+            raise ValueError("split expects at least a 1-dimensional tensor")
+        d = _canonical_dim(dim, self.ndim, "split")
+        n = self.shape[d]
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            size = int(split_size_or_sections)
+            if size <= 0 and n > 0:
+                raise ValueError(f"split: split_size must be positive, got {size}")
+            sizes = [min(size, n - i) for i in range(0, n, size)] if n else [0]
+        else:
+            sizes = [int(x) for x in split_size_or_sections]
+            if sum(sizes) != n or any(x < 0 for x in sizes):
+                raise ValueError(f"split: sections {sizes} do not add up to the size {n} of dimension "
+                                 f"{dim} (shape {self.shape})")
+        out, start = [], 0
+        for size in sizes:
+            out.append(self.narrow(d, start, size))
+            start += size
+        return tuple(out)
+
+    def chunk(self, chunks, dim=0):
+        """``chunks`` pieces of equal size along dim (the last may be smaller)."""
+        if self.ndim == 0:
+            raise ValueError("chunk expects at least a 1-dimensional tensor")
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+        n = self.shape[_canonical_dim(dim, self.ndim, "chunk")]
+        if n == 0:   # torch: `chunks` empty pieces
+            return tuple(self.narrow(dim, 0, 0) for _ in range(chunks))
+        return self.split(-(-n // chunks), dim)
+
 
 def _canonical_dim(dim: int, ndim: int, op: str = "dim") -> int:
     """Map a possibly negative ``dim`` into ``range(ndim)`` with torch's error."""
@@ -752,280 +1090,12 @@ def _dims_arg(dims):
     return tuple(dims)
 
 
-def _tensor_methods():
-    T = Tensor
-
-    # ---- arithmetic
-    T.__add__ = lambda s, o: _binary_op(_E.Add, s, o)
-    T.__radd__ = lambda s, o: _reflected(_E.Add, s, o)
-    def sub(s, o):
-        _check_no_bool_sub(s, o)
-        return _binary_op(_E.Sub, s, o)
-
-    def rsub(s, o):
-        _check_no_bool_sub(o, s)
-        return _reflected(_E.Sub, s, o)
-    T.__sub__ = sub
-    T.__rsub__ = rsub
-    T.__mul__ = lambda s, o: _binary_op(_E.Mul, s, o)
-    T.__rmul__ = lambda s, o: _reflected(_E.Mul, s, o)
-
-    def truediv(s, o):
-        return _binary_op(_E.Div, s, o, float_result=True)
-
-    def rtruediv(s, o):
-        return _binary_op(_E.Div, _as_operand(o, s), s, float_result=True)
-    T.__truediv__ = truediv
-    T.__rtruediv__ = rtruediv
-    T.__neg__ = lambda s: _E.Neg.apply(s)
-
-    def pow_(s, o):  # int ** int stays int64, as torch's does; a float on either side makes a float
-        if isinstance(o, (int, np.integer)) and not isinstance(o, (bool, np.bool_)) and o < 0 \
-                and s._data.dtype.kind in "biu":
-            raise RuntimeError(f"pow: Integers to negative integer powers are not allowed "
-                               f"(dtype {s._data.dtype}, exponent {o}).")
-        if isinstance(o, Tensor) and s._data.dtype == o._data.dtype == np.bool_:
-            raise RuntimeError(f"pow: not implemented for 'Bool' tensors (shapes {s.shape} and {o.shape})")
-        return _binary_op(_E.Pow, s, o)
-
-    def rpow(s, o):
-        if s._data.dtype == np.bool_ and isinstance(o, (bool, np.bool_)):
-            raise RuntimeError(f"pow: not implemented for 'Bool' (base {o!r}, exponent a bool tensor "
-                               f"of shape {s.shape})")
-        if isinstance(o, (int, float)) and not isinstance(o, bool) and s._data.dtype.kind == "f":
-            # a Python base stays a Python number: the backward's log(base) is then exact in
-            # float64, as torch's is (log of a float32-rounded base near 1 loses digits)
-            return _E.Pow.apply(float(o), s)
-        return _binary_op(_E.Pow, _as_operand(o, s), s)
-    T.__pow__ = pow_
-    T.pow = pow_
-    T.__rpow__ = rpow
-    # torch's matmul does not promote: MatMul.forward refuses two dtypes
-    T.__matmul__ = lambda s, o: _MM.MatMul.apply(s, _matmul_operand(o))
-    T.__rmatmul__ = lambda s, o: _MM.MatMul.apply(_matmul_operand(o), s)
-    T.matmul = T.__matmul__
-    T.mul = T.__mul__
-    T.neg = T.__neg__
-
-    # ---- comparisons (no gradient; bool results)
-    def cmp(npfn):
-        def f(s, o):   # compared in the operands' result type, as torch's are
-            if type(o) in _FLOAT_KEEPS and s._data.dtype.kind == "f":   # the fast path: NumPy 2
-                return _adopt(npfn(s._data, o))   # compares a float array with a number in its dtype
-            a, b = _promote_pair(s, _as_operand(o, s))
-            return _adopt(_E._binary(npfn.__name__, npfn, a._data, b._data if isinstance(b, Tensor) else b))
-        return f
-    T.__eq__ = cmp(np.equal)
-    T.__ne__ = cmp(np.not_equal)
-    T.__lt__ = cmp(np.less)
-    T.__le__ = cmp(np.less_equal)
-    T.__gt__ = cmp(np.greater)
-    T.__ge__ = cmp(np.greater_equal)
-    T.eq, T.ne, T.lt, T.le, T.gt, T.ge = T.__eq__, T.__ne__, T.__lt__, T.__le__, T.__gt__, T.__ge__
-
-    # & | ^ ~: ops/binary.py binds them (bitwise, as torch's)
-    T.logical_not = lambda s: _adopt(np.logical_not(s._data))
-
-    # ---- pointwise math and activations
-    T.exp = lambda s: _E.Exp.apply(_floating(s))
-    T.log = lambda s: _E.Log.apply(_floating(s))
-    T.sqrt = lambda s: _E.Sqrt.apply(_floating(s))
-    T.tanh = lambda s: _E.Tanh.apply(_floating(s))
-    T.sigmoid = lambda s: _E.Sigmoid.apply(_floating(s))
-    def relu(s):
-        if s._data.dtype == np.bool_:
-            raise RuntimeError(f"relu: Boolean inputs not supported for relu (got dtype bool, shape {s.shape})")
-        return _E.Relu.apply(s)
-    T.relu = relu
-    T.gelu = lambda s, approximate="none": _E.Gelu.apply(s, approximate=approximate)
-
-    def clamp(s, min=None, max=None):
-        if isinstance(min, float) or isinstance(max, float):  # torch: int.clamp(0.5) is float32
-            s = _floating(s)
-        return _E.Clamp.apply(s, min=min, max=max)
-    T.clamp = clamp
-    T.clip = clamp
-    T.maximum = lambda s, o: _binary_op(_E.Maximum, s, _tensor_arg(o, "maximum"))
-    T.minimum = lambda s, o: _binary_op(_E.Minimum, s, _tensor_arg(o, "minimum"))
-
-    def masked_fill(s, mask, value):
-        mask = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
-        if isinstance(value, Tensor):
-            if value._data.size != 1:
-                raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got shape {value.shape}")
-            value = value.item()
-        return _E.MaskedFill.apply(s, mask, value)
-    T.masked_fill = masked_fill
-
-    # ---- reductions: ops/reduce.py and ops/reduce_minmax.py bind sum, mean, var, std, max, min, ...
-
-    # ---- shape
-    def reshape(s, *shape):
-        shape = _shape_arg(_dims_arg(shape), "reshape")
-        if shape == s._data.shape:
-            return s
-        return _M.Reshape.apply(s, shape)
-    T.reshape = reshape
-
-    def view(s, *shape):
-        """reshape without a copy, as torch's view: a shape the strides cannot express (a
-        transposed tensor flattened) is torch's RuntimeError; call .contiguous() or reshape."""
-        shape = _shape_arg(_dims_arg(shape), "view")
-        if shape == s._data.shape:
-            return s
-        new = _M.infer_shape(shape, s._data.size, "view")
-        if not s._data.flags.c_contiguous:
-            try:
-                np.reshape(s._data, new, copy=False)
-            except ValueError:
-                raise RuntimeError(f"view size is not compatible with input tensor's size and stride "
-                                   f"(shape {s.shape}, strides {s.stride()}, requested {shape}): at least "
-                                   "one dimension spans across two contiguous subspaces. Use "
-                                   ".reshape(...) instead.") from None
-        return _M.Reshape.apply(s, new)
-    T.view = view
-
-    def flatten(s, start_dim=0, end_dim=-1):
-        if s.ndim == 0:
-            _canonical_dim(start_dim, 0, "flatten"), _canonical_dim(end_dim, 0, "flatten")
-            return reshape(s, 1)
-        a, b = _canonical_dim(start_dim, s.ndim), _canonical_dim(end_dim, s.ndim)
-        if a > b:
-            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-        return reshape(s, s.shape[:a] + (-1,) + s.shape[b + 1:])
-    T.flatten = flatten
-
-    def permute(s, *dims):
-        if not dims:
-            raise TypeError(f"permute() missing 1 required positional argument: 'dims' (a tensor of "
-                            f"shape {s.shape} takes {s.ndim} dims)")
-        dims = _dims_arg(dims)
-        if len(dims) != s.ndim:
-            raise ValueError(f"permute: number of dims {len(dims)} does not match the tensor's {s.ndim} "
-                             f"dimensions (shape {s.shape})")
-        dims = tuple(_canonical_dim(d, s.ndim, "permute") for d in dims)
-        if len(set(dims)) != len(dims):
-            raise ValueError(f"permute: repeated dim in {dims}")
-        return _M.Permute.apply(s, dims)
-    T.permute = permute
-
-    def transpose(s, dim0, dim1):
-        d0, d1 = _canonical_dim(dim0, s.ndim, "transpose"), _canonical_dim(dim1, s.ndim, "transpose")
-        if d0 == d1:
-            return s
-        dims = list(range(s.ndim))
-        dims[d0], dims[d1] = d1, d0
-        return _M.Permute.apply(s, tuple(dims))
-    T.transpose = transpose
-    T.swapaxes = transpose
-    T.T = property(lambda s: s if s.ndim < 2 else _M.Permute.apply(s, tuple(reversed(range(s.ndim)))))
-    T.mT = property(lambda s: transpose(s, -2, -1))
-
-    def unsqueeze(s, dim):
-        d = _canonical_dim(dim, s.ndim + 1, "unsqueeze")
-        return _M.Reshape.apply(s, s.shape[:d] + (1,) + s.shape[d:])
-    T.unsqueeze = unsqueeze
-
-    def squeeze(s, dim=None):
-        if dim is None:
-            new = tuple(n for n in s.shape if n != 1)
-        else:
-            dims = _R.normalize_dims(dim, s.ndim, "squeeze")
-            new = tuple(n for i, n in enumerate(s.shape) if not (i in dims and n == 1))
-        return s if new == s.shape else _M.Reshape.apply(s, new)
-    T.squeeze = squeeze
-
-    def expand(s, *sizes):
-        sizes = _dims_arg(sizes)
-        if len(sizes) < s.ndim:
-            raise ValueError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or "
-                             f"equal to the number of dimensions in the tensor ({s.ndim}), shape {s.shape}")
-        lead = len(sizes) - s.ndim
-        target = []
-        for i, n in enumerate(sizes):
-            if i < lead:
-                if n < 0:
-                    raise ValueError(f"expand: -1 is not allowed in a new leading dimension, sizes {sizes}")
-                target.append(n)
-                continue
-            cur = s.shape[i - lead]
-            if n == -1 or n == cur:
-                target.append(cur)
-            elif cur == 1:
-                target.append(n)
-            else:
-                raise ValueError(f"expand: the expanded size {n} must match the existing size {cur} "
-                                 f"at non-singleton dimension {i}; target sizes {list(sizes)}, "
-                                 f"tensor shape {s.shape}")
-        target = tuple(target)
-        return s if target == s.shape else _M.Expand.apply(s, target)
-    T.expand = expand
-    T.expand_as = lambda s, o: expand(s, *o.shape)
-    T.broadcast_to = expand
-
-    def getitem(s, index):
-        idx, advanced = _M._normalize_index(index)
-        return _M.GetItem.apply(s, idx, advanced=advanced)
-    T.__getitem__ = getitem
-
-    def iterate(s):
-        if s.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        return (s[i] for i in range(s.shape[0]))
-    T.__iter__ = iterate
-
-    def narrow(s, dim, start, length):
-        if s.ndim == 0:
-            raise ValueError("narrow() cannot be applied to a 0-dim tensor.")
-        d = _canonical_dim(dim, s.ndim, "narrow")
-        if start < 0:
-            start += s.shape[d]
-        if not (0 <= start and start + length <= s.shape[d]) or length < 0:
-            raise ValueError(f"narrow: start ({start}) + length ({length}) exceeds dimension {dim} "
-                             f"of size {s.shape[d]} (shape {s.shape})")
-        index = (slice(None),) * d + (slice(start, start + length),)
-        return _M.GetItem.apply(s, index)
-    T.narrow = narrow
-
-    def split(s, split_size_or_sections, dim=0):
-        if s.ndim == 0:
-            raise ValueError("split expects at least a 1-dimensional tensor")
-        d = _canonical_dim(dim, s.ndim, "split")
-        n = s.shape[d]
-        if isinstance(split_size_or_sections, (int, np.integer)):
-            size = int(split_size_or_sections)
-            if size <= 0 and n > 0:
-                raise ValueError(f"split: split_size must be positive, got {size}")
-            sizes = [min(size, n - i) for i in range(0, n, size)] if n else [0]
-        else:
-            sizes = [int(x) for x in split_size_or_sections]
-            if sum(sizes) != n or any(x < 0 for x in sizes):
-                raise ValueError(f"split: sections {sizes} do not add up to the size {n} of dimension "
-                                 f"{dim} (shape {s.shape})")
-        out, start = [], 0
-        for size in sizes:
-            out.append(narrow(s, d, start, size))
-            start += size
-        return tuple(out)
-    T.split = split
-
-    def chunk(s, chunks, dim=0):
-        if s.ndim == 0:
-            raise ValueError("chunk expects at least a 1-dimensional tensor")
-        if chunks <= 0:
-            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
-        n = s.shape[_canonical_dim(dim, s.ndim, "chunk")]
-        if n == 0:   # torch: `chunks` empty pieces
-            return tuple(narrow(s, dim, 0, 0) for _ in range(chunks))
-        return split(s, -(-n // chunks), dim)
-    T.chunk = chunk
-
-    def where_method(s, condition, other):
-        return where(condition, s, other)
-    T.where = where_method
-
-
-_tensor_methods()
+def _compare(npfn, s, o):
+    """A comparison in the operands' result type, as torch's (no gradient; a bool result)."""
+    if type(o) in _FLOAT_KEEPS and s._data.dtype.kind == "f":   # the fast path: NumPy 2
+        return _adopt(npfn(s._data, o))   # compares a float array with a number in its dtype
+    a, b = _promote_pair(s, _as_operand(o, s))
+    return _adopt(_E._binary(npfn.__name__, npfn, a._data, b._data if isinstance(b, Tensor) else b))
 
 
 # ============================================================================ module-level functions
