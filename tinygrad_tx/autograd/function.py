@@ -35,7 +35,7 @@ from . import anomaly as _anomaly
 from .dispatch import _dispatch
 from .grad_mode import _state
 from .saved_memory import SavedMemory, _nbytes
-from .versions import _check_saved, _link_view, _saved_versions, _tensor_roots
+from .versions import _check_saved, refresh_stale_views, track_versions
 
 _creation_order = itertools.count()
 
@@ -217,52 +217,48 @@ class ArrayFunction:
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run ``forward`` on the inputs' arrays; when an input requires grad, record the node: a
+        Context that remembers the nodes behind the inputs and what ``forward`` saved."""
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
-        needs = None
-        if _state.enabled:
-            needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
-            if True not in needs:
-                needs = None
-        if needs is None:
-            out = cls.forward(_NoGradContext(), *arrays, **kwargs)
-            if not isinstance(out, np.ndarray):
-                out = np.asarray(out)
-            t = Tensor._from_op(out, None)
-            if out.base is not None or (arrays and out is arrays[0]):
-                _link_view(t, cls, args, _tensor_roots(args, arrays), kwargs)
-            return t
-        for a in args:   # a view whose base changed in place since its node was built: rebuild it
-            if isinstance(a, Tensor) and a._view is not None and a._view.version != a._view.base._version:
-                a._refresh_view()
+        needs = _needs_input_grad(args)
+        if needs is None:                       # nothing to differentiate: no node
+            out = _as_array(cls.forward(_NoGradContext(), *arrays, **kwargs))
+            return track_versions(None, Tensor._from_op(out, None), cls, args, arrays, kwargs)
+        refresh_stale_views(args)
         # the node behind each input: its producer's Context, or the Tensor itself for a leaf
         nodes = tuple([(a if a._ctx is None else a._ctx) if isinstance(a, Tensor) else None for a in args])
         ctx = Context(cls, nodes, needs)
         if _anomaly._state.enabled:
             _anomaly.record_creation(ctx)
-        roots = None
-        out = cls.forward(ctx, *arrays, **kwargs)
-        if not isinstance(out, np.ndarray):   # a NumPy scalar (ufuncs on 0-d arrays give one)
-            scalar, out = out, np.asarray(out)
-            if ctx._saved:   # a saved output stays recognisable as the output
-                ctx._saved = tuple([out if s is scalar else s for s in ctx._saved])
-        if out.dtype.kind not in "fc":
-            ctx.free()   # as in torch, integer and bool outputs (x.long(), x > 0) are not differentiable
-            t = Tensor._from_op(out, None)
-        else:
-            ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
-            t = Tensor._from_op(out, ctx)
-            if ctx._saved:
-                roots = _tensor_roots(args, arrays)
-                ctx._versions = _saved_versions(ctx._saved, roots, out, t, args)
-        if out.base is not None or (arrays and out is arrays[0]):
-            if roots is None:
-                roots = _tensor_roots(args, arrays)
-            _link_view(t, cls, args, roots, kwargs)
-        return t
+        out = _as_array(cls.forward(ctx, *arrays, **kwargs), ctx)
+        if out.dtype.kind not in "fc":          # integer and bool outputs are not differentiable (torch)
+            ctx.free()
+            return track_versions(None, Tensor._from_op(out, None), cls, args, arrays, kwargs)
+        ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
+        return track_versions(ctx, Tensor._from_op(out, ctx), cls, args, arrays, kwargs)
 
     @classmethod
     def name(cls) -> str:
         return cls.__name__
+
+
+def _needs_input_grad(args):
+    """Which arguments are Tensors that require grad, or None when grad mode is off or none does."""
+    if not _state.enabled:
+        return None
+    needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+    return needs if True in needs else None
+
+
+def _as_array(out, ctx=None) -> np.ndarray:
+    """``forward``'s result as an ndarray: NumPy ufuncs on 0-d arrays give NumPy scalars (a saved
+    output is swapped for the array too, so that it stays recognisable as the output)."""
+    if isinstance(out, np.ndarray):
+        return out
+    array = np.asarray(out)
+    if ctx is not None and ctx._saved:
+        ctx._saved = tuple([array if s is out else s for s in ctx._saved])
+    return array
 
 
 def _saved_as_tensors(ctx) -> tuple:

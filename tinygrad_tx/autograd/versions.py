@@ -50,6 +50,28 @@ def _link_view(t, fn, args, roots, kwargs) -> None:
             return
 
 
+def refresh_stale_views(args) -> None:
+    """A view input whose base changed in place since the view's node was built is rebuilt
+    first (``Tensor._refresh_view``), so the graph sees the new values, as torch's does."""
+    for a in args:
+        if isinstance(a, Tensor) and a._view is not None and a._view.version != a._view.base._version:
+            a._refresh_view()
+
+
+def track_versions(ctx, t, fn, args, arrays, kwargs):
+    """After ``fn``'s forward made ``t``: record the versions of what ``ctx`` saved
+    (:func:`_saved_versions`) and, when ``t``'s array shares an input's memory, link ``t`` to it
+    as a view (:func:`_link_view`). ``ctx`` is None when no node was recorded. Returns ``t``."""
+    out = t._data
+    roots = None
+    if ctx is not None and ctx._saved:
+        roots = _tensor_roots(args, arrays)
+        ctx._versions = _saved_versions(ctx._saved, roots, out, t, args)
+    if out.base is not None or (arrays and out is arrays[0]):
+        _link_view(t, fn, args, _tensor_roots(args, arrays) if roots is None else roots, kwargs)
+    return t
+
+
 class _Never:
     """The version counter of a constant argument (an array passed to an op, not a Tensor): it
     never changes, and the record only says where the saved array came from."""
