@@ -39,8 +39,9 @@ import warnings
 import numpy as np
 
 from .. import functional as F
-from ..tensor import Tensor, cat, stack
+from ..tensor import Tensor, cat, stack, where
 from . import init
+from .utils import rnn as rnn_utils
 from .layers import _input, _param_dtype, _size
 from .module import Module
 from .parameter import Parameter
@@ -335,9 +336,11 @@ class _RNNBase(Module):
             raise ValueError(f"{name}: Expected {label} size {expected}, got {tuple(h.shape)}")
         return h
 
-    def _run(self, x, h0, c0):
+    def _run(self, x, h0, c0, mask=None):
         """The layers and directions over x (L, N, in); returns output (L, N, D·H), h_n, c_n,
-        computed in float64 and returned in x's dtype."""
+        computed in float64 and returned in x's dtype. ``mask`` (L, N, 1) bool, for a packed
+        input: where it is False the state is carried over unchanged (h = where(mask_t, h', h)),
+        so each sequence's forward pass stops at its length and its reverse pass starts there."""
         dt = x._data.dtype
         x, h0, c0 = _wide(x), _wide(h0), _wide(c0)
         directions = 2 if self.bidirectional else 1
@@ -353,7 +356,11 @@ class _RNNBase(Module):
                 c = None if c0 is None else c0[row]
                 seq = [None] * steps
                 for t in (range(steps - 1, -1, -1) if d == 1 else range(steps)):
-                    h, c = _step(self._mode, gi[t], h, c, w_hh, b_hh)
+                    h_new, c_new = _step(self._mode, gi[t], h, c, w_hh, b_hh)
+                    if mask is not None:
+                        h_new = where(mask[t], h_new, h)
+                        c_new = None if c is None else where(mask[t], c_new, c)
+                    h, c = h_new, c_new
                     seq[t] = h
                 h_n.append(h)
                 c_n.append(c)
@@ -363,6 +370,33 @@ class _RNNBase(Module):
                 x = F.dropout(x, self.dropout, training=True)
         c_n = _narrow(stack(c_n, 0), dt) if c0 is not None else None
         return _narrow(x, dt), _narrow(stack(h_n, 0), dt), c_n
+
+    def _packed(self, input):
+        """A PackedSequence as (padded (L, N, in) in batch order, its (L, N, 1) mask)."""
+        padded, lengths = rnn_utils.pad_packed_sequence(input)
+        if padded.ndim != 3:
+            raise ValueError(f"{self._layer_name}: a packed input's data must be 2-D (valid steps, input_size), "
+                             f"got shape {tuple(input.data.shape)}")
+        x = _check_input(self, padded, 2, self._layer_name,
+                         "input.size(-1) must be equal to input_size. Expected {want}, got {got}")
+        mask = np.arange(x.shape[0])[:, None, None] < lengths._data[None, :, None]
+        return x, Tensor(mask)
+
+    def _forward(self, input, hx, cx=None, lstm=False):
+        """forward for RNN/GRU (``lstm`` False) and LSTM: (output, h_n[, c_n]); a PackedSequence
+        input gives a PackedSequence output (each sequence run over its own length)."""
+        if isinstance(input, rnn_utils.PackedSequence_):
+            x, mask = self._packed(input)
+            batched = True
+        else:
+            (x, batched), mask = self._check_input(input), None
+        h0 = self._check_state(hx, batched, x.shape[1], x.dtype, "hidden")
+        c0 = self._check_state(cx, batched, x.shape[1], x.dtype, "cell") if lstm else None
+        out, h_n, c_n = self._run(x, h0, c0, mask)
+        if not batched:
+            h_n, c_n = h_n.squeeze(1), (c_n.squeeze(1) if lstm else None)
+        out = rnn_utils.packed_like(out, input) if mask is not None else self._output(out, batched)
+        return out, h_n, c_n
 
     def _output(self, out, batched):
         if not batched:
@@ -397,10 +431,8 @@ class RNN(_RNNBase):
                          "RNN")
 
     def forward(self, input, hx=None):
-        x, batched = self._check_input(input)
-        h0 = self._check_state(hx, batched, x.shape[1], x.dtype, "hidden")
-        out, h_n, _ = self._run(x, h0, None)
-        return self._output(out, batched), (h_n if batched else h_n.squeeze(1))
+        out, h_n, _ = self._forward(input, hx)
+        return out, h_n
 
 
 class GRU(_RNNBase):
@@ -443,11 +475,6 @@ class LSTM(_RNNBase):
     def forward(self, input, hx=None):
         if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
             raise TypeError(f"LSTM: hx must be a pair (h_0, c_0) or None, got {type(hx).__name__}")
-        x, batched = self._check_input(input)
         h, c = (None, None) if hx is None else hx
-        h0 = self._check_state(h, batched, x.shape[1], x.dtype, "hidden")
-        c0 = self._check_state(c, batched, x.shape[1], x.dtype, "cell")
-        out, h_n, c_n = self._run(x, h0, c0)
-        if not batched:
-            h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
-        return self._output(out, batched), (h_n, c_n)
+        out, h_n, c_n = self._forward(input, h, c, lstm=True)
+        return out, (h_n, c_n)

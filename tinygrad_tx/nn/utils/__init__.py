@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..optim import clip_grad as _clip
-from ..tensor import Tensor, cat
+from ...optim import clip_grad as _clip
+from ...tensor import Tensor, cat
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
 
@@ -69,3 +69,6 @@ def vector_to_parameters(vec, parameters) -> None:
         n = p._data.size
         np.copyto(p._data, vec._data[pointer:pointer + n].reshape(p.shape), casting="unsafe")
         pointer += n
+
+
+from . import rnn  # noqa: E402  (torch.nn.utils.rnn: padded and packed sequences)
