@@ -498,7 +498,7 @@ def test_type_is_a_gpt_config_field_and_names_is_an_alias_of_gpt():
     assert cli.config_from_args(GPTConfig, parser.parse_args(["train", "names"])) == GPTConfig()
     cfg = cli.config_from_args(GPTConfig, parser.parse_args(["train", "gpt", "--type", "mlp"]))
     assert cfg.type == "mlp" and GPTTask(cfg, names=(NAMES, NAMES[:12], NAMES[12:16], NAMES[16:])).layout == "prefix"
-    assert cli.main(["train", "names", "--type", "bow"]) == 2    # makemore's bow has no model here
+    assert cli.main(["train", "names", "--type", "mamba"]) == 2    # not one of the types
 
 
 # ---------------------------------------------------------------------------- checks before the data

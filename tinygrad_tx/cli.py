@@ -8,7 +8,7 @@
     tinygrad-tx train bigram --data names.txt
     tinygrad-tx train vit | encoder | seq2seq
     tinygrad-tx train gpt --compare-torch --steps 200 --dtype float64
-    tinygrad-tx train names --type mlp       # makemore's baselines: --type bigram | mlp | transformer
+    tinygrad-tx train names --type mlp       # makemore's baselines: --type bigram | mlp | rnn | gru | lstm | bow | wavenet
     tinygrad-tx train gpt --resume runs/gpt/model.safetensors   # continue an interrupted run exactly
     tinygrad-tx run script.py ARGS           # a PyTorch script, its ``import torch`` loading tinygrad_tx
 
@@ -107,8 +107,8 @@ def config_from_args(config_cls, args):
 # --------------------------------------------------------------------------- commands
 
 TRAIN_HELP = {
-    "gpt": "the tutorial's GPT (d_model 64, 4 heads, 4 layers, block 16) on a names corpus; --type bigram|mlp "
-           "trains makemore's baselines instead (alias: 'train names')",
+    "gpt": "the tutorial's GPT (d_model 64, 4 heads, 4 layers, block 16) on a names corpus; --type "
+           "bigram|mlp|rnn|gru|lstm|bow|wavenet trains makemore's baselines instead (alias: 'train names')",
     "bigram": "the bigram count model: its NLL per character",
     "vit": "the Vision Transformer on scikit-learn's 8x8 digits: test accuracy",
     "encoder": "the BERT-style encoder: first-name gender (US Census lists), held-out accuracy",

@@ -7,9 +7,12 @@
   ``TransformerEncoder``, ``Encoder`` (BERT-style), ``TransformerDecoder``, ``EncoderDecoder``
   (sections 7.1, 8);
 * ``vit``: ``PatchEmbedding``, ``ViT`` (section 10);
-* ``baselines``: ``BigramCountModel``, ``NeuralBigram`` (section 3), ``FlattenMLP`` (section 5.3).
+* ``baselines``: ``BigramCountModel``, ``NeuralBigram`` (section 3), ``FlattenMLP`` (section 5.3);
+* ``recurrent_baselines``: ``RecurrentLM`` (RNN/GRU/LSTM), ``BagOfWordsLM``, ``WaveNetLM`` (section 1's
+  alternatives, ``train gpt --type rnn|gru|lstm|bow|wavenet``).
 """
 from .baselines import BigramCountModel, FlattenMLP, NeuralBigram
+from .recurrent_baselines import BagOfWordsLM, RecurrentLM, WaveNetLM
 from .gpt import ATTN_IMPLS, CausalSelfAttention, FeedForward, GPTLanguageModel, TransformerBlock
 from .transformer import (DecoderBlock, Encoder, EncoderBlock, EncoderDecoder, MultiHeadAttention,
                           TransformerDecoder, TransformerEncoder)
@@ -19,4 +22,5 @@ __all__ = [
     "ATTN_IMPLS", "BigramCountModel", "CausalSelfAttention", "DecoderBlock", "Encoder", "EncoderBlock",
     "EncoderDecoder", "FeedForward", "FlattenMLP", "GPTLanguageModel", "MultiHeadAttention", "NeuralBigram",
     "PatchEmbedding", "TransformerBlock", "TransformerDecoder", "TransformerEncoder", "ViT",
+    "BagOfWordsLM", "RecurrentLM", "WaveNetLM",
 ]

@@ -15,7 +15,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 DTYPES = ("float32", "float64")
-NAME_MODELS = ("transformer", "bigram", "mlp")   # train gpt --type
+NAME_BASELINES = ("rnn", "gru", "lstm", "bow", "wavenet")   # causal LMs of models/recurrent_baselines.py
+NAME_MODELS = ("transformer", "bigram", "mlp") + NAME_BASELINES   # train gpt --type
 
 
 def _f(default, help: str, **extra):
@@ -68,6 +69,8 @@ class TrainConfig:
     def check(self) -> None:
         """The checks that need no data (run when the config is made, so a bad combination of
         flags fails before any corpus is loaded): ``ValueError`` naming the flags."""
+        if getattr(self, "type", "transformer") in NAME_BASELINES and self.n_layers < 1:
+            raise ValueError(f"--type {self.type} needs --n-layers >= 1, got {self.n_layers}")
         if getattr(self, "type", "transformer") != "transformer":
             return
         if self.d_model % self.n_heads:
@@ -92,7 +95,10 @@ class GPTConfig(TrainConfig):
     type: str = _f("transformer", "the model: 'transformer' = the tutorial's GPT; 'bigram' = NeuralBigram (a "
                                   "V x V logits table, trained); 'mlp' = FlattenMLP (embed the last --block-size "
                                   "characters, flatten, MLP with 4 * --d-model hidden units; trains on the prefix "
-                                  "layout)", choices=NAME_MODELS)
+                                  "layout); 'rnn'/'gru'/'lstm' = RecurrentLM (--n-layers stacked layers, hidden "
+                                  "--d-model); 'bow' = BagOfWordsLM (causal average of the past + MLP, --n-layers "
+                                  "blocks); 'wavenet' = WaveNetLM (--n-layers Conv1d layers, kernel 2, dilations 1, 2, "
+                                  "4, ...: receptive field 2**n_layers)", choices=NAME_MODELS)
     data: str | None = _f(None, "names file, one name per line (default: the offline US Census first names)",
                           type=str, metavar="PATH")
     dataset: str = _f("full", "training examples: 'full' = one row per name, every position scored "

@@ -31,6 +31,7 @@ from ..data import IGNORE_INDEX, CharAutoregressiveDataset, CharVocab, FullSeque
 from ..generation import generate
 from ..models import BigramCountModel
 from .config import GPTConfig
+from .names_baselines import NAME_BASELINES, TITLES, baseline_spec
 from .loop import Task, eval_batches, save_and_plot, summed_loss, train_and_test, trailing_columns
 from .saving import load_run
 
@@ -91,6 +92,8 @@ class GPTTask(Task):
         if c.type == "mlp":
             return "FlattenMLP", dict(vocab_size=len(self.vocab), block_size=c.block_size, d_model=c.d_model,
                                       hidden=4 * c.d_model)
+        if c.type in NAME_BASELINES:
+            return baseline_spec(c, len(self.vocab))
         return "GPTLanguageModel", dict(vocab_size=len(self.vocab), d_model=c.d_model, n_heads=c.n_heads,
                                         n_layers=c.n_layers, block_size=c.block_size, dropout=c.dropout,
                                         attn_impl=c.attn_impl)
@@ -267,6 +270,8 @@ def model_title(spec) -> str:
         return f"NeuralBigram ({kw['vocab_size']} x {kw['vocab_size']} table)"
     if name == "FlattenMLP":
         return f"FlattenMLP (window {kw['block_size']}, d_model {kw['d_model']}, hidden {kw['hidden']})"
+    if name in TITLES:
+        return TITLES[name](kw)
     return f"GPT (d_model {kw['d_model']}, {kw['n_layers']} layers)"
 
 
