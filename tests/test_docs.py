@@ -337,3 +337,33 @@ def test_the_command_of_every_picture_still_runs(name, tmp_path):
     finally:
         os.chdir(old)
     assert (tmp_path / written).stat().st_size > 1000
+
+
+def test_engine_reading_path_names_exist():
+    """docs/engine.md, the reading path: every file it names exists, and every code name in a
+    section (`Mul`, `run_backward`, `ArrayFunction.apply`, `input_nodes`) is in one of the files
+    that section names — a class as ``class Name``, a function or method as ``def name``, an
+    attribute or a table as a word — so a rename cannot leave the path pointing at nothing."""
+    text = (ROOT / "docs" / "engine.md").read_text()
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    assert len(sections) >= 6
+    file_pattern = r"`((?:tinygrad_tx|docs|tests)/[\w/.-]+)`"
+    for section in sections:
+        title = section.splitlines()[0]
+        files = re.findall(file_pattern, section)
+        assert files, f"engine.md section {title!r} names no file"
+        sources = []
+        for path in files:
+            assert (ROOT / path).is_file(), f"engine.md ({title}) names {path}, which does not exist"
+            if path.endswith(".py"):
+                sources.append((ROOT / path).read_text())
+        code = "\n".join(sources)
+        for token in re.findall(r"`([A-Za-z_][\w.]*)`", section):
+            if "/" in token or token in ("None", "True", "False"):
+                continue
+            for name in token.split("."):
+                if name[0].isupper() and not name.isupper():
+                    ok = re.search(rf"^\s*class {name}\b", code, re.M)
+                else:
+                    ok = re.search(rf"^\s*def {name}\b", code, re.M) or re.search(rf"\b{name}\b", code)
+                assert ok, f"engine.md ({title}) names `{token}`, not found in {files}"

@@ -23,7 +23,7 @@ import tinygrad_tx as tg
 from reference.testing import DEVICE, F32_FLOOR, F32_RATIO, F64_RTOL, check_parity, rel_err
 from tinygrad_tx.testing.strategies import float_dtypes, non_contiguous, seeds, values
 from tinygrad_tx import nn
-from tinygrad_tx.nn.rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
+from tinygrad_tx.functional.rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
 
 tnn = torch.nn
 TORCH_DTYPE = {np.dtype(np.float64): torch.float64, np.dtype(np.float32): torch.float32}

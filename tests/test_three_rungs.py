@@ -30,7 +30,7 @@ from tinygrad_tx.functional.closed_form import (CLOSED_FORMS, BatchNormClosedFor
                                                 LayerNormClosedForm, LinearClosedForm, LogSoftmaxClosedForm,
                                                 PatchEmbedClosedForm, ScaledDotProductAttentionClosedForm,
                                                 SoftmaxClosedForm)
-from tinygrad_tx.nn.batch_norm import batch_norm, batch_norm_composite
+from tinygrad_tx.functional.batch_norm import batch_norm, batch_norm_composite
 from tinygrad_tx.ops.flash_attention import flash_attention
 from tinygrad_tx.viz.explain import closed_form_lines
 

@@ -534,7 +534,7 @@ def _gpt_block_truth(t, c):
 
 
 def _batch_norm_truth(t, c):
-    from ..nn.batch_norm import batch_norm
+    from ..functional.batch_norm import batch_norm
     return batch_norm(t["x"], None, None, t["weight"], t["bias"], training=True, eps=c.extra["eps"])
 
 
@@ -651,7 +651,7 @@ _LADDER = [
              ("As LayerNorm, but the statistics of channel c run over its m = N (or N·L) values.",
               "The forward's variance is the biased one (divide by m): differentiate that one.",
               "weight and bias get the sums over the batch (and length) axes."),
-             _batch_norm_mistakes, factors=_channel_size, rungs={"fused": "tinygrad_tx.nn.batch_norm:BatchNorm", "closed_form": ("BatchNormClosedForm",)}),
+             _batch_norm_mistakes, factors=_channel_size, rungs={"fused": "tinygrad_tx.functional.batch_norm:BatchNorm", "closed_form": ("BatchNormClosedForm",)}),
     Exercise("gelu", "y = gelu(x, approximate='tanh')", S.Gelu, _unary_draw("normal"), _apply_x,
              lambda t, c: F.gelu(t["x"], approximate="tanh"),
              ("Product rule on 0.5 x · (1 + tanh u), then the chain rule through u(x).",

@@ -42,8 +42,8 @@ from .pooling import (AdaptiveAvgPool, AdaptiveMaxPool, AvgPool, MaxPool, adapti
 from .pointwise import (Elu, Glu, Hardsigmoid, Hardswish, Hardtanh, LeakyRelu, LogSigmoid, Mish, Silu, Softplus,
                         Softsign, Tanhshrink, celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                         logsigmoid, mish, relu6, selu, silu, softplus, softsign, tanhshrink)
-from ..nn.rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
-from ..nn.batch_norm import batch_norm, batch_norm_composite
+from .rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
+from .batch_norm import batch_norm, batch_norm_composite
 from .regression import (AbsoluteError, HuberError, SmoothL1Error, SquaredError, huber_loss, l1_loss, mse_loss,
                          smooth_l1_loss)
 from .softmax import (LogSoftmax, Softmax, log_softmax, log_softmax_composite, softmax, softmax_composite,

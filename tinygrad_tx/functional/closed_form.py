@@ -35,7 +35,7 @@ import numpy as np
 from scipy.special import erf
 
 from ..autograd import ArrayFunction
-from ..nn.batch_norm import BatchNorm, check_batch_norm
+from .batch_norm import BatchNorm, check_batch_norm
 from ..ops import elementwise as _ops_elementwise
 from ..ops.flash_attention import check_flash_attention
 from ..tensor import Tensor
@@ -180,7 +180,7 @@ class BatchNormClosedForm(ArrayFunction):
         dL/dx = r · (d - mean(d) - x̂ ∘ mean(d ∘ x̂)),  d = γ g   (means over those m values),
         dL/dγ = Σ g ∘ x̂,   dL/dβ = Σ g.
 
-    (The same derivation as ``nn.batch_norm.BatchNorm``'s (r/m)(m d - Σ d - x̂ Σ d x̂).)
+    (The same derivation as ``functional/batch_norm.py``'s ``BatchNorm``'s (r/m)(m d - Σ d - x̂ Σ d x̂).)
     Saved: x̂, r and γ. No running statistics: ``F.batch_norm`` updates those.
 
     Eval mode (``running=(μ, σ²)``, given constants, as ``nn.BatchNorm`` uses them): x̂ = (x - μ) r

@@ -30,7 +30,7 @@ from . import init, utils
 from .activation import (ELU, Flatten, Hardtanh, Identity, LeakyReLU, LogSoftmax, Mish, ReLU6, Sigmoid, SiLU,
                          Softmax, Softplus, Unflatten)
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
-from .batch_norm import batch_norm
+from ..functional.batch_norm import batch_norm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .layers import GELU, BatchNorm1d, BatchNorm2d, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh

@@ -4,7 +4,7 @@ Each layer owns its Parameters and buffers, initialises them as torch does
 (``reset_parameters``, distributions documented in :mod:`tinygrad_tx.nn.init`),
 checks its input with a ValueError/TypeError that names the shapes or values
 involved, and computes its forward with the functional ops of
-``tinygrad_tx.functional`` (or :func:`tinygrad_tx.nn.batch_norm.batch_norm`),
+``tinygrad_tx.functional`` (or :func:`tinygrad_tx.functional.batch_norm.batch_norm`),
 whose backwards are written by hand. Constructor arguments, attribute names,
 state-dict keys and reprs follow ``torch.nn``; ``dtype=`` (default float32) is
 torch's factory keyword.
@@ -24,7 +24,7 @@ from ..functional._util import check_probability
 from ..ops.movement import IndexOutOfRange
 from ..tensor import DEFAULT_FLOAT, Tensor
 from . import init
-from .batch_norm import batch_norm
+from ..functional.batch_norm import batch_norm
 from .module import Module, _float_dtype
 from .parameter import Parameter
 
@@ -294,7 +294,7 @@ class BatchNorm1d(Module):
 class BatchNorm2d(BatchNorm1d):
     """Batch normalisation of (N, C, H, W) input per channel C, statistics over N, H and W:
     BatchNorm1d's module (same arguments, buffers, state-dict keys, momentum rule) on 4-D input;
-    the fused Function and its backward are ``nn.batch_norm.BatchNorm``'s, which reduce over every
+    the fused Function and its backward are ``functional/batch_norm.py``'s ``BatchNorm``'s, which reduce over every
     axis but 1."""
 
     def _check_input_dim(self, x) -> None:

@@ -32,7 +32,7 @@ from typing import Callable
 import numpy as np
 
 from .. import functional as F
-from ..nn.batch_norm import BatchNorm, batch_norm, batch_norm_composite
+from ..functional.batch_norm import BatchNorm, batch_norm, batch_norm_composite
 from ..ops.elementwise import Gelu
 from ..ops.flash_attention import FlashAttention, flash_attention
 from ..tensor import Tensor
