@@ -17,6 +17,9 @@
 * :mod:`.transformer` — ``TransformerEncoderLayer``, ``TransformerEncoder``, ``TransformerDecoderLayer``,
   ``TransformerDecoder``, ``Transformer`` (torch's semantics and state-dict names);
 * :mod:`.recurrent` — ``RNNCell``, ``GRUCell``, ``LSTMCell``, ``RNN``, ``GRU``, ``LSTM``;
+* :mod:`.instancenorm` — ``InstanceNorm1d/2d/3d``; :mod:`.prelu` — ``PReLU``, ``LazyLinear``;
+  :mod:`.resampling` — ``Upsample``, ``UpsamplingNearest2d/Bilinear2d`` and the padding layers
+  (``ReflectionPad``, ``ReplicationPad``, ``ZeroPad``, ``ConstantPad``, ``CircularPad`` 1d/2d/3d);
 * :mod:`.rms_norm` — ``RMSNorm`` (and ``rms_norm``, its fused Function and composite);
 * :mod:`.batch_norm` — the fused batch-norm Function and ``batch_norm``;
 * :mod:`.init` — torch's initialisers, drawing from a seeded NumPy generator;
@@ -34,6 +37,12 @@ from ..functional.batch_norm import batch_norm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .layers import GELU, BatchNorm1d, BatchNorm2d, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .prelu import LazyLinear, PReLU
+from .resampling import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
+                         ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
+                         ReplicationPad3d, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+                         ZeroPad3d)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
 from .module import Module, RemovableHandle, StateDictError, functional_call
@@ -46,6 +55,10 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
                           TransformerEncoderLayer)
 
 __all__ = [
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyLinear", "PReLU", "Upsample", "UpsamplingNearest2d",
+    "UpsamplingBilinear2d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+    "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
+    "ConstantPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
     "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
     "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LSTM", "LSTMCell",
     "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList",

@@ -204,20 +204,13 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class BatchNorm1d(Module):
-    """Batch normalisation of (N, C) or (N, C, L) input, per channel C.
+class _NormBase(Module):
+    """What BatchNorm and InstanceNorm share (torch's ``_NormBase``): ``weight``/``bias`` (with
+    ``affine``), the ``running_mean``/``running_var``/``num_batches_tracked`` buffers (with
+    ``track_running_stats``), and their reset."""
 
-    Training mode normalises with the batch's statistics and updates the
-    running estimates: ``running = (1 − momentum)·running + momentum·batch``
-    (the variance estimate unbiased), or, with ``momentum=None``, their
-    cumulative average (factor 1/num_batches_tracked). Eval mode normalises
-    with the running estimates. ``track_running_stats=False`` keeps none and
-    always uses batch statistics. Contrast with LayerNorm (tutorial 7.2), which
-    normalises each sample over its own features and needs no running state.
-    """
-
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype=None, *, bias: bool = True):
+    def __init__(self, num_features: int, eps: float, momentum, affine: bool, track_running_stats: bool,
+                 dtype=None, *, bias: bool = True):
         super().__init__()
         layer = type(self).__name__
         self.num_features = _size(num_features, "num_features", layer, 1)
@@ -248,10 +241,6 @@ class BatchNorm1d(Module):
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
 
-    def _check_input_dim(self, x) -> None:
-        if x.ndim not in (2, 3):
-            raise ValueError(f"BatchNorm1d: expected 2-D (N, C) or 3-D (N, C, L) input, got shape {x.shape}")
-
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
             self.running_mean._data[...] = 0
@@ -264,6 +253,27 @@ class BatchNorm1d(Module):
             init.ones_(self.weight)
         if self.bias is not None:
             init.zeros_(self.bias)
+
+
+class BatchNorm1d(_NormBase):
+    """Batch normalisation of (N, C) or (N, C, L) input, per channel C.
+
+    Training mode normalises with the batch's statistics and updates the
+    running estimates: ``running = (1 − momentum)·running + momentum·batch``
+    (the variance estimate unbiased), or, with ``momentum=None``, their
+    cumulative average (factor 1/num_batches_tracked). Eval mode normalises
+    with the running estimates. ``track_running_stats=False`` keeps none and
+    always uses batch statistics. Contrast with LayerNorm (tutorial 7.2), which
+    normalises each sample over its own features and needs no running state.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
+                 track_running_stats: bool = True, dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype, bias=bias)
+
+    def _check_input_dim(self, x) -> None:
+        if x.ndim not in (2, 3):
+            raise ValueError(f"BatchNorm1d: expected 2-D (N, C) or 3-D (N, C, L) input, got shape {x.shape}")
 
     def forward(self, input):
         layer = type(self).__name__

@@ -1,0 +1,78 @@
+"""``F.instance_norm``: each (sample, channel) plane normalised by its own statistics.
+
+A **composite** of primitives with hand-written backwards (``mean``, subtraction, square, ``rsqrt``,
+products): for x of shape (N, C, *spatial), with μ and σ² the mean and biased variance over the
+spatial positions of each (n, c),
+
+    y = (x − μ) / √(σ² + eps) · w_c + b_c
+
+and the engine's gradient is the chain rule through those ops — the derivative torch's fused
+kernel computes (instance norm is batch norm applied to an (1, N·C, *spatial) input).
+With ``running_mean``/``running_var`` and ``use_input_stats`` (training), the running statistics
+move by ``momentum`` towards the batch average of μ and of the *unbiased* variance, in place, as
+torch's; ``use_input_stats=False`` (eval with tracked statistics) normalises by them instead.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..autograd import no_grad
+from ..tensor import Tensor
+from ._util import as_tensor, check_float
+
+__all__ = ["instance_norm"]
+
+
+def _channel_shape(x: Tensor):
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """``torch.nn.functional.instance_norm`` for an (N, C, *spatial) input (at least one spatial
+    dimension)."""
+    op = "instance_norm"
+    x = as_tensor(input, op, "input")
+    if x.ndim < 3:
+        raise ValueError(f"{op}: expected an input of shape (N, C, *spatial) with at least 3 dimensions, "
+                         f"got shape {x.shape}")
+    for name, value in (("momentum", momentum), ("eps", eps)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{op}: {name} must be a number, got {value!r}")
+    tensors = {"input": x, "weight": weight, "bias": bias, "running_mean": running_mean, "running_var": running_var}
+    check_float(op, **{k: v for k, v in tensors.items() if isinstance(v, Tensor)})
+    c = x.shape[1]
+    for name, t in tensors.items():
+        if name != "input" and t is not None and tuple(t.shape) != (c,):
+            raise RuntimeError(f"{op}: {name} must have shape ({c},) (one per channel of input {x.shape}), "
+                               f"got {tuple(t.shape)}")
+    dims = tuple(range(2, x.ndim))
+    spatial = int(np.prod(x.shape[2:]))
+    if use_input_stats:
+        if spatial <= 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {x.shape}")
+        mean = x.mean(dims, keepdim=True)
+        centered = x - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.detach().reshape(x.shape[0], c).mean(0) * momentum)
+                if running_var is not None:
+                    unbiased = var.detach().reshape(x.shape[0], c).mean(0) * (spatial / (spatial - 1))
+                    running_var.mul_(1 - momentum).add_(unbiased * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError(f"{op}: Expected running_mean and running_var to be defined when use_input_stats "
+                             f"is false")
+        mean = running_mean.reshape(_channel_shape(x))
+        centered = x - mean
+        var = running_var.reshape(_channel_shape(x))
+    y = centered * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.reshape(_channel_shape(x))
+    if bias is not None:
+        y = y + bias.reshape(_channel_shape(x))
+    return y
