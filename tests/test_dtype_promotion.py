@@ -162,3 +162,22 @@ def test_a_number_on_the_left_of_a_reflected_operator_ranks_below_a_0d_tensor(op
             case = (number, op, dtype, shape)
             assert _our_name(got.dtype) == _torch_name(want.dtype), case
             np.testing.assert_array_equal(got.numpy(), want.cpu().numpy(), err_msg=str(case))
+
+
+def test_no_module_constant_is_a_numpy_float64_scalar():
+    """Under NumPy 2's promotion a NumPy float64 scalar times a float32 array is a float64 array:
+    a module-level constant such as ``np.sqrt(2 / np.pi)`` silently ran the float32 tanh-GELU in
+    float64 (14x torch's time). The engine's constants are Python floats (weak: they take the
+    array's dtype); this scan of every engine module keeps it so."""
+    import importlib
+    import pkgutil
+    found = []
+    for pkg in ("tinygrad_tx.ops", "tinygrad_tx.functional", "tinygrad_tx.nn", "tinygrad_tx.optim",
+                "tinygrad_tx.autograd"):
+        for info in pkgutil.iter_modules(importlib.import_module(pkg).__path__):
+            module = importlib.import_module(f"{pkg}.{info.name}")
+            for name, value in vars(module).items():
+                values = value if isinstance(value, tuple) else (value,)
+                if any(isinstance(v, np.floating) and v.dtype == np.float64 for v in values):
+                    found.append(f"{module.__name__}.{name}")
+    assert not found, f"NumPy float64 scalars as module constants (make them Python floats): {found}"

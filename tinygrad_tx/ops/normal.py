@@ -40,7 +40,7 @@ from ..parallel import parallel_chunks
 P = 0.39
 Q = (0.37957066107513215, 0.48738497437882994, -0.0417099714367401,
      0.9404217792214677, -0.647329990066178, 0.13497670858074906)
-LN_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+LN_SQRT_2PI = float(0.5 * np.log(2.0 * np.pi))
 # The blocks use s = 1/(1/P + |x|) = P t (one pass fewer than 1/(1 + P|x|)), so t^k = s^k / P^k and
 # t·Q(t) = Σ_k (c_k / P^(k+1)) s^(k+1): the coefficients absorb the powers of P.
 _QS = tuple(c / P ** (k + 1) for k, c in enumerate(Q))

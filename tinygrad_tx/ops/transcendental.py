@@ -17,10 +17,10 @@ from scipy.special import erfinv as _erfinv
 
 from ..autograd import ArrayFunction
 
-_LN2 = np.log(2.0)
-_LN10 = np.log(10.0)
-_TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
-_SQRT_PI_OVER_2 = np.sqrt(np.pi) / 2.0
+_LN2 = float(np.log(2.0))
+_LN10 = float(np.log(10.0))
+_TWO_OVER_SQRT_PI = float(2.0 / np.sqrt(np.pi))
+_SQRT_PI_OVER_2 = float(np.sqrt(np.pi) / 2.0)
 
 
 def _quiet():
