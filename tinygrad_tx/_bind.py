@@ -26,6 +26,8 @@ MODULES = (
     "tinygrad_tx.ops.indexing",
     "tinygrad_tx.factories",
     "tinygrad_tx.legacy",        # FloatTensor/LongTensor/... constructors and types, range
+    "tinygrad_tx.printing",      # set_printoptions
+    "tinygrad_tx.ops.misc",      # Tensor.random_, dist
     "tinygrad_tx.functional",
     "tinygrad_tx.ops.inplace",   # last: it makes an in-place twin of every method bound before it
 )

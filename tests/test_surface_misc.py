@@ -1,0 +1,131 @@
+"""Small names teaching code uses, against torch: Tensor.random_, torch.dist / Tensor.dist
+(tinygrad_tx/ops/misc.py), torch.random (tinygrad_tx/random.py), torch.set_printoptions
+(tinygrad_tx/printing.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tinygrad_tx as tg
+from reference.testing import check_parity
+from tinygrad_tx import gradcheck
+from tinygrad_tx.testing.strategies import broadcastable_pair, seeds, values
+
+DTYPES = st.sampled_from([np.float64, np.float32])
+
+
+# ============================================================================ random_
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int32", "int8", "uint8", "bool"])
+def test_random_default_range_matches_torch(dtype):
+    """random_() draws from the same range as torch's (checked on 4000 draws each side)."""
+    ours = tg.zeros(4000, dtype=getattr(tg, dtype)).random_()
+    ref = torch.zeros(4000, dtype=getattr(torch, dtype)).random_()
+    a, b = ours.numpy().astype(np.float64), ref.numpy().astype(np.float64)
+    assert ours.numpy().dtype == ref.numpy().dtype
+    assert a.min() >= 0 and a.max() <= (ref.numpy().dtype == np.bool_ or b.max() * 1.01 + 1) and \
+        (dtype in ("bool", "uint8", "int8") or a.max() > b.max() / 4)
+    if dtype in ("bool", "uint8", "int8"):
+        assert set(np.unique(a)) <= set(range(0, 256)) and a.max() > b.max() / 2
+
+
+@given(low=st.integers(-5, 5), span=st.integers(1, 6), one_arg=st.booleans(), seed=seeds,
+       dtype=st.sampled_from(["float32", "float64", "int64"]))
+def test_random_range_and_generator(low, span, one_arg, seed, dtype):
+    args = (span,) if one_arg else (low, low + span)
+    lo, hi = (0, span) if one_arg else (low, low + span)
+    g1, g2 = tg.Generator().manual_seed(seed), tg.Generator().manual_seed(seed)
+    a = tg.zeros(200, dtype=getattr(tg, dtype)).random_(*args, generator=g1)
+    b = tg.zeros(200, dtype=getattr(tg, dtype)).random_(*args, generator=g2)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    v = a.numpy()
+    assert v.min() >= lo and v.max() < hi and np.all(v == np.round(v))
+    assert np.unique(v).size == min(span, np.unique(v).size) and (span == 1 or np.unique(v).size > 1)
+
+
+def test_random_autograd_rules_and_errors():
+    x = tg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        x.random_(5)
+    y = x * 2
+    y.random_(4)                      # the new values do not depend on the old ones: gradient 0
+    (y * 3).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 0.0])
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to', but got from=5 >= to=5"):
+            lib.zeros(3).random_(5, 5)
+    with pytest.raises(TypeError, match="argument 'to' must be an int, got 2.5"):
+        tg.zeros(3).random_(0, 2.5)
+    with pytest.raises(TypeError, match="at most 2 positional"):
+        tg.zeros(3).random_(0, 2, 3)
+
+
+# ============================================================================ dist
+
+@given(shapes=broadcastable_pair(), p=st.sampled_from([1, 2, 3, 1.5, float("inf")]), seed=seeds, dtype=DTYPES)
+def test_dist_parity(shapes, p, seed, dtype):
+    """‖input − other‖_p over every element (broadcast): value and both gradients as torch's.
+    'distinct' values keep every |difference| away from 0 and (p = inf) the maximum unique."""
+    a, b = values(shapes[0], seed, "distinct"), np.array(values(shapes[1], seed + 1, "distinct") * 0.01)
+    # p = 1: d‖d‖₁/d(other) = −Σ sign(d) over the elements broadcast against it, exactly 0 when the
+    # signs balance (two elements of opposite sign against one 0-d other): allowed, not blind elsewhere
+    check_parity(lambda x, y: tg.dist(x, y, p), lambda x, y: torch.dist(x, y, p), a, b, dtype=dtype, seed=seed,
+                 name=f"dist p={p}", allow_zero_grad=(1,) if p == 1 else ())
+
+
+def test_dist_method_finite_differences_and_errors():
+    a, b = values((3, 4), 1, "distinct"), values((4,), 2, "distinct") * 0.01
+    for p in (1, 2, 3.5, float("inf")):
+        assert gradcheck(lambda x, y: x.dist(y, p), [a, b])
+    z = tg.ones(3, requires_grad=True)
+    tg.dist(z, tg.ones(3)).backward()             # ‖0‖: gradient 0, as torch's
+    np.testing.assert_array_equal(z.grad.numpy(), [0.0, 0.0, 0.0])
+    assert float(tg.dist(tg.ones(2, 3), tg.zeros(3), p=0)) == float(torch.dist(torch.ones(2, 3), torch.zeros(3), p=0))
+    with pytest.raises(TypeError, match="argument 'p' must be a number, got 'fro'"):
+        tg.dist(tg.ones(2), tg.ones(2), "fro")
+    with pytest.raises(TypeError, match="must be Tensors"):
+        tg.dist(tg.ones(2), [1.0, 2.0])
+
+
+# ============================================================================ torch.random
+
+def test_torch_random_module():
+    tg.random.manual_seed(42)
+    a = tg.rand(3)
+    tg.random.manual_seed(seed=42)
+    np.testing.assert_array_equal(a.numpy(), tg.rand(3).numpy())
+    assert tg.random.initial_seed() == 42
+    state = tg.random.get_rng_state()
+    b = tg.rand(2)
+    tg.random.set_rng_state(state)
+    np.testing.assert_array_equal(b.numpy(), tg.rand(2).numpy())
+    with tg.random.fork_rng():
+        inside = tg.rand(2)
+    np.testing.assert_array_equal(inside.numpy(), tg.rand(2).numpy())   # the state was restored
+    assert tg.random.manual_seed is tg.manual_seed
+
+
+# ============================================================================ set_printoptions
+
+def test_set_printoptions():
+    try:
+        tg.set_printoptions(sci_mode=False)
+        assert "e-" not in repr(tg.tensor([1e-8, 1.0]))
+        tg.set_printoptions(threshold=5, edgeitems=2)
+        assert "..." in repr(tg.arange(100))
+        tg.set_printoptions(precision=8)
+        assert tg.get_printoptions()["precision"] == 8
+        tg.set_printoptions(profile="full")
+        assert "..." not in repr(tg.arange(2000))
+        with pytest.raises(ValueError, match="profile must be one of default, short, full, got 'long'"):
+            tg.set_printoptions(profile="long")
+        with pytest.raises(TypeError, match="sci_mode must be True, False or None, got 'no'"):
+            tg.set_printoptions(sci_mode="no")
+        with pytest.raises(TypeError, match="threshold must be a non-negative number, got -1"):
+            tg.set_printoptions(threshold=-1)
+    finally:
+        tg.set_printoptions(profile="default")
+    assert "..." in repr(tg.arange(2000)) and tg.get_printoptions()["precision"] == 4

@@ -1,0 +1,70 @@
+"""Small torch names teaching code uses: ``Tensor.random_`` and ``torch.dist`` / ``Tensor.dist``.
+
+* ``x.random_(to)`` / ``x.random_(from, to)`` fills x in place with integers uniform on
+  [from, to); ``x.random_()`` on [0, 2^mantissa] for a float dtype (every integer it represents
+  exactly), [0, max] for an integer dtype (int64: [0, 2^63 − 2]), {False, True} for bool. Through
+  ``ops/inplace.apply_inplace``: the new values do not depend on the old (their gradient is 0) and
+  a leaf that requires grad refuses, as torch's.
+* ``dist(input, other, p=2)`` is the composite ``linalg.vector_norm(input − other, p)`` over all
+  elements (broadcast): its gradient is the chain rule through the subtraction and vector_norm's
+  hand-written backward (d‖d‖_p/dd = sign(d)·|d|^(p−1)/‖d‖_p^(p−1); 0 where ‖d‖ = 0, as torch's).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..generator import draw_integers
+from ..tensor import Tensor
+from .inplace import _replaced, apply_inplace
+
+__all__ = ["random_", "dist"]
+
+
+def _default_high(dt: np.dtype) -> int:
+    """One past the largest value of ``random_()``'s default range for dtype ``dt``."""
+    if dt.kind == "b":
+        return 2
+    if dt.kind == "f":
+        return 2 ** (np.finfo(dt).nmant + 1) + 1
+    return min(int(np.iinfo(dt).max) + 1, 2 ** 63 - 1)
+
+
+def random_(self, *args, generator=None):
+    """``Tensor.random_(from=0, to=None, *, generator=None)``: integers uniform on [from, to)
+    (``random_(to)``: [0, to); ``random_()``: the dtype's default range), in place."""
+    if len(args) > 2:
+        raise TypeError(f"random_() takes at most 2 positional arguments (from, to), got {len(args)}: {args}")
+    for name, v in zip(("from", "to"), args):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer))):
+            raise TypeError(f"random_(): argument '{name}' must be an int, got {v!r}")
+    dt = self._data.dtype
+    if len(args) == 2 and args[1] is not None:
+        low, high = int(args[0]), int(args[1])
+    elif len(args) == 1 and args[0] is not None:
+        low, high = 0, int(args[0])
+    else:
+        low, high = 0, _default_high(dt)
+    # the default float range reaches 2^(mantissa+1), exact in the dtype: drawn as int64, then cast
+    draw_dt = np.dtype(np.int64) if len(args) == 0 and dt.kind == "f" else dt
+
+    def compute(t):
+        return _replaced(t, draw_integers(t._data.shape, draw_dt, low, high, generator).astype(dt))
+
+    return apply_inplace(self, "random_", compute)
+
+
+def dist(input, other, p=2) -> Tensor:
+    """``torch.dist``: the p-norm of ``input - other`` (broadcast), over all elements."""
+    from ..linalg import vector_norm
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError(f"dist(): input and other must be Tensors, got {type(input).__name__} and "
+                        f"{type(other).__name__}")
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"dist(): argument 'p' must be a number, got {p!r}")
+    return vector_norm(input - other, p)
+
+
+TENSOR_METHODS = {"random_": random_, "dist": dist}
+FUNCTIONS = {"dist": dist}
