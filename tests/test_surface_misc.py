@@ -129,3 +129,49 @@ def test_set_printoptions():
     finally:
         tg.set_printoptions(profile="default")
     assert "..." in repr(tg.arange(2000)) and tg.get_printoptions()["precision"] == 4
+
+
+# ============================================================================ resize_, Module.to_empty, load_state_dict(assign=)
+
+def test_resize_matches_torch():
+    for first, second in [((2, 3), (6,)), ((2, 3), (4,)), ((4,), (1, 2, 2))]:
+        ours, ref = tg.arange(6.0), torch.arange(6.0)
+        assert ours.resize_(*first) is ours
+        ref.resize_(*first)
+        np.testing.assert_array_equal(ours.numpy(), ref.numpy())
+        ours.resize_(second)
+        ref.resize_(second)
+        np.testing.assert_array_equal(ours.numpy(), ref.numpy())
+    x = tg.arange(6.0)
+    version = x._version
+    x.resize_(2, 3)
+    assert x._version == version + 1
+    grown = tg.arange(2.0).resize_(2, 2)
+    assert grown.shape == (2, 2) and list(grown.numpy()[0]) == [0.0, 1.0]
+    with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+        y = x.resize(3, 2)
+    assert y.shape == (3, 2) and x.shape == (2, 3)
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+            lib.ones(2, requires_grad=True).resize_(3)
+    with pytest.raises(TypeError, match=r"sizes must be non-negative ints, got \(2.5,\)"):
+        tg.ones(2).resize_(2.5)
+
+
+def test_module_to_empty_and_assign():
+    m = tg.nn.Sequential(tg.nn.Linear(2, 3), tg.nn.BatchNorm1d(3))
+    assert m.to_empty(device="cpu") is m
+    assert [tuple(p.shape) for p in m.parameters()] == [(3, 2), (3,), (3,), (3,)]
+    with pytest.raises(RuntimeError, match="cuda"):
+        m.to_empty(device="cuda")
+    lin, ref = tg.nn.Linear(2, 3), torch.nn.Linear(2, 3)
+    state = {"weight": np.ones((3, 2)), "bias": np.zeros(3)}
+    lin.load_state_dict(state, assign=True)
+    ref.load_state_dict({k: torch.tensor(v) for k, v in state.items()}, assign=True)
+    assert lin.weight.dtype == tg.float64 and ref.weight.dtype == torch.float64     # the state dict's dtype
+    assert lin.weight.requires_grad and isinstance(lin.weight, tg.nn.Parameter)
+    lin2 = tg.nn.Linear(2, 3)
+    lin2.load_state_dict(state)                                                     # default: cast, copied
+    assert lin2.weight.dtype == tg.float32
+    with pytest.raises(TypeError, match="assign must be a bool, got 'yes'"):
+        lin2.load_state_dict(state, assign="yes")

@@ -498,6 +498,20 @@ class Module:
         """Parameters and buffers are already on the CPU: returns self."""
         return self
 
+    def to_empty(self, *, device, recurse: bool = True):
+        """torch's ``to_empty``: every parameter and buffer (of the submodules too, with
+        ``recurse``) gets new uninitialised memory of its shape and dtype on ``device`` (only the
+        CPU here) — the step after building a model on the 'meta' device, before initialising it.
+        Returns self."""
+        _check_device(device, "Module.to_empty: device")
+        modules = self.modules() if recurse else [self]
+        for m in modules:
+            for t in list(m._parameters.values()) + list(m._buffers.values()):
+                if t is not None:
+                    t._data = np.empty_like(t._data)
+                    t._bump()
+        return self
+
     def cuda(self, device=None):
         _check_device("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device,
                       "Module.cuda: device")
@@ -528,13 +542,19 @@ class Module:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         return destination
 
-    def load_state_dict(self, state_dict, strict: bool = True):
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy values from ``state_dict`` into this module's parameters and persistent buffers.
 
         Shape mismatches always raise; missing and unexpected keys raise when
         ``strict``. Everything is checked before anything is copied, so a raised
         error leaves the module unchanged. Returns ``(missing_keys, unexpected_keys)``.
+        ``assign=True`` (torch's): each parameter and buffer takes the state dict's array itself
+        (its dtype, its memory) instead of a copy cast into its own; a parameter keeps its
+        ``requires_grad`` and stays the same Parameter object (torch wraps the state dict's tensor
+        in a new one: an optimizer built before the load sees the new values here, not there).
         """
+        if not isinstance(assign, (bool, np.bool_)):
+            raise TypeError(f"load_state_dict: assign must be a bool, got {assign!r}")
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"load_state_dict: expected a mapping of name -> array, got {type(state_dict).__name__}")
         targets = self.state_dict(keep_vars=True)
@@ -562,7 +582,10 @@ class Module:
                        + "\n\t".join(lines))
             raise StateDictError(message, missing, unexpected, mismatched)
         for target, arr in arrays:
-            np.copyto(target._data, arr, casting="unsafe")
+            if assign:
+                target._data = arr
+            else:
+                np.copyto(target._data, arr, casting="unsafe")
             target._bump()
         return _IncompatibleKeys(missing, unexpected)
 

@@ -1,4 +1,5 @@
-"""Small torch names teaching code uses: ``Tensor.random_`` and ``torch.dist`` / ``Tensor.dist``.
+"""Small torch names teaching code uses: ``Tensor.random_``, ``torch.dist`` / ``Tensor.dist``,
+``Tensor.resize_`` / ``resize``.
 
 * ``x.random_(to)`` / ``x.random_(from, to)`` fills x in place with integers uniform on
   [from, to); ``x.random_()`` on [0, 2^mantissa] for a float dtype (every integer it represents
@@ -19,7 +20,7 @@ from ..generator import draw_integers
 from ..tensor import Tensor
 from .inplace import _replaced, apply_inplace
 
-__all__ = ["random_", "dist"]
+__all__ = ["random_", "dist", "resize_", "resize"]
 
 
 def _default_high(dt: np.dtype) -> int:
@@ -66,5 +67,42 @@ def dist(input, other, p=2) -> Tensor:
     return vector_norm(input - other, p)
 
 
-TENSOR_METHODS = {"random_": random_, "dist": dist}
+def _sizes(sizes, op: str) -> tuple:
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    if any(isinstance(s, bool) or not isinstance(s, (numbers.Integral, np.integer)) or s < 0 for s in sizes):
+        raise TypeError(f"{op}(): sizes must be non-negative ints, got {sizes!r}")
+    return tuple(int(s) for s in sizes)
+
+
+def resize_(self, *sizes, memory_format=None):
+    """``Tensor.resize_(*sizes)``: this tensor takes the shape ``sizes`` in place; its first
+    elements (C order) are kept, new ones are uninitialised (zeros here). Of the same number of
+    elements it is a reshape of the same memory. A tensor that requires grad refuses, as torch's
+    (use ``reshape``/``view`` there)."""
+    shape = _sizes(sizes, "resize_")
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    n = int(np.prod(shape, dtype=np.int64))
+    flat = self._data.reshape(-1)                 # a view when the memory is contiguous
+    if n <= flat.size:
+        new = flat[:n].reshape(shape)
+    else:
+        new = np.zeros(n, dtype=self._data.dtype)
+        new[:flat.size] = flat
+        new = new.reshape(shape)
+    self._data = new
+    self._bump()
+    return self
+
+
+def resize(self, *sizes):
+    """``Tensor.resize(*sizes)`` (deprecated in torch, same warning): a resized copy."""
+    import warnings
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    out = self.detach().clone()
+    return resize_(out, *sizes)
+
+
+TENSOR_METHODS = {"random_": random_, "dist": dist, "resize_": resize_, "resize": resize}
 FUNCTIONS = {"dist": dist}
