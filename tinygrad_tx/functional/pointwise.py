@@ -21,6 +21,7 @@ import numpy as np
 
 from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction
+from ..ops.elementwise import _sigmoid
 from ..tensor import DEFAULT_FLOAT, Tensor, _canonical_dim
 from ._util import as_tensor, check_float
 
@@ -30,9 +31,9 @@ _ONE_SIXTH_F32 = float(np.float32(1 / 6))   # torch's hardsigmoid backward multi
 
 
 def sigmoid_np(x: np.ndarray) -> np.ndarray:
-    """σ(x) without overflow, in x's dtype."""
-    e = np.exp(-np.abs(x))
-    return (np.where(x >= 0, 1, e) / (1 + e)).astype(x.dtype, copy=False)
+    """σ(x) without overflow, in x's dtype (``ops.elementwise._sigmoid``: 1/(1+e^-x), and
+    e^x/(1+e^x) where e^-x overflows)."""
+    return _sigmoid(x)
 
 
 def softplus_np(x: np.ndarray) -> np.ndarray:
