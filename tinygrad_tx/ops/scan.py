@@ -11,6 +11,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..autograd import ArrayFunction, accumulation_dtype
+from ..tensor import Tensor
 from .movement import put
 from .reduce import _zeros_once_differentiable, as_function, canonical_dim, cast_input, pick_dim
 
@@ -91,7 +92,15 @@ class LogCumSumExp(ArrayFunction):
     in range, as torch does, split g into its positive and negative parts and sum in log
     space: Σ_{i ≥ j} g⁺_i exp(−y_i) = exp(revLCSE(log g⁺ − y)_j), so
     dL/dx_j = exp(x_j + revLCSE(log g⁺ − y)_j) − exp(x_j + revLCSE(log g⁻ − y)_j).
-    float32 computes in float64 (that difference cancels digits)."""
+    float32 computes in float64 (that difference cancels digits).
+
+    A gradient being differentiated (``create_graph=True``: g, x, y are Tensors) takes the plain
+    form of the same sum, smooth in g (the split by sign is not): with c = max_j x_j per slice,
+    dL/dx_j = exp(x_j − c) · Σ_{i ≥ j} g_i exp(c − y_i), a reversed cumulative sum, with y formed
+    again from x there (the saved y is float64 for a float32 input: not the output itself)."""
+
+    differentiable_backward = True
+    saved_constants = (1,)   # y: read by the NumPy path only
 
     @staticmethod
     def forward(ctx, x, axis=0):
@@ -106,6 +115,11 @@ class LogCumSumExp(ArrayFunction):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         axis = ctx.axis
+        if isinstance(g, Tensor):
+            y = x.logcumsumexp(axis)
+            c = np.max(x, axis=axis, keepdims=True)
+            tail = np.flip(np.cumsum(np.flip(g * np.exp(c - y), axis), axis), axis)   # Σ_{i ≥ j}
+            return np.exp(x - c) * tail
         x, g = x.astype(y.dtype, copy=False), g.astype(y.dtype, copy=False)
 
         def part(gp):
