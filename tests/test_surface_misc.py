@@ -69,7 +69,7 @@ def test_random_autograd_rules_and_errors():
 def test_dist_parity(shapes, p, seed, dtype):
     """‖input − other‖_p over every element (broadcast): value and both gradients as torch's.
     'distinct' values keep every |difference| away from 0 and (p = inf) the maximum unique."""
-    a, b = values(shapes[0], seed, "distinct"), np.array(values(shapes[1], seed + 1, "distinct") * 0.01)
+    a, b = values(shapes[0], seed + 1, "distinct"), np.array(values(shapes[1], seed + 2, "distinct") * 0.01)
     # p = 1: d‖d‖₁/d(other) = −Σ sign(d) over the elements broadcast against it, exactly 0 when the
     # signs balance (two elements of opposite sign against one 0-d other): allowed, not blind elsewhere
     check_parity(lambda x, y: tg.dist(x, y, p), lambda x, y: torch.dist(x, y, p), a, b, dtype=dtype, seed=seed,

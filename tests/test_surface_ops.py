@@ -52,7 +52,7 @@ def test_interpolate_parity(case, seed, dtype):
     """values and input gradient equal torch's for every mode (the resampling weights and source
     indices computed as torch's kernels do)."""
     shape, kw = case
-    check_parity(lambda x: F.interpolate(x, **kw), lambda x: TF.interpolate(x, **kw), values(shape, seed),
+    check_parity(lambda x: F.interpolate(x, **kw), lambda x: TF.interpolate(x, **kw), values(shape, seed + 1),
                  dtype=dtype, seed=seed, name=f"interpolate {kw['mode']}")
 
 
@@ -122,8 +122,8 @@ def _checkerboard(a):
 def test_prelu_parity(shape, per_channel, seed, dtype):
     """dL/dx = g·(1 or w), dL/dw = Σ g·x over the negative positions, as torch's."""
     channels = shape[1] if len(shape) >= 2 and per_channel else 1
-    x = _checkerboard(values(shape, seed, "away_from_zero"))
-    w = values((channels,), seed + 1)
+    x = _checkerboard(values(shape, seed + 1, "away_from_zero"))
+    w = values((channels,), seed + 2)
     check_parity(F.prelu, TF.prelu, x, w, dtype=dtype, seed=seed, name="prelu")
 
 
@@ -150,7 +150,7 @@ def test_instance_norm_module_parity(shape, affine, seed, dtype):
     """output, input and affine-parameter gradients equal torch's (training: each plane's own
     statistics)."""
     name = f"InstanceNorm{len(shape) - 2}d"
-    check_module_parity(lambda T: getattr(T.nn, name)(shape[1], affine=affine), values(shape, seed), dtype=dtype,
+    check_module_parity(lambda T: getattr(T.nn, name)(shape[1], affine=affine), values(shape, seed + 1), dtype=dtype,
                         seed=seed, name=name)
 
 

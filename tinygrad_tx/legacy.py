@@ -168,5 +168,15 @@ def legacy_range(start, end, step=1, *, dtype=None, device=None, requires_grad: 
     return leaf(values.astype(dt), requires_grad, device)
 
 
-TENSOR_METHODS: dict = {}
+def new(self, *args, device=None):
+    """``Tensor.new(...)``: the legacy constructor of this tensor's dtype (``x.new(2, 3)``,
+    ``x.new([1, 2])``, ``x.new()``), as ``FloatTensor(...)`` is for float32."""
+    cls = _BY_DTYPE.get(self._data.dtype.name)
+    if cls is None:
+        raise TypeError(f"Tensor.new: no legacy constructor for dtype {self._data.dtype}")
+    return cls(*args, device=device)
+
+
+_BY_DTYPE = {np_name: globals()[name] for name, np_name in _LEGACY_TYPES.items()}
+TENSOR_METHODS: dict = {"new": new}
 FUNCTIONS = {**{name: globals()[name] for name in _LEGACY_TYPES}, "range": legacy_range}

@@ -44,9 +44,10 @@ from .pointwise import (Elu, Glu, Hardsigmoid, Hardswish, Hardtanh, LeakyRelu, L
                         logsigmoid, mish, relu6, selu, silu, softplus, softsign, tanhshrink)
 from .rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
 from .batch_norm import batch_norm, batch_norm_composite
-from .instance_norm import instance_norm
+from .instance_norm import group_norm, instance_norm
 from .prelu import PRelu, prelu
-from .resample import Resample, interpolate, upsample, upsample_bilinear, upsample_nearest
+from .resample import (Resample, interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,
+                       upsample_nearest)
 from .regression import (AbsoluteError, HuberError, SmoothL1Error, SquaredError, huber_loss, l1_loss, mse_loss,
                          smooth_l1_loss)
 from .softmax import (LogSoftmax, Softmax, log_softmax, log_softmax_composite, softmax, softmax_composite,
@@ -75,10 +76,12 @@ FUNCTIONS = {
     "conv1d": conv1d, "conv2d": conv2d, "conv_transpose1d": conv_transpose1d, "conv_transpose2d": conv_transpose2d,
     "max_pool1d": max_pool1d, "max_pool2d": max_pool2d, "avg_pool1d": avg_pool1d,
     "adaptive_avg_pool1d": adaptive_avg_pool1d, "prelu": prelu,
+    "pixel_shuffle": pixel_shuffle, "pixel_unshuffle": pixel_unshuffle,
 }
 
 __all__ = [
     "instance_norm", "prelu", "PRelu", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "Resample",
+    "group_norm", "pixel_shuffle", "pixel_unshuffle",
     "RMSNormFunction", "rms_norm", "rms_norm_composite", "batch_norm", "batch_norm_composite",
     "softmax", "softmax_composite", "log_softmax", "log_softmax_composite", "softmin",
     "cross_entropy", "cross_entropy_composite", "nll_loss",

@@ -22,7 +22,7 @@ from ..autograd import no_grad
 from ..tensor import Tensor
 from ._util import as_tensor, check_float
 
-__all__ = ["instance_norm"]
+__all__ = ["instance_norm", "group_norm"]
 
 
 def _channel_shape(x: Tensor):
@@ -71,6 +71,40 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         centered = x - mean
         var = running_var.reshape(_channel_shape(x))
     y = centered * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.reshape(_channel_shape(x))
+    if bias is not None:
+        y = y + bias.reshape(_channel_shape(x))
+    return y
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    """``torch.nn.functional.group_norm``: the C channels of an (N, C, *) input split into
+    ``num_groups`` groups, each (sample, group) normalised by its own mean and biased variance
+    (over its channels and positions), then ``weight``/``bias`` per channel. The same composite
+    as ``instance_norm`` on the (N, G, C/G·*) view (instance norm is group norm with G = C,
+    layer norm over (C, *) with G = 1)."""
+    op = "group_norm"
+    x = as_tensor(input, op, "input")
+    if x.ndim < 2:
+        raise RuntimeError(f"{op}: expected an input with at least 2 dimensions (N, C, *), got shape {x.shape}")
+    if isinstance(num_groups, bool) or not isinstance(num_groups, numbers.Integral) or num_groups <= 0:
+        raise ValueError(f"{op}: num_groups must be a positive int, got {num_groups!r}")
+    c = x.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"{op}: Expected number of channels in input to be divisible by num_groups, but got "
+                           f"input of shape {x.shape} and num_groups={num_groups}")
+    tensors = {"input": x, "weight": weight, "bias": bias}
+    check_float(op, **{k: v for k, v in tensors.items() if isinstance(v, Tensor)})
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise RuntimeError(f"{op}: {name} must have shape ({c},) (one per channel of input {x.shape}), "
+                               f"got {tuple(t.shape)}")
+    g = x.reshape(x.shape[0], num_groups, -1)
+    mean = g.mean(2, keepdim=True)
+    centered = g - mean
+    var = (centered * centered).mean(2, keepdim=True)
+    y = (centered * (var + eps).rsqrt()).reshape(x.shape)
     if weight is not None:
         y = y * weight.reshape(_channel_shape(x))
     if bias is not None:

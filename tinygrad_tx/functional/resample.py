@@ -38,7 +38,8 @@ from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor
 
-__all__ = ["Resample", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
+__all__ = ["Resample", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
+           "pixel_unshuffle"]
 
 _LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5}
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area", "bicubic")
@@ -203,3 +204,45 @@ def upsample_bilinear(input, size=None, scale_factor=None) -> Tensor:
     warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
                   UserWarning, stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def _factor(value, op: str, arg: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
+        raise ValueError(f"{op}: {arg} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def pixel_shuffle(input, upscale_factor: int) -> Tensor:
+    """``F.pixel_shuffle``: (*, C·r², H, W) → (*, C, H·r, W·r), out[c, h·r + i, w·r + j] =
+    in[c·r² + i·r + j, h, w]. A composite of ``reshape`` and ``permute`` (a permutation of the
+    elements: its gradient is the inverse permutation of g, through those ops' backwards)."""
+    x = as_tensor(input, "pixel_shuffle", "input")
+    r = _factor(upscale_factor, "pixel_shuffle", "upscale_factor")
+    if x.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{x.ndim} dimension(s)")
+    *batch, c, h, w = x.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    nb = len(batch)
+    y = x.reshape(*batch, c // (r * r), r, r, h, w)
+    y = y.permute(*range(nb), nb, nb + 3, nb + 1, nb + 4, nb + 2)
+    return y.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor: int) -> Tensor:
+    """``F.pixel_unshuffle``, the inverse of :func:`pixel_shuffle`: (*, C, H·r, W·r) → (*, C·r², H, W)."""
+    x = as_tensor(input, "pixel_unshuffle", "input")
+    r = _factor(downscale_factor, "pixel_unshuffle", "downscale_factor")
+    if x.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{x.ndim} dimension(s)")
+    *batch, c, h, w = x.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but "
+                           f"got height={h}, width={w} and downscale_factor={r}")
+    nb = len(batch)
+    y = x.reshape(*batch, c, h // r, r, w // r, r)
+    y = y.permute(*range(nb), nb, nb + 2, nb + 4, nb + 1, nb + 3)
+    return y.reshape(*batch, c * r * r, h // r, w // r)

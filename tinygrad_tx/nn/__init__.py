@@ -17,7 +17,9 @@
 * :mod:`.transformer` — ``TransformerEncoderLayer``, ``TransformerEncoder``, ``TransformerDecoderLayer``,
   ``TransformerDecoder``, ``Transformer`` (torch's semantics and state-dict names);
 * :mod:`.recurrent` — ``RNNCell``, ``GRUCell``, ``LSTMCell``, ``RNN``, ``GRU``, ``LSTM``;
-* :mod:`.instancenorm` — ``InstanceNorm1d/2d/3d``; :mod:`.prelu` — ``PReLU``, ``LazyLinear``;
+* :mod:`.instancenorm` — ``InstanceNorm1d/2d/3d``, ``GroupNorm``; :mod:`.prelu` — ``PReLU``, ``LazyLinear``;
+  :mod:`.wrappers` — modules over existing functional ops (``Hardswish``, ``SELU``, ``GLU``, ...,
+  ``Unfold``/``Fold``, ``PixelShuffle``);
   :mod:`.resampling` — ``Upsample``, ``UpsamplingNearest2d/Bilinear2d`` and the padding layers
   (``ReflectionPad``, ``ReplicationPad``, ``ZeroPad``, ``ConstantPad``, ``CircularPad`` 1d/2d/3d);
 * :mod:`.rms_norm` — ``RMSNorm`` (and ``rms_norm``, its fused Function and composite);
@@ -37,12 +39,14 @@ from ..functional.batch_norm import batch_norm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .layers import GELU, BatchNorm1d, BatchNorm2d, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh
-from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .instancenorm import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .prelu import LazyLinear, PReLU
 from .resampling import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
                          ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
                          ReplicationPad3d, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
                          ZeroPad3d)
+from .wrappers import (CELU, GLU, SELU, CosineSimilarity, Fold, Hardsigmoid, Hardswish, LogSigmoid, PairwiseDistance,
+                       PixelShuffle, PixelUnshuffle, Softmin, Softsign, Tanhshrink, Unfold)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
 from .module import Module, RemovableHandle, StateDictError, functional_call
@@ -58,7 +62,9 @@ __all__ = [
     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyLinear", "PReLU", "Upsample", "UpsamplingNearest2d",
     "UpsamplingBilinear2d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
     "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
-    "ConstantPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
+    "ConstantPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d", "GroupNorm", "CELU", "GLU", "SELU",
+    "CosineSimilarity", "Fold", "Hardsigmoid", "Hardswish", "LogSigmoid", "PairwiseDistance", "PixelShuffle",
+    "PixelUnshuffle", "Softmin", "Softsign", "Tanhshrink", "Unfold",
     "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
     "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LSTM", "LSTMCell",
     "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList",

@@ -1,15 +1,19 @@
-"""``InstanceNorm1d``/``2d``/``3d``: ``F.instance_norm`` as a module, with torch's defaults
-(``affine=False``, ``track_running_stats=False``), state-dict names and checks. An unbatched input
-(C, *spatial) is normalised as a batch of one."""
+"""``InstanceNorm1d``/``2d``/``3d`` (``F.instance_norm``, torch's defaults ``affine=False``,
+``track_running_stats=False``; an unbatched input (C, *spatial) is normalised as a batch of one)
+and ``GroupNorm`` (``F.group_norm``), with torch's state-dict names and checks."""
 from __future__ import annotations
 
 import warnings
 
-from ..device import check as _check_device
-from ..functional.instance_norm import instance_norm
-from .layers import _input, _NormBase
+import numpy as np
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+from ..device import check as _check_device
+from ..functional.instance_norm import group_norm, instance_norm
+from .layers import _input, _NormBase, _param_dtype
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "GroupNorm"]
 
 
 class _InstanceNorm(_NormBase):
@@ -60,3 +64,38 @@ class InstanceNorm2d(_InstanceNorm):
 class InstanceNorm3d(_InstanceNorm):
     """Instance normalisation of (N, C, D, H, W) or (C, D, H, W) input."""
     _spatial = 3
+
+
+class GroupNorm(Module):
+    """``F.group_norm`` over ``num_groups`` groups of the ``num_channels`` channels, with a
+    per-channel ``weight`` (ones) and ``bias`` (zeros) when ``affine``."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        _check_device(device, "GroupNorm: device")
+        if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups <= 0:
+            raise ValueError(f"GroupNorm: num_groups must be a positive int, got {num_groups!r}")
+        if isinstance(num_channels, bool) or not isinstance(num_channels, int) or num_channels % num_groups:
+            raise ValueError(f"num_channels must be divisible by num_groups (num_channels={num_channels!r}, "
+                             f"num_groups={num_groups})")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        dt = _param_dtype(dtype, "GroupNorm")
+        if affine:
+            self.weight = Parameter(np.ones((num_channels,), dtype=dt))
+            self.bias = Parameter(np.zeros((num_channels,), dtype=dt))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            self.weight._data[...] = 1
+            self.bias._data[...] = 0
+
+    def forward(self, input):
+        return group_norm(_input(input, "GroupNorm"), self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")

@@ -1,5 +1,5 @@
 """Small torch names teaching code uses: ``Tensor.random_``, ``torch.dist`` / ``Tensor.dist``,
-``Tensor.resize_`` / ``resize``.
+``Tensor.resize_`` / ``resize``, ``torch.trace`` / ``Tensor.trace``.
 
 * ``x.random_(to)`` / ``x.random_(from, to)`` fills x in place with integers uniform on
   [from, to); ``x.random_()`` on [0, 2^mantissa] for a float dtype (every integer it represents
@@ -20,7 +20,7 @@ from ..generator import draw_integers
 from ..tensor import Tensor
 from .inplace import _replaced, apply_inplace
 
-__all__ = ["random_", "dist", "resize_", "resize"]
+__all__ = ["random_", "dist", "resize_", "resize", "trace"]
 
 
 def _default_high(dt: np.dtype) -> int:
@@ -104,5 +104,16 @@ def resize(self, *sizes):
     return resize_(out, *sizes)
 
 
-TENSOR_METHODS = {"random_": random_, "dist": dist, "resize_": resize_, "resize": resize}
-FUNCTIONS = {"dist": dist}
+def trace(input) -> Tensor:
+    """``torch.trace``: the sum of the main diagonal of a matrix — the composite
+    ``input.diagonal().sum()`` (its gradient: g on the diagonal, 0 elsewhere, through ``diagonal``'s
+    and ``sum``'s backwards)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"trace(): input must be a Tensor, got {type(input).__name__}")
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim} (shape {input.shape})")
+    return input.diagonal().sum()
+
+
+TENSOR_METHODS = {"random_": random_, "dist": dist, "resize_": resize_, "resize": resize, "trace": trace}
+FUNCTIONS = {"dist": dist, "trace": trace}
