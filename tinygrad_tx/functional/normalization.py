@@ -35,7 +35,9 @@ class LayerNorm(ArrayFunction):
     sums over the rows for γ and β are the op's own math, computed here rather
     than left to the engine's reduction of a broadcast gradient: BLAS sums each
     block of rows in the input's precision and the blocks add up in float64.
-    Saved: x̂ (the size of x) and ρ (one per row).
+    Saved: x and, per row, μ, the mean's rounding correction δ (``_drop_mean_rounding``) and ρ
+    — torch's layer_norm saves x, μ and ρ too; the backward forms x̂ = (x − μ − δ)ρ again, one
+    pass per block, rather than keeping a second array of x's size.
     A constant row has σ² = 0: x̂ = 0, y = β, and dL/dx = ρ (ĝ - mean ĝ) with
     ρ = 1/√eps — finite, as in torch.
 
@@ -49,8 +51,7 @@ class LayerNorm(ArrayFunction):
 
     Gradients of gradients (``create_graph=True``) go through ``LayerNormClosedForm``: this
     backward writes into buffers, so the closed form's derivation is the one differentiated
-    (``closed_form_call``). For it the forward also keeps x (torch's layer_norm saves its input
-    too): one more array of x's size per layer norm while the graph lives.
+    (``closed_form_call``), replayed on the saved x.
     """
 
     twice_differentiable_via = None   # LayerNormClosedForm: bound in closed_form.py (which imports this module)
@@ -65,52 +66,57 @@ class LayerNorm(ArrayFunction):
         x2 = np.ascontiguousarray(x).reshape(-1, d)
         y2 = np.empty_like(x2)
         saving = ctx.needs_input_grad[0] or ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
-        xhat2 = np.empty_like(x2) if saving else y2       # without a backward, x̂ is built in y
-        rstd = np.empty(x2.shape[0], x2.dtype)
+        rows_total = x2.shape[0]
+        mu, dl, rstd = (np.empty(rows_total, x2.dtype) for _ in range(3))   # μ, δ, ρ per row
         blocks = row_blocks(*x2.shape, scale=_BLOCK_SCALE)
         w = None if weight is None else weight.reshape(d)
         b = None if bias is None else bias.reshape(d)
         ones = np.ones(d, x2.dtype)                        # (block @ ones) / d: the row means
         for rows in blocks:
-            xb, cb, yb = x2[rows], xhat2[rows], y2[rows]
-            mean = _row_means(xb, ones)
+            xb, cb = x2[rows], y2[rows]                    # x̂ is built in y, then scaled and shifted
+            mean = _row_means(xb, ones, out=mu[rows])
             np.subtract(xb, mean[:, None], out=cb)
-            delta = _row_means(cb, ones)                   # the rounding error of the mean (below)
+            delta = _row_means(cb, ones, out=dl[rows])     # the rounding error of the mean (below)
             with np.errstate(over="ignore", invalid="ignore"):   # overflow: see _nan_where_torch_overflows
                 var = np.einsum("ij,ij->i", cb, cb) / d - delta * delta   # the variance of c - δ
             r = np.reciprocal(np.sqrt(np.maximum(var, 0) + eps), out=rstd[rows])
             _nan_where_torch_overflows(r, mean)
-            _drop_mean_rounding(cb, delta, r)
+            if not _drop_mean_rounding(cb, delta, r):
+                delta[:] = 0                                # not applied: the backward must not either
             cb *= r[:, None]
             if w is not None:
-                np.multiply(cb, w, out=yb)
-            elif yb is not cb:
-                np.copyto(yb, cb)
+                cb *= w
             if b is not None:
-                yb += b
-        ctx.save_for_backward(xhat2, rstd, weight, x if ctx.needs_input_grad[0] else None)
+                cb += b
+        ctx.save_for_backward(x if saving else None, mu, dl, rstd, weight)
         ctx.shapes = x.shape, x.shape[x.ndim - ndim_normalized:]
         ctx.eps = eps
         return y2.reshape(x.shape)
 
     @staticmethod
     def backward(ctx, g):
-        xhat2, rstd, weight, _ = ctx.saved_tensors
+        x, mu, dl, rstd, weight = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
         x_shape, normalized_shape = ctx.shapes
-        n_rows, d = xhat2.shape
+        n_rows = len(rstd)
+        d = int(np.prod(normalized_shape))
+        x2 = np.reshape(x, (n_rows, d))
         g2 = np.ascontiguousarray(g).reshape(n_rows, d)
-        gamma = np.ones(d, xhat2.dtype) if weight is None else weight.reshape(d)
-        dx2 = np.empty_like(xhat2) if nx else None
+        gamma = np.ones(d, x2.dtype) if weight is None else weight.reshape(d)
+        dx2 = np.empty_like(x2, order="C") if nx else None
         dw = np.zeros(d) if nw else None                   # float64 sums of the blocks' sums
         db = np.zeros(d) if nb else None
         blocks = row_blocks(n_rows, d, scale=_BLOCK_SCALE)
         n = blocks[0].stop if blocks else 0                # rows in a full block
-        scratch = np.empty((n, d), xhat2.dtype)
-        ones = np.ones(n, xhat2.dtype)                     # ones[:k] @ block = its column sums
+        scratch = np.empty((n, d), x2.dtype)
+        xhat = np.empty((n, d), x2.dtype)
+        ones = np.ones(n, x2.dtype)                        # ones[:k] @ block = its column sums
         for rows in blocks:
-            gb, xh = g2[rows], xhat2[rows]
+            gb = g2[rows]
             k = len(gb)
+            xh = np.subtract(x2[rows], mu[rows, None], out=xhat[:k])   # x̂ = (x − μ − δ)ρ, as in forward
+            xh -= dl[rows, None]
+            xh *= rstd[rows, None]
             t = np.multiply(gb, xh, out=scratch[:k])        # g ∘ x̂
             if nw:
                 dw += _column_sums(ones[:k], t)
@@ -123,17 +129,19 @@ class LayerNorm(ArrayFunction):
                 dxb -= np.multiply(xh, mean_gx[:, None], out=t)
                 dxb -= mean_g[:, None]
                 dxb *= rstd[rows, None]
-        dtype = xhat2.dtype
+        dtype = x2.dtype
         return (None if dx2 is None else dx2.reshape(x_shape),
                 None if dw is None else dw.astype(dtype).reshape(normalized_shape),
                 None if db is None else db.astype(dtype).reshape(normalized_shape))
 
 
-def _row_means(block: np.ndarray, ones: np.ndarray) -> np.ndarray:
+def _row_means(block: np.ndarray, ones: np.ndarray, out=None) -> np.ndarray:
     """The mean of each row of a 2-D block as a matrix-vector product with ones (BLAS).
     Why: 7.3x faster than ``np.mean(block, axis=1)`` on (2048, 64) float32 (0.063 -> 0.009 ms,
     one thread, medians, 2026-12-02)."""
-    return (block @ ones) / len(ones)
+    means = np.matmul(block, ones, out=out)
+    means /= len(ones)
+    return means
 
 
 def _column_sums(ones: np.ndarray, block: np.ndarray) -> np.ndarray:
@@ -143,7 +151,7 @@ def _column_sums(ones: np.ndarray, block: np.ndarray) -> np.ndarray:
     return ones @ block
 
 
-def _drop_mean_rounding(centred: np.ndarray, delta: np.ndarray, rstd: np.ndarray) -> None:
+def _drop_mean_rounding(centred: np.ndarray, delta: np.ndarray, rstd: np.ndarray) -> bool:
     """Subtract from each centred row c = x - μ its own mean δ: the error of μ's rounding.
 
     Why: μ is rounded to x's precision, so x - μ is off by up to half an ulp of μ; for rows
@@ -155,6 +163,8 @@ def _drop_mean_rounding(centred: np.ndarray, delta: np.ndarray, rstd: np.ndarray
     """
     if np.max(np.abs(delta * rstd), initial=0) > np.finfo(centred.dtype).eps:
         centred -= delta[:, None]
+        return True
+    return False
 
 
 def _nan_where_torch_overflows(rstd: np.ndarray, mean: np.ndarray) -> None:
