@@ -22,7 +22,7 @@ from ._bind import bind as _bind
 globals().update(_bind())   # every op module's FUNCTIONS (tinygrad_tx.sin, ...); methods onto Tensor
 
 # torch's sub-namespaces: tinygrad_tx.nn, .nn.functional, .optim, .utils.data, .linalg
-from . import accelerator, backends, cuda, functional, linalg, nn, optim, random, utils  # noqa: E402
+from . import accelerator, backends, cuda, distributions, functional, linalg, nn, optim, random, utils  # noqa: E402
 from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi: Python floats, as torch's)
 from .serialization import load, save  # noqa: E402  (torch.save / torch.load, no pickle danger)
 
