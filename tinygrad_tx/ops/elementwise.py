@@ -137,11 +137,14 @@ def _cube(x):
     return x * x * x
 
 
+_POWER_BY_PRODUCTS = (np.dtype(np.float32), np.dtype(np.float64))   # float16's power rounds once, as torch's
+
+
 def _scalar_power(a, e):
     """a ** e for a float array a and a scalar e, by multiplication where e is 3 or 4 (NumPy
     already special-cases 2, 0.5, -1 and 1; 3 and 4 go to powf per element, ~750x slower: see
     ``_cube``); ``np.power`` otherwise, and always for a Tensor (a differentiated backward)."""
-    if isinstance(a, np.ndarray) and a.dtype.kind == "f" and isinstance(e, (int, float, np.number, np.ndarray)) \
+    if isinstance(a, np.ndarray) and a.dtype in _POWER_BY_PRODUCTS and isinstance(e, (int, float, np.number, np.ndarray)) \
             and np.ndim(e) == 0:
         if e == 3:
             return _cube(a)
