@@ -452,6 +452,7 @@ def test_train_names_type_baselines_train_checkpoint_and_sample(kind, model, lay
                          capsys)
     assert code == 0, err
     assert f"model: {model}," in out and "dev loss" in out and "bigram count model" not in out
+    assert re.search(r"^threads: \d+ for elementwise work", out, re.M), out   # the run says its threads
     assert [line.split(":")[0].strip() for line in out.splitlines() if line.startswith("step")] == \
         ["step      2/4", "step      4/4"]
     assert len(out.split("generated names:")[1].strip().splitlines()) == 3

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -337,6 +338,26 @@ def fit(task: Task, model=None, log=None, out=None, stop=None) -> dict:
         return _fit(task, cfg, task.build_model() if model is None else model, log, out, stop)
 
 
+def thread_report(threads: int = 0) -> str:
+    """One line: the threads a run uses — ``--threads N`` for both, else tinygrad_tx's elementwise
+    pool and NumPy's BLAS (as threadpoolctl sees it, else the environment variable that sets it,
+    else its own default)."""
+    if threads:
+        return f"threads: {threads} for elementwise work and BLAS (--threads {threads})"
+    blas = None
+    try:
+        from threadpoolctl import threadpool_info
+        counts = sorted({i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"})
+        blas = ", ".join(map(str, counts)) or None
+    except ImportError:
+        pass
+    if blas is None:
+        env = next((f"{v}={os.environ[v]}" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+                    if os.environ.get(v)), None)
+        blas = env or "its default (all CPUs)"
+    return f"threads: {parallel.get_num_threads()} for elementwise work, BLAS {blas} (--threads N sets both)"
+
+
 def resume_state(task: Task, stream: BatchStream) -> dict:
     """What a checkpoint needs besides the arrays to continue exactly (JSON-able)."""
     return {"global_rng": get_rng_state().numpy().tobytes().hex(),
@@ -500,6 +521,7 @@ def train_and_test(task: Task, log=print, default_out=None) -> dict:
     model = task.build_model()
     log(f"model: {task.model_spec()[0]}, {model.num_parameters():,} parameters ({cfg.dtype}); "
         f"{cfg.steps} steps of {cfg.batch_size}, AdamW lr {cfg.lr}")
+    log(thread_report(getattr(cfg, "threads", 0)))
     run = fit(task, model, log=None if cfg.progress else log, out=out)
     run["test"] = task.evaluate(model, "test")
     return run
