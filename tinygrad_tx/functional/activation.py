@@ -23,9 +23,13 @@ def _float_input(input, op):
     return x
 
 
-def relu(input) -> Tensor:
-    """max(x, 0) (``torch.nn.functional.relu``)."""
-    return _float_input(input, "relu").relu()
+def relu(input, inplace: bool = False) -> Tensor:
+    """max(x, 0) (``torch.nn.functional.relu``); ``inplace=True`` overwrites ``input`` and returns
+    it (``Tensor.relu_``, with torch's autograd rules for in-place ops)."""
+    if not isinstance(inplace, bool):
+        raise TypeError(f"relu: inplace must be a bool, got {inplace!r}")
+    x = _float_input(input, "relu")
+    return x.relu_() if inplace else x.relu()
 
 
 def tanh(input) -> Tensor:

@@ -350,16 +350,21 @@ class GELU(Module):
 
 
 class ReLU(Module):
-    """max(x, 0)."""
+    """max(x, 0); ``inplace=True`` overwrites the input (``Tensor.relu_``, torch's autograd rules
+    for in-place ops: a leaf that requires grad refuses, a tensor saved for backward and then
+    changed makes backward raise), as ``nn.ReLU(inplace=True)`` in teaching code expects."""
 
     def __init__(self, inplace: bool = False):
         super().__init__()
-        if inplace:
-            raise NotImplementedError("ReLU: inplace=True is not supported (tensors are not modified in place)")
+        if not isinstance(inplace, bool):
+            raise TypeError(f"ReLU: inplace must be a bool, got {inplace!r}")
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu(_input(input, "ReLU"))
+        return F.relu(_input(input, "ReLU"), inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):
