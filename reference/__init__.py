@@ -7,10 +7,11 @@ from .gpt import CausalSelfAttention, FeedForward, GPTLanguageModel, Transformer
 from .transformer import (DecoderBlock, Encoder, EncoderBlock, EncoderDecoder, MultiHeadAttention,
                           TransformerDecoder, TransformerEncoder)
 from .vit import PatchEmbedding, ViT
+from .cnn import CNN
 
 __all__ = [
     "BigramCountModel", "CausalSelfAttention", "DecoderBlock", "Encoder", "EncoderBlock", "EncoderDecoder",
     "FeedForward", "FlattenMLP", "GPTLanguageModel", "MultiHeadAttention", "NeuralBigram", "PatchEmbedding",
     "TransformerBlock", "TransformerDecoder", "TransformerEncoder", "ViT",
-    "BagOfWordsLM", "RecurrentLM", "WaveNetLM",
+    "BagOfWordsLM", "RecurrentLM", "WaveNetLM", "CNN",
 ]

@@ -23,11 +23,12 @@ import reference
 from tinygrad_tx.training.loop import batch_stream, make_optimizer, train_step
 
 
-def torch_args(spec, dtype: torch.dtype):
-    """``(method, args, kwargs)`` of NumPy arrays -> the same call with torch tensors (floats in ``dtype``)."""
+def torch_args(spec, dtype: torch.dtype, device=None):
+    """``(method, args, kwargs)`` of NumPy arrays -> the same call with torch tensors (floats in ``dtype``,
+    on ``device`` when given)."""
     def conv(a):
         if isinstance(a, np.ndarray):
-            t = torch.from_numpy(np.ascontiguousarray(a))
+            t = torch.from_numpy(np.ascontiguousarray(a)).to(device)
             return t.to(dtype) if t.is_floating_point() else t
         return a
     method, args, kwargs = spec
@@ -53,6 +54,34 @@ def torch_optimizer(twin, config, schedule):
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, schedule)
 
 
+def torch_step(twin, opt, sched, spec, dtype: torch.dtype, grad_clip: float, device=None) -> float:
+    """The twin's side of :func:`tinygrad_tx.training.loop.train_step`: loss of ``spec``, backward,
+    ``clip_grad_norm_`` (skipped when ``grad_clip`` is 0), optimiser and scheduler steps; returns the loss."""
+    twin.train()
+    method, args, kwargs = torch_args(spec, dtype, device)
+    _, loss = getattr(twin, method)(*args, **kwargs)
+    opt.zero_grad()
+    loss.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(twin.parameters(), grad_clip)
+    opt.step()
+    sched.step()
+    return float(loss.item())
+
+
+def lockstep(task, device=None):
+    """What both sides of a comparison start from: ``(ours, twin, (opt, sched), (t_opt, t_sched),
+    stream)`` -- ``task.build_model()``, its twin with the same weights (on ``device`` when given),
+    the loop's AdamW + schedule for each, and the task's training batches."""
+    cfg = task.config
+    ours = task.build_model()
+    twin = build_twin(task, ours).to(device)
+    opt, sched, schedule = make_optimizer(ours, cfg)
+    t_opt, t_sched = torch_optimizer(twin, cfg, schedule)
+    return ours, twin, (opt, sched), (t_opt, t_sched), batch_stream(task.train_dataset(), cfg.batch_size, cfg.seed,
+                                                                    task.train_batch)
+
+
 def compare(task, log=print, torch_threads: int | None = 1) -> dict:
     """Train ``task.build_model()`` and its twin for ``task.config.steps`` steps on identical
     batches; returns ``{"step", "ours", "torch", "rel_diff", "max_rel_diff", "seconds_ours",
@@ -73,11 +102,7 @@ def compare(task, log=print, torch_threads: int | None = 1) -> dict:
     if cfg.dropout != 0:
         raise ValueError(f"--compare-torch needs dropout 0 (the frameworks draw different masks), got {cfg.dropout}")
     dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
-    ours = task.build_model()
-    twin = build_twin(task, ours)
-    opt, sched, schedule = make_optimizer(ours, cfg)
-    t_opt, t_sched = torch_optimizer(twin, cfg, schedule)
-    stream = batch_stream(task.train_dataset(), cfg.batch_size, cfg.seed, task.train_batch)
+    ours, twin, (opt, sched), (t_opt, t_sched), stream = lockstep(task)
     out = {"step": [], "ours": [], "torch": [], "rel_diff": []}
     secs = {"ours": 0.0, "torch": 0.0}
     every = max(cfg.compare_every, 1)
@@ -87,16 +112,7 @@ def compare(task, log=print, torch_threads: int | None = 1) -> dict:
         t0 = time.perf_counter()
         loss_ours, _ = train_step(ours, opt, sched, spec, cfg.grad_clip)
         t1 = time.perf_counter()
-        twin.train()
-        method, args, kwargs = torch_args(spec, dtype)
-        _, loss = getattr(twin, method)(*args, **kwargs)
-        t_opt.zero_grad()
-        loss.backward()
-        if cfg.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(twin.parameters(), cfg.grad_clip)
-        t_opt.step()
-        t_sched.step()
-        loss_torch = float(loss.item())
+        loss_torch = torch_step(twin, t_opt, t_sched, spec, dtype, cfg.grad_clip)
         t2 = time.perf_counter()
         secs["ours"] += t1 - t0
         secs["torch"] += t2 - t1

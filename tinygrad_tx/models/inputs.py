@@ -138,14 +138,16 @@ def check_patch_grid(image_size, patch_size):
     return H // P, W // Q
 
 
-def check_image(shape, in_channels: int, image_size) -> None:
+def check_image(shape, in_channels: int, image_size,
+                why: str = "the positional embedding is fixed to that grid") -> None:
+    """(B, in_channels, H, W) images of exactly ``image_size``; ``why`` says what fixes the size."""
     H, W = as_pair(image_size, "image_size")
     if len(shape) != 4:
         raise ValueError(f"images must have shape (batch, channels, H, W), got {tuple(shape)}")
     if shape[1] != in_channels:
         raise ValueError(f"expected {in_channels} input channels, got {shape[1]} (images of shape {tuple(shape)})")
     if tuple(shape[2:]) != (H, W):
-        raise ValueError(f"expected images of size {(H, W)} (the positional embedding is fixed to that grid), "
+        raise ValueError(f"expected images of size {(H, W)} ({why}), "
                          f"got {tuple(shape[2:])}")
 
 

@@ -67,9 +67,14 @@ class ViT(nn.Module):
         x = self.blocks(x)
         x = self.ln_f(x)
         logits = self.head(x[:, 0])                       # the [CLS] token's representation
-        loss = None
-        if targets is not None:
-            if tuple(targets.shape) != (x.shape[0],):
-                raise ValueError(f"targets must have shape ({x.shape[0]},), got {tuple(targets.shape)}")
-            loss = F.cross_entropy(logits, as_targets(targets, logits.shape, self.num_classes))
-        return logits, loss
+        return logits, classification_loss(logits, targets, self.num_classes)
+
+
+def classification_loss(logits, targets, num_classes: int):
+    """Mean cross-entropy of (B, num_classes) logits against (B,) class ids, or None without targets;
+    ``ValueError`` for targets of another shape or out of range."""
+    if targets is None:
+        return None
+    if tuple(targets.shape) != (logits.shape[0],):
+        raise ValueError(f"targets must have shape ({logits.shape[0]},), got {tuple(targets.shape)}")
+    return F.cross_entropy(logits, as_targets(targets, logits.shape, num_classes))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 DTYPES = ("float32", "float64")
 NAME_BASELINES = ("rnn", "gru", "lstm", "bow", "wavenet")   # causal LMs of models/recurrent_baselines.py
 NAME_MODELS = ("transformer", "bigram", "mlp") + NAME_BASELINES   # train gpt --type
+VIT_MODELS = ("vit", "cnn")   # train vit --type
 
 
 def _f(default, help: str, **extra):
@@ -71,7 +72,7 @@ class TrainConfig:
         flags fails before any corpus is loaded): ``ValueError`` naming the flags."""
         if getattr(self, "type", "transformer") in NAME_BASELINES and self.n_layers < 1:
             raise ValueError(f"--type {self.type} needs --n-layers >= 1, got {self.n_layers}")
-        if getattr(self, "type", "transformer") != "transformer":
+        if getattr(self, "type", "transformer") not in ("transformer", "vit"):
             return
         if self.d_model % self.n_heads:
             raise ValueError(f"--d-model {self.d_model} is not divisible by --n-heads {self.n_heads} "
@@ -118,8 +119,14 @@ class GPTConfig(TrainConfig):
 
 @dataclass
 class ViTConfig(TrainConfig):
-    """``tinygrad-tx train vit``: the section-10 ViT on scikit-learn's bundled 8x8 digits."""
+    """``tinygrad-tx train vit``: the section-10 ViT on scikit-learn's bundled 8x8 digits (``--type cnn``:
+    a LeNet-style CNN on the same split and loop)."""
 
+    type: str = _f("vit", "the model: 'vit' = the section-10 ViT; 'cnn' = CNN (LeNet-style: conv 3x3 with "
+                          "--d-model // 2 channels (at least 1), ReLU, max pool 2, conv 3x3 with --d-model "
+                          "channels, ReLU, max pool 2, dropout, linear head; --patch-size, --n-heads, --n-layers "
+                          "and --attn-impl unused)",
+                   choices=VIT_MODELS)
     patch_size: int = _f(2, "patch size P (8x8 images: 2 -> 16 patches, 4 -> 4 patches)", choices=(2, 4))
     augment: bool = _f(True, "random +-1 pixel shifts of the training images")
     steps: int = _f(2000, "number of optimiser steps", min=1)

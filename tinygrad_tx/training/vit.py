@@ -8,7 +8,11 @@ image is shifted by a random -1, 0 or +1 pixels in each direction (the uncovered
 takes the background value), drawn from a generator seeded with ``seed``.
 
 Model: ``ViT(image_size=8, patch_size=P, in_channels=1, num_classes=10)``; P = 2 gives 16
-patch tokens of 4 pixels (+ [CLS]), P = 4 gives 4 tokens of 16 pixels. Metric: accuracy.
+patch tokens of 4 pixels (+ [CLS]), P = 4 gives 4 tokens of 16 pixels. ``--type cnn``:
+``CNN(image_size=8, in_channels=1, num_classes=10, conv1_channels=max(1, d_model // 2),
+conv2_channels=d_model)`` (:mod:`tinygrad_tx.models.cnn`, 3 x 3 kernels: 8 x 8 -> 4 x 4 -> 2 x 2),
+same split, augmentation, loop and checkpoint format; its default checkpoint is
+``runs/vit/cnn.safetensors``, so it does not overwrite the ViT's. Metric: accuracy.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from .config import ViTConfig
 from .loop import Task, classification_metrics, save_and_plot, train_and_test
 
 DEFAULT_OUT = "runs/vit/model.safetensors"
+DEFAULT_OUTS = {"vit": DEFAULT_OUT, "cnn": "runs/vit/cnn.safetensors"}
 
 
 def load_digits_split(split_seed: int):
@@ -67,6 +72,9 @@ class ViTTask(Task):
 
     def model_spec(self):
         c = self.config
+        if c.type == "cnn":
+            return "CNN", dict(image_size=8, in_channels=1, num_classes=10, conv1_channels=max(1, c.d_model // 2),
+                               conv2_channels=c.d_model, kernel_size=3, dropout=c.dropout)
         return "ViT", dict(image_size=8, patch_size=c.patch_size, in_channels=1, num_classes=10,
                            d_model=c.d_model, n_heads=c.n_heads, n_layers=c.n_layers, dropout=c.dropout,
                            attn_impl=c.attn_impl)
@@ -94,19 +102,23 @@ class ViTTask(Task):
 
 
 def train_vit(config: ViTConfig | None = None, log=print, **overrides) -> dict:
-    """Train the ViT; returns ``{"history", "dev_acc", "test_acc", "test_loss", "checkpoint", ...}``."""
+    """Train the ViT (``type='cnn'``: the CNN); returns ``{"history", "dev_acc", "test_acc", "test_loss",
+    "checkpoint", "num_parameters", ...}``."""
     config = (config or ViTConfig()).replace(**overrides)
     task = ViTTask(config)
+    model_line = (f"patch {config.patch_size} -> {(8 // config.patch_size) ** 2} patches" if config.type == "vit"
+                  else "CNN: 8x8 -> 4x4 -> 2x2")
     log(f"digits: {len(task.train)} train, {len(task.dev)} dev, {len(task.test)} test images (8x8), "
-        f"patch {config.patch_size} -> {(8 // config.patch_size) ** 2} patches"
-        f"{', random 1-pixel shifts' if config.augment else ''}")
-    run = train_and_test(task, log, DEFAULT_OUT)
+        f"{model_line}{', random 1-pixel shifts' if config.augment else ''}")
+    default_out = DEFAULT_OUTS[config.type]
+    run = train_and_test(task, log, default_out)
     dev, test = run["history"]["evals"][-1], run["test"]
     log(f"done in {run['train_seconds']:.1f} s: dev accuracy {dev['dev_acc']:.2%}, "
         f"test accuracy {test['test_acc']:.2%} ({round(test['test_acc'] * len(task.test))}/{len(task.test)}), "
         f"test loss {test['test_loss']:.4f}")
-    path = save_and_plot(task, run, DEFAULT_OUT, f"ViT (patch {config.patch_size}) on the 8x8 digits",
-                         {**dev, **test}, log, metric="dev_acc")
+    title = f"ViT (patch {config.patch_size})" if config.type == "vit" else f"CNN ({config.d_model} channels)"
+    path = save_and_plot(task, run, default_out, f"{title} on the 8x8 digits", {**dev, **test}, log,
+                         metric="dev_acc")
     return {"history": run["history"], "dev_acc": dev["dev_acc"], "test_acc": test["test_acc"],
-            "test_loss": test["test_loss"], "checkpoint": str(path), "train_seconds": run["train_seconds"],
+            "num_parameters": run["model"].num_parameters(), "test_loss": test["test_loss"], "checkpoint": str(path), "train_seconds": run["train_seconds"],
             "model": run["model"], "task": task}
