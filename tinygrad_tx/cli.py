@@ -7,6 +7,7 @@
     tinygrad-tx sample --num-samples 20 --temperature 0.8 --top-k 10
     tinygrad-tx train bigram --data names.txt
     tinygrad-tx train vit | encoder | seq2seq
+    tinygrad-tx train vit --type cnn         # a LeNet-style CNN on the same digits split
     tinygrad-tx train gpt --compare-torch --steps 200 --dtype float64
     tinygrad-tx train names --type mlp       # makemore's baselines: --type bigram | mlp | rnn | gru | lstm | bow | wavenet
     tinygrad-tx train gpt --resume runs/gpt/model.safetensors   # continue an interrupted run exactly
@@ -43,6 +44,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from ._argtypes import number as _number
+
 PROG = "tinygrad-tx"
 
 
@@ -55,24 +58,6 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         raise CommandLineError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
-
-
-def _number(kind, lo=None, hi=None):
-    """An argparse ``type`` that parses ``kind`` and checks ``lo <= value <= hi``."""
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
-                                             f"got {text!r}") from None
-        if kind is float and value != value:
-            raise argparse.ArgumentTypeError("nan is not allowed")
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            bounds = f">= {lo}" if hi is None else f"<= {hi}" if lo is None else f"in [{lo}, {hi}]"
-            raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
-        return value
-    parse.__name__ = kind.__name__
-    return parse
 
 
 def add_config_flags(parser, config_cls, skip=()):
@@ -110,7 +95,8 @@ TRAIN_HELP = {
     "gpt": "the tutorial's GPT (d_model 64, 4 heads, 4 layers, block 16) on a names corpus; --type "
            "bigram|mlp|rnn|gru|lstm|bow|wavenet trains makemore's baselines instead (alias: 'train names')",
     "bigram": "the bigram count model: its NLL per character",
-    "vit": "the Vision Transformer on scikit-learn's 8x8 digits: test accuracy",
+    "vit": "the Vision Transformer on scikit-learn's 8x8 digits: test accuracy; --type cnn trains a LeNet-style "
+           "CNN on the same split instead",
     "encoder": "the BERT-style encoder: first-name gender (US Census lists), held-out accuracy",
     "seq2seq": "the encoder-decoder: spelled-out dates -> ISO dates (or reversed names), exact match",
 }

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dtypes
 from .autograd import ArrayFunction, accumulation_dtype
-from .ops.reduce import normalize_dims, reduce_axes, save_reduced, saved_reduced
+from .ops.reduce import as_function, normalize_dims, reduce_axes, save_reduced, saved_reduced
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "VectorNorm"]
 
@@ -169,3 +169,8 @@ def norm_(x, p="fro", dim=None, keepdim=False, dtype=None):
             return vector_norm(x, 2, dim, keepdim, dtype=dtype)
         return matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else tuple(dim), keepdim, dtype=dtype)
     return vector_norm(x, 2 if p is None else p, dim, keepdim, dtype=dtype)
+
+
+# Tensor.norm and torch.norm (bound by _bind.py; linalg.py imports ops/reduce.py, not the reverse)
+TENSOR_METHODS = {"norm": norm_}
+FUNCTIONS = {"norm": as_function("norm", norm_)}

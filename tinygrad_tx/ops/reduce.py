@@ -473,17 +473,12 @@ def nanmean(s, dim=None, keepdim=False, *, dtype=None, axis=None):
     return NanSum.apply(s, axes=axes, keepdim=keepdim) / _adopt(count)
 
 
-def _norm(s, p="fro", dim=None, keepdim=False, dtype=None):
-    from .. import linalg
-    return linalg.norm_(s, p, dim, keepdim, dtype)
-
-
 from . import reduce_minmax as _mm  # noqa: E402  (it imports the helpers above)
 from .reduce_minmax import MaxAll, MaxDim, MaxResult, MinResult, arg_extreme  # noqa: E402,F401  (tensor.py's names)
 
 TENSOR_METHODS = {
     "sum": sum_, "mean": mean, "var": var, "std": std, "prod": prod, "logsumexp": logsumexp,
-    "nansum": nansum, "nanmean": nanmean, "norm": _norm, **_mm.TENSOR_METHODS,
+    "nansum": nansum, "nanmean": nanmean, **_mm.TENSOR_METHODS,
 }
 REPLACES = set()   # tensor.py binds no reductions: they all live here
 

@@ -126,7 +126,7 @@ def register_study_commands(commands) -> None:
 
 
 def _model_flags(p, default_out, **defaults):
-    from ..cli import _number as number   # the CLI's checked int/float argument types
+    from .._argtypes import number   # the CLI's checked int/float argument types
     p.add_argument("--checkpoint", default=None, metavar="PATH",
                    help="use this 'train gpt' checkpoint instead of training one")
     p.add_argument("--data", default=None, metavar="PATH", help="names file (default: the offline census names)")
