@@ -62,6 +62,7 @@ def test_normal_and_uniform_parity(batch, seed, dtype):
                  low, scale, dtype=dtype, seed=seed, grad=(1,), name="Uniform.entropy")
 
 
+@pytest.mark.cpu_only(reason="shapes, summary statistics and reprs of CPU-built distributions; the gradient parity tests above run on DEVICE")
 def test_shapes_and_summary_statistics_as_torch():
     logits = values((2, 3), 1)
     for sample_shape in [(), (4,), (2, 5)]:

@@ -55,6 +55,7 @@ def test_isinstance_and_alias():
     ((-1,), {}, RuntimeError, "negative dimension"),
     (([1.0],), {"requires_grad": True}, TypeError, "requires_grad"),
 ])
+@pytest.mark.cpu_only(reason="constructor argument errors, no tensor computed")
 def test_typed_constructor_errors(args, kwargs, exc, pattern):
     with pytest.raises(exc, match=pattern):
         tg.FloatTensor(*args, **kwargs)
@@ -63,6 +64,7 @@ def test_typed_constructor_errors(args, kwargs, exc, pattern):
                           **kwargs)
 
 
+@pytest.mark.cpu_only(reason="Variable's detach/requires_grad semantics, no values compared")
 def test_variable_is_a_detached_tensor():
     x = tg.ones(2, requires_grad=True)
     v = Variable(x * 2)
