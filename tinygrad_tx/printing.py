@@ -1,10 +1,9 @@
 """``torch.set_printoptions``: how tensors print.
 
-``threshold``, ``edgeitems``, ``linewidth`` and ``sci_mode`` go to NumPy's print options (our
-``Tensor.__repr__`` prints with ``np.array2string``), with torch's defaults and profiles
-('default', 'short', 'full'). ``sci_mode=False`` never uses scientific notation (NumPy's
-``suppress``); True or None leaves NumPy's choice. ``precision`` is kept in :data:`PRINT_OPTIONS`
-for ``Tensor.__repr__``, whose 4 digits it replaces once the repr reads it.
+``precision``, ``threshold``, ``edgeitems``, ``linewidth`` and ``sci_mode`` (False: never
+scientific notation, NumPy's ``suppress``) with torch's defaults and profiles ('default',
+'short', 'full'), kept in :data:`PRINT_OPTIONS` and handed to ``np.array2string`` by
+``Tensor.__repr__`` (:func:`array2string_options`): NumPy's own print options are left alone.
 """
 from __future__ import annotations
 
@@ -20,12 +19,13 @@ _PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth
 PRINT_OPTIONS = dict(_PROFILES["default"], sci_mode=None)
 
 
-def _apply() -> None:
+def array2string_options() -> dict:
+    """``np.array2string`` keywords for the current options (``Tensor.__repr__``)."""
     threshold = PRINT_OPTIONS["threshold"]
-    np.set_printoptions(threshold=int(min(threshold, np.iinfo(np.int64).max)) if threshold != np.inf
-                        else np.iinfo(np.int64).max,
-                        edgeitems=int(PRINT_OPTIONS["edgeitems"]), linewidth=int(PRINT_OPTIONS["linewidth"]),
-                        suppress=PRINT_OPTIONS["sci_mode"] is False)
+    return dict(precision=int(PRINT_OPTIONS["precision"]),
+                threshold=np.iinfo(np.int64).max if threshold == np.inf else int(threshold),
+                edgeitems=int(PRINT_OPTIONS["edgeitems"]), max_line_width=int(PRINT_OPTIONS["linewidth"]),
+                suppress_small=PRINT_OPTIONS["sci_mode"] is False)
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
@@ -46,7 +46,6 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     if sci_mode is not None and not isinstance(sci_mode, bool):
         raise TypeError(f"set_printoptions: sci_mode must be True, False or None, got {sci_mode!r}")
     PRINT_OPTIONS["sci_mode"] = sci_mode
-    _apply()
 
 
 def get_printoptions() -> dict:

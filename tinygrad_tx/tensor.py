@@ -20,6 +20,7 @@ import numpy as np
 
 from . import autograd, dtypes
 from . import device as _device
+from . import printing as _printing
 from .autograd import dispatch as _dispatch
 from .autograd import api as _autograd_api
 
@@ -474,7 +475,7 @@ class Tensor:
         return self._data.copy() if copy else self._data
 
     def __repr__(self):
-        body = np.array2string(self._data, separator=", ", prefix="tensor(", precision=4)
+        body = np.array2string(self._data, separator=", ", prefix="tensor(", **_printing.array2string_options())
         extras = []
         if self._data.dtype != DEFAULT_FLOAT and self._data.dtype != np.int64 and self._data.dtype != np.bool_ \
                 or self._data.size == 0:
@@ -534,6 +535,8 @@ class Tensor:
         if isinstance(dtype, str) and dtype.split(".")[-1] in self._TYPE_NAMES.values():
             name = {v: k for k, v in self._TYPE_NAMES.items()}[dtype.split(".")[-1]]
             return self._cast(np.dtype(name))
+        if isinstance(dtype, type) and hasattr(dtype, "_np_dtype"):   # tinygrad_tx.FloatTensor, ...
+            return self._cast(dtype._np_dtype)
         return self._cast(dtypes.resolve(dtype, "type(dtype)"))
 
     def type_as(self, other) -> "Tensor":

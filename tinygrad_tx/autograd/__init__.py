@@ -45,6 +45,15 @@ _function.Function, _function.FunctionCtx, _function.once_differentiable = Funct
 
 
 
+def __getattr__(name):
+    """``autograd.Variable`` (torch's pre-0.4 wrapper; ``legacy.py``), looked up on first use:
+    legacy.py imports tensor.py, which imports this package."""
+    if name == "Variable":
+        from ..legacy import Variable
+        return Variable
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _bind_tensor(tensor_cls, view_cls) -> None:
     """Called once by tensor.py: the engine's modules refer to Tensor, which imports them."""
     for m in (_engine, _function, _versions, dispatch, _api, _custom, functional, _gradcheck):
