@@ -76,7 +76,11 @@ LONG_RUNS = {
     "tinygrad-tx plot attention -o docs/images/attention.png": ["2.096", "0.63", "0.73", "0.85"],
     "tinygrad-tx train gpt --compare-torch --dtype float64 --steps 200 --compare-every 20 --plot "
     "docs/images/compare.png": ["3.8e-16"],
+    "tinygrad-tx plot grad-distance --data names.txt -o docs/images/grad_distance.png":
+        ["2.074", "2.116", "2.179", "0.46", "0.61", "0.58", "0.74", "1.04", "0.92"],
 }
+# makemore's names.txt, for a long run that names it (skipped when absent)
+NAMES_TXT = ROOT.parent / "shared" / "data" / "names.txt"
 
 
 def prose_quotes(text: str):
@@ -225,6 +229,10 @@ def test_numbers_quoted_from_the_long_runs(command, tmp_path):
     assert command in text, f"the tour no longer names {command!r}"
     if "--compare-torch" in command:
         pytest.importorskip("torch")
+    if "names.txt" in shlex.split(command):
+        if not NAMES_TXT.is_file():
+            pytest.skip(f"{NAMES_TXT} is absent")
+        shutil.copy(NAMES_TXT, tmp_path / "names.txt")
     (tmp_path / "docs/images").mkdir(parents=True)
     output = run(argv_of(command), tmp_path, command)
     missing = [n for n in LONG_RUNS[command]
@@ -285,6 +293,11 @@ PICTURES = {
     "gpt_names_loss.png": (NAMES_RUN, "runs/gpt/model.loss.png", TINY_GPT + ["--batch-size", "8"]),
     "gpt_names_compare_float64.png": (NAMES_COMPARE.format("float64"), "runs/gpt/compare_float64.png", TINY_GPT),
     "gpt_names_compare_float32.png": (NAMES_COMPARE.format("float32"), "runs/gpt/compare_float32.png", TINY_GPT),
+    "seq_cost.png": ("tinygrad-tx plot seq-cost --torch -o docs/images/seq_cost.png", "docs/images/seq_cost.png",
+                     ["--lengths", "4", "8", "--repeats", "1", "--batch", "2"]),
+    "grad_distance.png": ("tinygrad-tx plot grad-distance --data names.txt -o docs/images/grad_distance.png",
+                          "docs/images/grad_distance.png",
+                          ["--steps", "2", "--length", "3", "--names", "2", "--batch-size", "4"]),
     # the benchmark's plots: the full run times for minutes; --replot draws them from its results.json
     "bench_ratio.png": ("tinygrad-tx bench", "bench/results/ratio.png", None),
     "bench_section11.png": ("tinygrad-tx bench", "bench/results/scaling_section11.png", None),
@@ -320,7 +333,7 @@ def test_the_command_of_every_picture_still_runs(name, tmp_path):
     from tinygrad_tx import cli
     command, written, cheap = PICTURES[name]
     argv = shlex.split(command)[1:]
-    if "--compare-torch" in argv:
+    if "--compare-torch" in argv or "--torch" in argv:
         pytest.importorskip("torch")
     if "names.txt" in argv:
         (tmp_path / "names.txt").write_text("\n".join(["emma", "olivia", "ava", "isabella", "sophia", "mia",

@@ -124,6 +124,9 @@ def register_study_commands(commands) -> None:
     debug_flag(at)
     at.set_defaults(func=cmd_plot_attention)
 
+    from .experiments import register_claim_plots   # plot seq-cost, plot grad-distance: section 1 measured
+    register_claim_plots(pictures, debug_flag)
+
 
 def _model_flags(p, default_out, **defaults):
     from .._argtypes import number   # the CLI's checked int/float argument types
