@@ -139,14 +139,17 @@ def test_activation_dtypes_and_errors():
         F.silu(tg.Tensor(np.zeros(2)), inplace="yes")
 
 
-def test_inplace_keyword_computes_out_of_place():
-    x = tg.Tensor(np.array([-1.0, 2.0]))
+def test_inplace_keyword_overwrites_the_input():
+    """inplace=True writes into the input and returns it, as torch's (tests/test_inplace.py checks
+    the values and gradients against torch)."""
     for fn in (F.silu, F.elu, F.selu, F.celu, F.leaky_relu, F.relu6, F.hardtanh, F.hardsigmoid, F.hardswish,
                F.mish):
-        out = fn(x, inplace=True)
-        assert out is not x and x.tolist() == [-1.0, 2.0]
+        x = tg.Tensor(np.array([-1.0, 2.0]))
+        want = fn(x).tolist()
+        assert fn(x, inplace=True) is x and x.tolist() == want
+    x = tg.Tensor(np.array([-1.0, 2.0, 3.0, 4.0]))
     out = F.dropout(x, 0.5, training=True, inplace=True, generator=np.random.default_rng(0))
-    assert x.tolist() == [-1.0, 2.0] and out.shape == (2,)
+    assert out is x and set(x.tolist()) <= {0.0, -2.0, 4.0, 6.0, 8.0}
 
 
 @given(shape=shapes(1, 3, max_side=4), seed=seeds, dtype=float_dtypes, data=st.data())

@@ -362,3 +362,45 @@ def test_init_and_load_state_dict_after_forward_raise_as_torch():
         lin.load_state_dict(other.state_dict())
         out.sum().backward()
     _raises_both(reload)
+
+
+_INPLACE_ACTIVATIONS = ["silu", "mish", "elu", "selu", "celu", "leaky_relu", "hardtanh", "relu6", "hardsigmoid",
+                        "hardswish", "relu"]
+
+
+@pytest.mark.parametrize("name", _INPLACE_ACTIVATIONS)
+def test_functional_activation_inplace_overwrites_its_input_as_torchs(name):
+    """F.<act>(x, inplace=True) returns x itself, overwritten, with torch's value and gradient
+    (the graph goes through the new value); a leaf that requires grad refuses, as torch's. Before,
+    the input was left as it was: code that relied on the write computed with the old value."""
+    import torch.nn.functional as TF
+    import tinygrad_tx.nn.functional as F
+    from reference.testing import DEVICE
+    x0 = np.random.default_rng(0).standard_normal((3, 4)) * 3
+    g = np.random.default_rng(1).standard_normal((3, 4))
+    a, b = torch.tensor(x0, requires_grad=True, device=DEVICE), tg.tensor(x0, requires_grad=True)
+    ta, tb = a * 1.0, b * 1.0
+    assert getattr(TF, name)(ta, inplace=True) is ta
+    assert getattr(F, name)(tb, inplace=True) is tb
+    np.testing.assert_allclose(tb.detach().numpy(), ta.detach().cpu().numpy(), rtol=1e-12, atol=1e-15)
+    (ta * torch.tensor(g, device=DEVICE)).sum().backward()
+    (tb * tg.tensor(g)).sum().backward()
+    assert np.any(a.grad.cpu().numpy() != 0)
+    np.testing.assert_allclose(b.grad.numpy(), a.grad.cpu().numpy(), rtol=1e-12, atol=1e-15)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        getattr(F, name)(tg.tensor(x0, requires_grad=True), inplace=True)
+
+
+@pytest.mark.parametrize("make", [lambda nn: nn.SiLU(inplace=True), lambda nn: nn.LeakyReLU(0.2, inplace=True),
+                                  lambda nn: nn.ELU(inplace=True), lambda nn: nn.Hardtanh(inplace=True),
+                                  lambda nn: nn.ReLU6(inplace=True), lambda nn: nn.Hardswish(inplace=True),
+                                  lambda nn: nn.SELU(inplace=True), lambda nn: nn.CELU(0.5, inplace=True),
+                                  lambda nn: nn.Mish(inplace=True)])
+def test_activation_modules_inplace_as_torchs(make):
+    from reference.testing import DEVICE
+    x0 = np.random.default_rng(2).standard_normal((2, 5)) * 3
+    ours, theirs = make(tg.nn), make(torch.nn)
+    assert repr(ours) == repr(theirs)
+    t, tt = tg.tensor(x0), torch.tensor(x0, device=DEVICE)
+    assert ours(t) is t and theirs(tt) is tt
+    np.testing.assert_allclose(t.numpy(), tt.cpu().numpy(), rtol=1e-12, atol=1e-15)

@@ -186,10 +186,8 @@ def test_activation_reprs_attributes_and_errors_match_torch():
     raises_like_torch(lambda: nn.Unflatten(1, (4, 2))(x), lambda: tnn.Unflatten(1, (4, 2)).to(DEVICE)(torch.zeros(2, 3, device=DEVICE)),
                       ValueError)
     raises_like_torch(lambda: nn.Unflatten(1, 3), lambda: tnn.Unflatten(1, 3).to(DEVICE), TypeError)
-    with pytest.raises(NotImplementedError, match="inplace"):
-        nn.SiLU(inplace=True)
-    with pytest.raises(NotImplementedError, match="inplace"):
-        nn.LeakyReLU(0.1, inplace=True)
+    with pytest.raises(TypeError, match="inplace must be a bool, got 'yes'"):
+        nn.SiLU(inplace="yes")
 
 
 # ============================================================================ loss modules

@@ -110,14 +110,19 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False,
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p)
     (``torch.nn.functional.dropout``). With ``training=False`` or ``p == 0`` the input is
     returned unchanged; ``p == 1`` gives zeros. ``generator`` is a ``np.random.Generator``
-    (default: the global one, ``tinygrad_tx.manual_seed``). ``inplace=True`` is accepted and
-    computed out of place: use the returned tensor."""
+    (default: the global one, ``tinygrad_tx.manual_seed``). ``inplace=True`` writes the result
+    into ``input`` with torch's in-place autograd rules (``ops/inplace.apply_inplace``) and
+    returns it, as torch's."""
     if not isinstance(inplace, bool):
         raise TypeError(f"dropout: inplace must be a bool, got {inplace!r}")
     x, p = _check_dropout(input, p, "dropout", training)
     if not training or p == 0.0:
         return x
-    return Dropout.apply(x, keep=keep_mask(x.shape, p, generator), scale=keep_scale(p))
+    keep, scale = keep_mask(x.shape, p, generator), keep_scale(p)
+    if inplace:
+        from ..ops.inplace import apply_inplace
+        return apply_inplace(x, "dropout_", lambda t: Dropout.apply(t, keep=keep, scale=scale))
+    return Dropout.apply(x, keep=keep, scale=scale)
 
 
 def dropout_composite(input, p: float = 0.5, training: bool = True, inplace: bool = False,

@@ -11,9 +11,10 @@ Where torch's derivative at a kink takes a particular side (relu6 and hardtanh h
 gradient *at* their corners, leaky_relu has the slope at 0, hardswish has 0 at x = -3 and
 1 at x = 3), the backward takes the same side; the docstrings say which.
 
-``inplace=True`` is accepted where torch has the keyword; the result is computed out of
-place (a new tensor is returned and the input is left as it was), so write
-``x = F.silu(x, inplace=True)`` as torch code usually does.
+``inplace=True`` (where torch has the keyword) computes the same Function out of place and
+writes the result into the input with torch's in-place autograd rules
+(``ops/inplace.apply_inplace``: a leaf that requires grad refuses, a value saved for a backward
+and then overwritten raises at that backward), returning the input, as torch's ``silu_`` does.
 """
 from __future__ import annotations
 
@@ -48,6 +49,14 @@ def _float_input(input, op, inplace=False):
     x = as_tensor(input, op, "input")
     check_float(op, input=x)
     return x
+
+
+def _in_place_if(inplace: bool, x: Tensor, op: str, compute) -> Tensor:
+    """``compute(x)``, or with ``inplace`` its value written into ``x`` (``apply_inplace``)."""
+    if not inplace:
+        return compute(x)
+    from ..ops.inplace import apply_inplace
+    return apply_inplace(x, op + "_", compute)
 
 
 def _promoted_input(input, op):
@@ -311,7 +320,7 @@ class Tanhshrink(ArrayFunction):
 
 def silu(input, inplace: bool = False) -> Tensor:
     """x σ(x) (``torch.nn.functional.silu``)."""
-    return Silu.apply(_float_input(input, "silu", inplace))
+    return _in_place_if(inplace, _float_input(input, "silu", inplace), "silu", Silu.apply)
 
 
 def softplus(input, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -323,7 +332,7 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
 
 def mish(input, inplace: bool = False) -> Tensor:
     """x tanh(softplus(x)) (``torch.nn.functional.mish``)."""
-    return Mish.apply(_float_input(input, "mish", inplace))
+    return _in_place_if(inplace, _float_input(input, "mish", inplace), "mish", Mish.apply)
 
 
 def logsigmoid(input) -> Tensor:
@@ -346,13 +355,15 @@ def glu(input, dim: int = -1) -> Tensor:
 def elu(input, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x (x > 0), α(e^x - 1) (x <= 0) (``torch.nn.functional.elu``)."""
     x = _float_input(input, "elu", inplace)
-    return Elu.apply(x, alpha=_number(alpha, "elu", "alpha"), scale=1.0, input_scale=1.0)
+    alpha = _number(alpha, "elu", "alpha")
+    return _in_place_if(inplace, x, "elu", lambda t: Elu.apply(t, alpha=alpha, scale=1.0, input_scale=1.0))
 
 
 def selu(input, inplace: bool = False) -> Tensor:
     """scale · elu(x, α) with SELU's fixed α ≈ 1.6733, scale ≈ 1.0507 (``torch.nn.functional.selu``)."""
     x = _float_input(input, "selu", inplace)
-    return Elu.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+    return _in_place_if(inplace, x, "selu",
+                        lambda t: Elu.apply(t, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0))
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -361,13 +372,14 @@ def celu(input, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     alpha = _number(alpha, "celu", "alpha")
     if alpha == 0:
         raise InvalidArgumentError("celu: alpha cannot be 0 (CELU divides x by alpha)")
-    return Elu.apply(x, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+    return _in_place_if(inplace, x, "celu", lambda t: Elu.apply(t, alpha=alpha, scale=1.0, input_scale=1.0 / alpha))
 
 
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x (x > 0), negative_slope · x (x <= 0) (``torch.nn.functional.leaky_relu``)."""
     x = _float_input(input, "leaky_relu", inplace)
-    return LeakyRelu.apply(x, slope=_number(negative_slope, "leaky_relu", "negative_slope"))
+    slope = _number(negative_slope, "leaky_relu", "negative_slope")
+    return _in_place_if(inplace, x, "leaky_relu", lambda t: LeakyRelu.apply(t, slope=slope))
 
 
 def _hardtanh(input, lo, hi, inplace, op):
@@ -375,9 +387,9 @@ def _hardtanh(input, lo, hi, inplace, op):
         raise TypeError(f"{op}: inplace must be a bool, got {inplace!r}")
     x = as_tensor(input, op, "input")
     if x._data.dtype.kind in "iu":   # torch clamps integer tensors too (no gradient)
-        return Tensor(np.clip(x._data, lo, hi).astype(x._data.dtype))
+        return _in_place_if(inplace, x, op, lambda t: Tensor(np.clip(t._data, lo, hi).astype(t._data.dtype)))
     check_float(op, input=x)
-    return Hardtanh.apply(x, lo=lo, hi=hi)
+    return _in_place_if(inplace, x, op, lambda t: Hardtanh.apply(t, lo=lo, hi=hi))
 
 
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
@@ -397,12 +409,12 @@ def relu6(input, inplace: bool = False) -> Tensor:
 
 def hardsigmoid(input, inplace: bool = False) -> Tensor:
     """relu6(x + 3)/6 (``torch.nn.functional.hardsigmoid``)."""
-    return Hardsigmoid.apply(_float_input(input, "hardsigmoid", inplace))
+    return _in_place_if(inplace, _float_input(input, "hardsigmoid", inplace), "hardsigmoid", Hardsigmoid.apply)
 
 
 def hardswish(input, inplace: bool = False) -> Tensor:
     """x · relu6(x + 3)/6 (``torch.nn.functional.hardswish``)."""
-    return Hardswish.apply(_float_input(input, "hardswish", inplace))
+    return _in_place_if(inplace, _float_input(input, "hardswish", inplace), "hardswish", Hardswish.apply)
 
 
 def softsign(input) -> Tensor:

@@ -4,14 +4,15 @@
 A module here holds its hyper-parameters and calls the functional op in ``forward``;
 the op's forward and hand-written backward (with the derivation) live in
 ``tinygrad_tx.functional`` (= ``tinygrad_tx.nn.functional``), imported lazily so these
-modules can be built before every functional op exists. ``inplace=True`` is accepted by
-the constructors, as torch's, but raises NotImplementedError: our Tensors are not
-modified in place.
+modules can be built before every functional op exists. ``inplace=True`` overwrites the
+input with torch's in-place autograd rules (the functional op's ``inplace``), as torch's.
 """
 from __future__ import annotations
 
 import numbers
 import warnings
+
+import numpy as np
 
 from .module import Module
 
@@ -22,8 +23,8 @@ def _functional():
 
 
 def _check_inplace(layer: str, inplace) -> bool:
-    if inplace:
-        raise NotImplementedError(f"{layer}: inplace=True is not supported (tensors are not modified in place)")
+    if not isinstance(inplace, (bool, np.bool_)):
+        raise TypeError(f"{layer}: inplace must be a bool, got {inplace!r}")
     return bool(inplace)
 
 
@@ -113,14 +114,14 @@ class SiLU(_InplaceFlag):
     """x · σ(x) (a.k.a. swish)."""
 
     def forward(self, input):
-        return _functional().silu(input)
+        return _functional().silu(input, self.inplace)
 
 
 class Mish(_InplaceFlag):
     """x · tanh(softplus(x))."""
 
     def forward(self, input):
-        return _functional().mish(input)
+        return _functional().mish(input, self.inplace)
 
 
 class LeakyReLU(Module):
@@ -132,7 +133,7 @@ class LeakyReLU(Module):
         self.inplace = _check_inplace("LeakyReLU", inplace)
 
     def forward(self, input):
-        return _functional().leaky_relu(input, self.negative_slope)
+        return _functional().leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -147,7 +148,7 @@ class ELU(Module):
         self.inplace = _check_inplace("ELU", inplace)
 
     def forward(self, input):
-        return _functional().elu(input, self.alpha)
+        return _functional().elu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
@@ -181,7 +182,7 @@ class Hardtanh(Module):
         self.inplace = _check_inplace(type(self).__name__, inplace)
 
     def forward(self, input):
-        return _functional().hardtanh(input, self.min_val, self.max_val)
+        return _functional().hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")

@@ -321,13 +321,13 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         check_probability("Dropout", "p", p)   # a bool is a probability too, as in torch
-        if inplace:
-            raise NotImplementedError("Dropout: inplace=True is not supported (tensors are not modified in place)")
+        if not isinstance(inplace, bool):
+            raise TypeError(f"Dropout: inplace must be a bool, got {inplace!r}")
         self.p = p
         self.inplace = inplace
 
     def forward(self, input):
-        return F.dropout(_input(input, "Dropout"), self.p, self.training)
+        return F.dropout(_input(input, "Dropout"), self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

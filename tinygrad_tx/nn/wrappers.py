@@ -24,10 +24,12 @@ class _Elementwise(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        if self.inplace:
+            return getattr(F, self._op)(input, inplace=True)
         return getattr(F, self._op)(input)
 
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
+    def extra_repr(self) -> str:   # torch's Hardswish and Hardsigmoid do not show it
+        return "inplace=True" if self.inplace and self._op not in ("hardswish", "hardsigmoid") else ""
 
 
 class Hardswish(_Elementwise):
@@ -74,7 +76,7 @@ class CELU(Module):
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, input):
-        return F.celu(input, self.alpha)
+        return F.celu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
