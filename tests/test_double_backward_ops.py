@@ -46,6 +46,8 @@ def same(name):
     return lambda x, *a: getattr(x, name)(*a)
 
 
+_SR_INDEX = np.array([[0, 0], [1, 1], [2, 3]])   # scatter_reduce's index: two terms meet at (0, 0) and (1, 1)
+
 # name -> (ours, theirs, inputs). ``theirs`` None: the same callable works on torch tensors.
 U = (3, 4)
 CASES = {
@@ -111,6 +113,12 @@ CASES = {
     "nansum": (lambda a: (a * a).nansum(0), lambda a: (a * a).nansum(0), (rnd(U),)),
     "mean": (lambda a: (a * a).mean(0), None, (rnd(U),)),
     "prod": (lambda a: a.prod(1), None, (away(U, 0.5, 1.5),)),
+    **{f"scatter_reduce_{red}_{'self' if inc else 'noself'}": (
+        (lambda red, inc: lambda a, b: a.scatter_reduce(1, tg.from_numpy(_SR_INDEX), b, red, include_self=inc) * a)(red, inc),
+        (lambda red, inc: lambda a, b: a.scatter_reduce(1, torch.from_numpy(_SR_INDEX).to(DEVICE), b, red,
+                                                       include_self=inc) * a)(red, inc),
+        (distinct(U), distinct((3, 2), seed=1) + 0.013))
+       for red in ("sum", "mean", "amax", "amin") for inc in (True, False)},
     "logcumsumexp": (lambda a: a.logcumsumexp(1), None, (rnd(U),)),
     "logcumsumexp_dim0": (lambda a: a.logcumsumexp(0) * a, lambda a: a.logcumsumexp(0) * a, (rnd(U, -4.0, 4.0),)),
     "var": (lambda a: a.var(1), None, (rnd(U),)),
@@ -286,8 +294,8 @@ def _twice(f, x):
 
 
 @pytest.mark.parametrize("op,f,x", [
-    ("ScatterReduce", lambda x: x.scatter_reduce(1, tg.from_numpy(np.array([[0, 0], [1, 1], [2, 3]])), x[:, :2] * 2,
-                                                 "prod"), away(U, 0.5, 1.5)),
+    ("ScatterReduceProd", lambda x: x.scatter_reduce(1, tg.from_numpy(np.array([[0, 0], [1, 1], [2, 3]])),
+                                                     x[:, :2] * 2, "prod"), away(U, 0.5, 1.5)),
     ("Prod", lambda x: x.prod(1), np.where(np.eye(3, 4) > 0, 0.0, away(U, 0.5, 1.5))),
     ("CumProd", lambda x: x.cumprod(1), np.where(np.eye(3, 4, 1) > 0, 0.0, away(U, 0.5, 1.5))),
 ], ids=lambda p: p if isinstance(p, str) else "")
@@ -348,7 +356,7 @@ def test_every_op_in_the_ops_modules_is_twice_differentiable_or_listed():
             if inspect.isclass(c) and issubclass(c, ArrayFunction) and c.__module__ == m.__name__ \
                     and not c.differentiable_backward and c.twice_differentiable_via is None:
                 once.add(n)
-    assert once == {"ScatterReduce", "FlashAttention"}
+    assert once == {"ScatterReduceProd", "FlashAttention"}
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -819,7 +819,7 @@ def test_explain_any_primitive_page():
     assert "a closed form (rung 2 of a fused op)" in closed and "grad input vs torch" in closed
     assert "twice differentiable: yes, through its closed form SoftmaxClosedForm" in explain("softmax", source=False)
     assert "twice differentiable: yes, through its closed form GeluClosedForm" in explain("gelu", source=False, use_torch=False)
-    assert "twice differentiable: no: once differentiable" in explain("scatter_reduce", source=False, use_torch=False)
+    assert "twice differentiable: no: once differentiable" in explain("ScatterReduceProd", source=False, use_torch=False)
     assert "torch: not requested" in explain("sub", source=False, use_torch=False)
     assert "its backward raises, as torch's does" in explain("floor_divide", source=False)
     with pytest.raises(ValueError, match="unknown op 'nope'; explain knows: softmax, .* primitives"):

@@ -214,7 +214,14 @@ class ScatterReduce(ArrayFunction):
     prod: y[p] = x[p]·Π src scattered to p: dL/dx[p] = g[p]·Π src (no division, so zeros are
         fine); dL/dsrc[i] = g[p]·(the product of every other term at p) — with P = the
         product of the nonzero terms and Z the number of zero terms: P / src[i] when
-        src[i] ≠ 0 and Z = 0, P when src[i] is the only zero, else 0 (torch's cases)."""
+        src[i] ≠ 0 and Z = 0, P when src[i] is the only zero, else 0 (torch's cases).
+
+    For sum, mean, amax and amin the backward is linear in g, its masks and counts constants of
+    the forward (piecewise constant in x and src), so it also runs on Tensors: their gradients
+    can be differentiated again. prod's depends on x and src through products kept as arrays:
+    it is ``ScatterReduceProd``, once differentiable."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, src, index=None, dim=0, reduce="sum", include_self=True):
@@ -288,9 +295,23 @@ class ScatterReduce(ArrayFunction):
         gs = per_term[grid]
         if reduce in ("amax", "amin"):
             gs = np.where(ctx.src_won, gs, 0)
+        if isinstance(g, Tensor):   # a gradient being differentiated: src's gradient, padded by a recorded write
+            if tuple(gs.shape) == tuple(ctx.src_shape):
+                return gx, gs
+            from ..factories import zeros
+            gsrc = zeros(ctx.src_shape, dtype=g.dtype)
+            gsrc[ctx.crop] = gs
+            return gx, gsrc
         gsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
         gsrc[ctx.crop] = gs
         return gx, gsrc
+
+
+class ScatterReduceProd(ScatterReduce):
+    """``scatter_reduce(..., 'prod')``: :class:`ScatterReduce`'s forward and backward; once
+    differentiable (its backward's products of the other terms are kept as arrays)."""
+
+    differentiable_backward = False
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
@@ -299,5 +320,5 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
                          f"'amin', got {reduce!r}")
     _tensor(src, "scatter_reduce")
     input, x, idx, d, src = _scatter_args("scatter_reduce", input, dim, index, src)
-    return ScatterReduce.apply(x, src, index=idx, dim=d, reduce=reduce,
+    return (ScatterReduceProd if reduce == "prod" else ScatterReduce).apply(x, src, index=idx, dim=d, reduce=reduce,
                                include_self=bool(include_self)).reshape(input.shape)
