@@ -14,7 +14,10 @@ Each op that has a closed-form backward exists twice:
 
 Modules: ``softmax`` (softmax, log_softmax, softmin), ``loss`` (cross_entropy), ``nll``
 (nll_loss), ``regression`` (mse_loss, l1_loss, smooth_l1_loss, huber_loss), ``likelihood``
-(binary_cross_entropy[_with_logits], kl_div), ``normalization`` (layer_norm), ``linear``
+(binary_cross_entropy[_with_logits], kl_div), ``margin`` (margin_ranking, hinge_embedding,
+soft_margin, multilabel_soft_margin, multi_margin, multilabel_margin, cosine_embedding losses),
+``triplet`` (triplet_margin[_with_distance]_loss), ``count_likelihood`` (poisson_nll_loss,
+gaussian_nll_loss), ``ctc`` (ctc_loss: out of scope, raises), ``normalization`` (layer_norm), ``linear``
 (embedding, linear, patch_embed), ``activation`` (relu, tanh, sigmoid, gelu, dropout),
 ``closed_form`` (rung 2 of every fused op), ``conv`` (conv1d/2d in three rungs,
 conv_transpose1d/2d, unfold, fold, dropout2d), ``pooling`` (max/avg/adaptive pools), ``pointwise`` (silu, softplus, elu, selu, celu, leaky_relu, relu6, hardtanh, hardsigmoid,
@@ -35,6 +38,11 @@ from .linear import (Embedding, Linear, PatchEmbed, embedding, embedding_composi
                      patch_embed, patch_embed_composite)
 from .loss import CrossEntropy, cross_entropy, cross_entropy_composite
 from .nll import NLLLoss, nll_loss
+from .margin import (SoftMargin, cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss,
+                     multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, soft_margin_loss)
+from .triplet import triplet_margin_loss, triplet_margin_with_distance_loss
+from .count_likelihood import gaussian_nll_loss, poisson_nll_loss
+from .ctc import ctc_loss
 from .normalization import LayerNorm, layer_norm, layer_norm_composite
 from .pad import ConstantPad, IndexedPad, one_hot, pad
 from .pooling import (AdaptiveAvgPool, AdaptiveMaxPool, AvgPool, MaxPool, adaptive_avg_pool1d, adaptive_avg_pool2d,
@@ -87,6 +95,9 @@ __all__ = [
     "cross_entropy", "cross_entropy_composite", "nll_loss",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+    "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+    "multi_margin_loss", "multilabel_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
+    "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss", "ctc_loss", "SoftMargin",
     "layer_norm", "layer_norm_composite",
     "embedding", "embedding_composite", "linear", "linear_composite", "patch_embed", "patch_embed_composite",
     "dropout", "dropout_composite", "gelu", "gelu_composite", "relu", "tanh", "sigmoid",

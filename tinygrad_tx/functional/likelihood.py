@@ -220,7 +220,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     if reduction == "batchmean":
         total = loss.sum()
         return total / x.shape[0] if x.ndim else total
-    if reduction == "mean":
+    if reduction == "mean" and size_average is None and reduce is None:     # torch: not on the legacy path
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
                       "support size.'batchmean' divides only by the batch size, and aligns with the "
                       "KL div math definition.'mean' will be changed to behave the same as "

@@ -13,6 +13,10 @@
   ``LeakyReLU``, ``ELU``, ``Softplus``, ``Hardtanh``, ``ReLU6``, ``Softmax``, ``LogSoftmax``;
 * :mod:`.loss` — ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``, ``BCELoss``,
   ``BCEWithLogitsLoss``, ``SmoothL1Loss``, ``HuberLoss``;
+* :mod:`.loss_more` — ``KLDivLoss``, the margin losses (``MarginRankingLoss``, ``HingeEmbeddingLoss``,
+  ``SoftMarginLoss``, ``MultiLabelSoftMarginLoss``, ``MultiMarginLoss``, ``MultiLabelMarginLoss``,
+  ``CosineEmbeddingLoss``), ``TripletMarginLoss``, ``TripletMarginWithDistanceLoss``, ``PoissonNLLLoss``,
+  ``GaussianNLLLoss``, ``CTCLoss`` (out of scope: raises NotImplementedError);
 * :mod:`.attention` — ``MultiheadAttention``;
 * :mod:`.transformer` — ``TransformerEncoderLayer``, ``TransformerEncoder``, ``TransformerDecoderLayer``,
   ``TransformerDecoder``, ``Transformer`` (torch's semantics and state-dict names);
@@ -49,6 +53,9 @@ from .wrappers import (CELU, GLU, SELU, CosineSimilarity, Fold, Hardsigmoid, Har
                        PixelShuffle, PixelUnshuffle, Softmin, Softsign, Tanhshrink, Unfold)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
+from .loss_more import (CosineEmbeddingLoss, CTCLoss, GaussianNLLLoss, HingeEmbeddingLoss, KLDivLoss,
+                        MarginRankingLoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
+                        PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
 from .module import Module, RemovableHandle, StateDictError, functional_call
 from .parameter import Parameter
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
@@ -75,4 +82,7 @@ __all__ = [
     "functional", "functional_call", "init", "utils",
     "Conv1d", "ConvTranspose1d", "ConvTranspose2d", "BatchNorm2d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
     "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Dropout2d",
+    "KLDivLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss", "MultiLabelMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss", "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss",
 ]
