@@ -1,5 +1,5 @@
 """The torch.nn losses beyond cross-entropy and regression: KLDivLoss, the margin and hinge
-losses, the triplet losses, PoissonNLLLoss and GaussianNLLLoss (CTCLoss: out of scope, raises).
+losses, the triplet losses, PoissonNLLLoss, GaussianNLLLoss and CTCLoss.
 
 For each loss and each reduction: a hypothesis parity property against torch (output and input
 gradients under a random cotangent, the functional form or the module, float64 and float32 by
@@ -529,12 +529,88 @@ def test_errors_on_grad_requiring_constants():
                             torch.tensor(np.sign(X), device=DEVICE, requires_grad=True))
 
 
-def test_ctc_loss_out_of_scope():
-    lp = tg.tensor(np.log(np.full((5, 2, 3), 1 / 3)))
-    args = (lp, np.array([[1, 2], [1, 1]]), np.array([5, 5]), np.array([2, 2]))
-    for call in (lambda: F.ctc_loss(*args), lambda: nn.CTCLoss()(*args)):
-        with pytest.raises(NotImplementedError, match="ctc_loss .*alpha-beta recursion"):
-            call()
+def _ctc_case(rng, t_max, n, c, blank, concatenated, feasible_only):
+    """Logits (T, N, C), targets (padded or concatenated), input and target lengths. Sample 0 is
+    always feasible (T_b ≥ S_b + its repeated neighbours); the others too unless not
+    ``feasible_only`` (then an impossible one has loss inf, zeroed by zero_infinity)."""
+    logits = 2 * rng.standard_normal((t_max, n, c))
+    labels = [k for k in range(c) if k != blank]
+    rows, in_len = [], []
+    for b in range(n):
+        s = int(rng.integers(0, t_max + 1))
+        row = rng.choice(labels, s)
+        need = s + int(np.sum(row[1:] == row[:-1]))
+        while need > t_max:                                   # shorten until the sample fits
+            row = row[:-1]
+            need = len(row) + int(np.sum(row[1:] == row[:-1]))
+        low = need if (feasible_only or b == 0) else 1
+        in_len.append(int(rng.integers(max(low, 1), t_max + 1)))
+        rows.append(row)
+    tgt_len = np.array([len(r) for r in rows])
+    if concatenated:
+        targets = np.concatenate(rows + [np.zeros(0, np.int64)]).astype(np.int64)
+    else:
+        targets = np.full((n, max(tgt_len.max(), 1)), blank, np.int64)
+        for b, r in enumerate(rows):
+            targets[b, :len(r)] = r
+    return logits, targets, np.array(in_len), tgt_len
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@given(seed=seeds, dtype=float_dtypes, t_max=st.integers(1, 7), n=st.integers(1, 3), c=st.integers(2, 5),
+       blank_last=st.booleans(), concatenated=st.booleans(), zero_infinity=st.booleans(), unbatched=st.booleans(),
+       via_module=st.booleans())
+def test_ctc_loss_parity(reduction, seed, dtype, t_max, n, c, blank_last, concatenated, zero_infinity, unbatched,
+                         via_module):
+    """Through log_softmax of logits (torch's documented use; see functional/ctc.py for why the
+    gradient with respect to the log-probabilities themselves differs from torch's kernel)."""
+    blank = c - 1 if blank_last else 0
+    n = 1 if unbatched else n
+    logits, targets, in_len, tgt_len = _ctc_case(_rng(seed), t_max, n, c, blank, concatenated,
+                                                 feasible_only=not zero_infinity)
+    if unbatched:       # torch's unbatched targets hold exactly the target's labels
+        logits, targets = logits[:, 0], targets.reshape(-1)[:tgt_len[0]]
+    kwargs = dict(blank=blank, reduction=reduction, zero_infinity=zero_infinity)
+    if via_module:
+        ours_loss, theirs_loss = nn.CTCLoss(**kwargs), tnn.CTCLoss(**kwargs).to(DEVICE)
+    else:
+        ours_loss = lambda *a: F.ctc_loss(*a, **kwargs)     # noqa: E731
+        theirs_loss = lambda *a: TF.ctc_loss(*a, **kwargs)  # noqa: E731
+    in_len, tgt_len = tuple(int(v) for v in in_len), tuple(int(v) for v in tgt_len)
+
+    def ours(z, t):
+        return ours_loss(F.log_softmax(z, -1), t, in_len, tgt_len)
+
+    def theirs(z, t):
+        return theirs_loss(z.log_softmax(-1), t, in_len, tgt_len)
+    check_parity("ctc_loss", ours, theirs, [logits, targets], dtype, seed=seed)
+
+
+def test_ctc_loss_gradcheck_and_log_probs_gradient():
+    """Finite differences through log_softmax (the gradient returned for the log-probabilities is
+    torch's convention, exp(log_probs) - γ: see functional/ctc.py); and with respect to the
+    log-probabilities themselves, torch's values, 0 on the frames past each input length."""
+    logits, targets, in_len, tgt_len = _ctc_case(_rng(4), 6, 3, 4, 0, False, True)
+    assert tg.gradcheck(lambda z: F.ctc_loss(F.log_softmax(z, -1), targets, in_len, tgt_len), [logits])
+    lp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    check_parity("ctc_loss(log_probs)", lambda x: F.ctc_loss(x, targets, in_len, tgt_len, reduction="none"),
+                 lambda x: TF.ctc_loss(x, torch.tensor(targets, device=DEVICE), tuple(in_len), tuple(tgt_len),
+                                       reduction="none"), [lp])
+
+
+def test_ctc_loss_errors_like_torch():
+    lp = np.log(np.full((5, 2, 4), 0.25))
+    targets = np.array([[1, 2, 2], [3, 1, 0]])
+    cases = [((lp, targets, (6, 4), (3, 2)), {}, "input_lengths"),
+             ((lp, targets, (5, 4), (4, 2)), {}, "targets"),
+             ((lp, targets, (5, 4), (3, 2)), {"blank": 4}, "blank"),
+             ((lp, targets, (5,), (3, 2)), {}, "input_lengths"),
+             ((lp, targets, (5, 4), (3, 2)), {"reduction": "avg"}, "reduction")]
+    for (x, t, il, tl), kwargs, names in cases:
+        with pytest.raises(Exception) as theirs:
+            TF.ctc_loss(torch.tensor(x, device=DEVICE), torch.tensor(t, device=DEVICE), il, tl, **kwargs)
+        with pytest.raises(theirs.type, match=names):
+            F.ctc_loss(tg.tensor(x), t, il, tl, **kwargs)
 
 
 def test_broadcast_and_label_edges_like_torch():

@@ -17,7 +17,7 @@ Modules: ``softmax`` (softmax, log_softmax, softmin), ``loss`` (cross_entropy), 
 (binary_cross_entropy[_with_logits], kl_div), ``margin`` (margin_ranking, hinge_embedding,
 soft_margin, multilabel_soft_margin, multi_margin, multilabel_margin, cosine_embedding losses),
 ``triplet`` (triplet_margin[_with_distance]_loss), ``count_likelihood`` (poisson_nll_loss,
-gaussian_nll_loss), ``ctc`` (ctc_loss: out of scope, raises), ``normalization`` (layer_norm), ``linear``
+gaussian_nll_loss), ``ctc`` (ctc_loss: the alpha-beta recursion by hand), ``normalization`` (layer_norm), ``linear``
 (embedding, linear, patch_embed), ``activation`` (relu, tanh, sigmoid, gelu, dropout),
 ``closed_form`` (rung 2 of every fused op), ``conv`` (conv1d/2d in three rungs,
 conv_transpose1d/2d, unfold, fold, dropout2d), ``pooling`` (max/avg/adaptive pools), ``pointwise`` (silu, softplus, elu, selu, celu, leaky_relu, relu6, hardtanh, hardsigmoid,
@@ -42,7 +42,7 @@ from .margin import (SoftMargin, cosine_embedding_loss, hinge_embedding_loss, ma
                      multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, soft_margin_loss)
 from .triplet import triplet_margin_loss, triplet_margin_with_distance_loss
 from .count_likelihood import gaussian_nll_loss, poisson_nll_loss
-from .ctc import ctc_loss
+from .ctc import CTCLossFunction, ctc_loss
 from .normalization import LayerNorm, layer_norm, layer_norm_composite
 from .pad import ConstantPad, IndexedPad, one_hot, pad
 from .pooling import (AdaptiveAvgPool, AdaptiveMaxPool, AvgPool, MaxPool, adaptive_avg_pool1d, adaptive_avg_pool2d,
@@ -98,6 +98,7 @@ __all__ = [
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
     "multi_margin_loss", "multilabel_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
     "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss", "ctc_loss", "SoftMargin",
+    "CTCLossFunction",
     "layer_norm", "layer_norm_composite",
     "embedding", "embedding_composite", "linear", "linear_composite", "patch_embed", "patch_embed_composite",
     "dropout", "dropout_composite", "gelu", "gelu_composite", "relu", "tanh", "sigmoid",

@@ -16,7 +16,7 @@
 * :mod:`.loss_more` — ``KLDivLoss``, the margin losses (``MarginRankingLoss``, ``HingeEmbeddingLoss``,
   ``SoftMarginLoss``, ``MultiLabelSoftMarginLoss``, ``MultiMarginLoss``, ``MultiLabelMarginLoss``,
   ``CosineEmbeddingLoss``), ``TripletMarginLoss``, ``TripletMarginWithDistanceLoss``, ``PoissonNLLLoss``,
-  ``GaussianNLLLoss``, ``CTCLoss`` (out of scope: raises NotImplementedError);
+  ``GaussianNLLLoss``, ``CTCLoss``;
 * :mod:`.attention` — ``MultiheadAttention``;
 * :mod:`.transformer` — ``TransformerEncoderLayer``, ``TransformerEncoder``, ``TransformerDecoderLayer``,
   ``TransformerDecoder``, ``Transformer`` (torch's semantics and state-dict names);

@@ -1,5 +1,5 @@
 """More loss modules (``torch.nn``'s): KL divergence, the margin and hinge losses, the triplet
-losses, the Poisson and Gaussian NLLs, and ``CTCLoss`` (out of scope: it raises).
+losses, the Poisson and Gaussian NLLs, and ``CTCLoss``.
 
 As in :mod:`.loss`, each keeps its options (torch's names, order and defaults) and calls the
 functional loss, where the math, the gradient and the argument checks are. A class ``weight``
@@ -160,8 +160,8 @@ class GaussianNLLLoss(_Loss):
 
 
 class CTCLoss(_Loss):
-    """Out of scope: constructing one works (torch's options are kept), calling it raises
-    NotImplementedError naming why (see ``tinygrad_tx.functional.ctc``)."""
+    """Connectionist temporal classification: -log p(target | log_probs) summed over all
+    alignments, by the alpha-beta recursion (``tinygrad_tx.functional.ctc``, its backward by hand)."""
 
     def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
         super().__init__(reduction=reduction)
