@@ -141,7 +141,7 @@ _COND_DRAWS = 4   # one direction can miss the sensitive one (a 3-element LayerN
                   # 8e-8 in one, 2e-6..8e-6 in five others); the worst of four rarely does
 
 
-def _conditioning(oracle, arrays64, run_oracle, seed):
+def _conditioning(oracle, arrays64, movable, run_oracle, seed):
     """How far each oracle result moves when its inputs move by up to one float32 ulp: the worst
     over ``_COND_DRAWS`` random directions. A backward-stable float32 algorithm computes the exact
     result of inputs moved about this much, so its error may be this large.
@@ -149,11 +149,14 @@ def _conditioning(oracle, arrays64, run_oracle, seed):
     Only a smooth response counts: the same direction at a quarter of the size must move the
     result about a quarter as far (ratio 2.5..6). A result at a discontinuity — a tie, a floor, a
     sign flip — jumps by the same amount or not at all, and measures nothing. So does a draw
-    torch refuses (an input on the edge of its domain: a probability of 1 moved above 1)."""
+    torch refuses (an input on the edge of its domain: a probability of 1 moved above 1).
+    ``movable``: which arrays move — the differentiated inputs and the cotangents; a constant
+    float input (a target of ±1, a mask) stays exactly as given."""
     rng = np.random.default_rng(seed + 1)
     conds = [0.0] * len(oracle)
     for _ in range(_COND_DRAWS):
-        directions = [rng.uniform(-1.0, 1.0, np.shape(a)) if _is_float(a) else None for a in arrays64]
+        directions = [rng.uniform(-1.0, 1.0, np.shape(a)) if m and _is_float(a) else None
+                      for a, m in zip(arrays64, movable)]
         try:
             full, quarter = (run_oracle(_moved(arrays64, directions, ulps)) for ulps in (1.0, 0.25))
         except (RuntimeError, ValueError):
@@ -165,7 +168,7 @@ def _conditioning(oracle, arrays64, run_oracle, seed):
     return conds
 
 
-def _judge_f32(name, labels, ours, torch_f32, oracle, arrays64, run_oracle, seed):
+def _judge_f32(name, labels, ours, torch_f32, oracle, arrays64, movable, run_oracle, seed):
     """The float32 rule for each labelled result (float64 copies of ours, torch-float32's and the
     oracle's). Only where it fails is the conditioning measured (``_conditioning``: ``run_oracle``
     maps ``arrays64``, moved, to results like ``oracle``) and used as a second yardstick.
@@ -173,7 +176,7 @@ def _judge_f32(name, labels, ours, torch_f32, oracle, arrays64, run_oracle, seed
     errs = [(rel_err(o, orc), rel_err(t, orc)) for o, t, orc in zip(ours, torch_f32, oracle)]
     conds = [0.0] * len(errs)
     if any(not e_o <= F32_RATIO * e_t + F32_FLOOR for e_o, e_t in errs):
-        conds = _conditioning(oracle, arrays64, run_oracle, seed)
+        conds = _conditioning(oracle, arrays64, movable, run_oracle, seed)
     for lab, (e_o, e_t), c in zip(labels, errs, conds):
         check_f32(f"{name} {lab}", e_o, e_t, cond=c)
     return max((e for e, _ in errs), default=0.0), max((e for _, e in errs), default=0.0)
@@ -274,7 +277,7 @@ def check_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None, seed=0
 
     worst_ours, worst_torch = _judge_f32(name, labels, [out._data] + our_grads, [ref_out] + ref_grads,
                                          [oracle_out] + oracle_grads, inputs64 + [np.asarray(g, np.float64)],
-                                         run_oracle, seed)
+                                         list(diff_mask) + [True], run_oracle, seed)
     _record(name, "float32", worst_ours, worst_torch)
     return {"ours": worst_ours, "torch": worst_torch}
 
@@ -479,6 +482,7 @@ def check_double_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None,
     n = len(inputs64)
     worst, _ = _judge_f32(name, labels, mine, ref, oracle,
                           inputs64 + [v_np.astype(np.float64)] + [w.astype(np.float64) for w in ws_np],
+                          list(diff_mask) + [True] * (1 + len(ws_np)),
                           lambda a: second(torch, torch.autograd.grad, a[:n], np.float64, a[n], a[n + 1:]), seed)
     _record(f"{name} (2nd order)", "float32", worst)
     return worst

@@ -153,6 +153,18 @@ def test_float32_rule_measures_conditioning():
         check_parity(lambda x, y: (x @ y) * 1.01, lambda x, y: x @ y, a, b, dtype=np.float32, name="wrong dot")
 
 
+def test_float32_conditioning_keeps_constant_inputs_exact():
+    """The one-ulp moves that measure a result's conditioning move the differentiated inputs and
+    the cotangent only: a target of exactly 1 (cosine_embedding_loss's y) moved off ±1 would match
+    neither branch and make every result 'jump', which measured nothing (a fresh run met such a
+    case: two nearly anti-parallel 2-vectors, whose gradient is a cancellation)."""
+    a = np.array([-1.384900660463471, -0.5875623511690307])
+    b = np.array([1.7311163155599066, 0.6301228280005413])
+    cos = lambda lib: lambda x1, x2, y: lib.nn.functional.cosine_embedding_loss(x1, x2, y, reduction="sum")  # noqa: E731
+    check_parity(cos(tg), cos(torch), a, b, np.asarray(1.0), dtype=np.float32, grad=(0, 1), seed=524289,
+                 name="cosine_embedding_loss")
+
+
 def test_float32_rule_excuses_no_discontinuity():
     """floor at 3: a move down by any amount crosses 3, so a one-ulp and a quarter-ulp move jump
     equally far — not a smooth response, no conditioning measured (counted, it would excuse an
