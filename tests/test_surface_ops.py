@@ -9,11 +9,11 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from reference.testing import check_module_parity, check_parity
+from reference.testing import DEVICE, check_module_parity, check_parity
 from tinygrad_tx import gradcheck
 from tinygrad_tx.testing.strategies import seeds, values
 
@@ -47,11 +47,28 @@ def resamplings(draw):
     return (draw(st.integers(1, 2)), draw(st.integers(1, 2))) + spatial, kw
 
 
+def _torchs_nearest_backward_disagrees(shape, kw) -> bool:
+    """torch's quirk: 'nearest' with a scale_factor can send an output's gradient to another
+    source than its forward read (1-D, n = 2 or 3, scale 1.3: the forward reads [x0, x0], the
+    backward gives [1, 1] — its own torch.autograd.gradcheck fails), so such a draw has no torch
+    answer to compare with. Found by asking torch: each output's source from the forward of
+    arange, against the backward of ones."""
+    if kw["mode"] != "nearest" or "scale_factor" not in kw:
+        return False
+    n = int(np.prod(shape[2:]))
+    x = torch.arange(n, dtype=torch.float64, device=DEVICE).reshape((1, 1) + tuple(shape[2:])).requires_grad_()
+    y = TF.interpolate(x, **kw)
+    y.backward(torch.ones_like(y))
+    reads = torch.bincount(y.detach().reshape(-1).long().cpu(), minlength=n).double()
+    return not torch.equal(reads, x.grad.reshape(-1).cpu())
+
+
 @given(case=resamplings(), seed=seeds, dtype=DTYPES)
 def test_interpolate_parity(case, seed, dtype):
     """values and input gradient equal torch's for every mode (the resampling weights and source
     indices computed as torch's kernels do)."""
     shape, kw = case
+    assume(not _torchs_nearest_backward_disagrees(shape, kw))
     check_parity(lambda x: F.interpolate(x, **kw), lambda x: TF.interpolate(x, **kw), values(shape, seed + 1),
                  dtype=dtype, seed=seed, name=f"interpolate {kw['mode']}")
 
