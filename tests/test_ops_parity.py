@@ -189,7 +189,9 @@ def test_gelu(approximate, dtype, shape, seed, layout):
     # (ours a fitted Φ, torch's erf: 12x apart at x = -0.75 by luck of the draw): drawn away from it
     if approximate == "none":
         x = x.copy(order="K")            # (keeps a transposed layout, and a 0-d array an array)
-        np.maximum(x, -8.0, out=x)
+        # float32: below x ≈ -6.2 torch's float32 dy/dx is exactly 0 (ours keeps ~1e-8): a draw
+        # with every element there has an all-zero reference gradient, a blind check (seed 125)
+        np.maximum(x, -6.0 if dtype == np.float32 else -8.0, out=x)
         near = np.abs(x - _GELU_ROOT) < 0.02
         x[near] = _GELU_ROOT + np.where(x[near] < _GELU_ROOT, -0.02, 0.02)
     check_parity(f"gelu[{approximate}]", lambda t: t.gelu(approximate=approximate),
