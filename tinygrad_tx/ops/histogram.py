@@ -7,16 +7,12 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..tensor import _adopt
 from .reduce import require_tensor
 
 HistogramResult = namedtuple("histogram", ["hist", "bin_edges"])
 
 _TORCH_NAMES = {"b": "Bool", "i": "Long", "u": "Byte"}
-
-
-def _adopt(array):
-    from ..tensor import _adopt as adopt
-    return adopt(np.ascontiguousarray(array))
 
 
 def bincount(input, weights=None, minlength: int = 0):

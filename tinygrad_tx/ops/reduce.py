@@ -216,6 +216,11 @@ def _sum_of_squared_deviations(x, axes, keepdim):
         return np.sum(dev * dev, axis=axes, keepdims=keepdim)
 
 
+def _deviation(x, axes):
+    """x − μ over ``axes``, in NumPy calls that also run on Tensors (Var's and Std's backward)."""
+    return x - np.mean(x, axis=axes, keepdims=True)
+
+
 class Var(ArrayFunction):
     """y = Σ (x - μ)² / (N - correction),  μ the mean over the reduced axes.
 
@@ -244,7 +249,7 @@ class Var(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        dev = x - np.mean(x, axis=ctx.axes, keepdims=True)
+        dev = _deviation(x, ctx.axes)
         g = _expand_reduced(g, ctx.axes, ctx.keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):
             return g * dev * (np.asarray(2.0, dtype=dev.dtype) / ctx.denom)
@@ -272,7 +277,7 @@ class Std(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        dev = x - np.mean(x, axis=ctx.axes, keepdims=True)
+        dev = _deviation(x, ctx.axes)
         with np.errstate(divide="ignore", invalid="ignore"):
             scale = np.where(y == 0, np.zeros((), y.dtype), g / (y * y.dtype.type(ctx.denom)))
         return dev * _expand_reduced(scale, ctx.axes, ctx.keepdim)
