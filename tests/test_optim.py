@@ -12,7 +12,9 @@ may be ``None`` at a step, which both skip) and compare after N steps:
   ``F32_FLOOR`` (8 float32 ulps): the parity harness's rule, with its floor
   growing by one allowance per step because each step adds its own rounding
   (measured: our mean error equals torch's; single runs where torch is
-  luckily exact exceed 4x torch by up to ~5 ulps).
+  luckily exact exceed 4x torch by up to ~5 ulps). Where that fails, the kit's
+  second yardstick: the oracle's conditioning (``update_conditioning``), since an
+  update that cancels to near zero amplifies one ulp of its inputs.
 """
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ from hypothesis import given, strategies as st
 
 import tinygrad_tx as tg
 from tinygrad_tx import optim
-from reference.testing import DEVICE, F32_FLOOR, F32_RATIO, rel_err
+from reference.testing import DEVICE, F32_FLOOR, F32_RATIO, _conditioning, rel_err
+from tinygrad_tx.testing.compare import check_f32
 from tinygrad_tx.testing.strategies import seeds, shapes
 
 F64_RTOL = 1e-12
@@ -146,6 +149,24 @@ def assert_states_equal(ours_sd, torch_sd, rtol):
 
 # ----------------------------------------------------------------------------- parity after N steps
 
+def update_conditioning(pb, init32, grads32, oracle):
+    """The kit's conditioning (``reference.testing._conditioning``) of the float64 oracle's final
+    parameters: how far they move when the initial parameters and every gradient move by up to one
+    float32 ulp. An update p - lr*g that cancels to near zero (seed 0: 0.1257 - 0.2031*0.6404 =
+    -0.00436) is ill-conditioned: one ulp of p is 1.7e-6 of the result, and torch is closer only
+    because its add(alpha=) rounds once (a fused multiply-add) where ours rounds lr*g first."""
+    shapes = [np.shape(a) for a in init32]
+    flat = [a.astype(np.float64) for a in init32] + [g.astype(np.float64) for step in grads32
+                                                      for g in step if g is not None]
+
+    def run_oracle(arrays):
+        it = iter(arrays[len(init32):])
+        moved = [[None if g is None else next(it) for g in step] for step in grads32]
+        return run_torch(pb, list(arrays[:len(shapes)]), moved, np.float64)[0]
+
+    return _conditioning(oracle, flat, [True] * len(flat), run_oracle, pb["seed"])
+
+
 def check_optimizer(pb):
     init64, grads64 = make_data(pb, np.float64)
     ours, our_opt = run_ours(pb, init64, grads64, np.float64)
@@ -161,11 +182,13 @@ def check_optimizer(pb):
     ref32, _ = run_torch(pb, init32, grads32, np.float32)
     oracle, _ = run_torch(pb, init32, grads32, np.float64)
     floor = pb["n_steps"] * F32_FLOOR
-    for i, (o, t, r) in enumerate(zip(ours32, ref32, oracle)):
-        assert o.dtype == np.float32
-        e_ours, e_torch = rel_err(o, r), rel_err(t, r)
-        assert e_ours <= F32_RATIO * e_torch + floor, (
-            f"{pb['name']} float32 parameter {i}: our error {e_ours:.3g} vs torch's {e_torch:.3g}")
+    errs = [(rel_err(o, r), rel_err(t, r)) for o, t, r in zip(ours32, ref32, oracle)]
+    conds = [0.0] * len(errs)
+    if any(not e_o <= F32_RATIO * e_t + floor for e_o, e_t in errs):
+        conds = update_conditioning(pb, init32, grads32, oracle)
+    for i, ((e_ours, e_torch), c) in enumerate(zip(errs, conds)):
+        assert ours32[i].dtype == np.float32
+        check_f32(f"{pb['name']} parameter {i}", e_ours, e_torch, cond=c, floor=floor)
     for s in our_opt32.state.values():
         for k, v in s.items():
             if isinstance(v, np.ndarray) and k != "step":
