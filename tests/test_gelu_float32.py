@@ -7,7 +7,7 @@ that blocking, layouts and special values behave.
 import numpy as np
 import pytest
 import torch
-from scipy.special import ndtr
+from scipy.special import log_ndtr, ndtr
 
 import tinygrad_tx as tg
 from tinygrad_tx.ops import normal
@@ -21,22 +21,22 @@ def _oracle(x):
 
 
 def test_formula_accuracy_in_float64():
-    """The fitted tail Φ(-|x|) is within 1.1e-8 of the exact one everywhere (absolute), and
-    within 5e-5 relative for |x| < 4 — evaluated in float64 so that only the fit is measured."""
+    """The fitted tail Φ(-|x|) is within 3.3e-8 of the exact one *relative* to it, everywhere
+    (y = xΦ(x) for x < 0 is x times the tail, so this is y's relative error) — evaluated in
+    float64 so that only the fit is measured. (The degree-5 fit it replaced was fitted for
+    absolute error: 5e-5 relative at x = -2, 3 % at x = -5; a fresh run's 0-d draws met it.)"""
     x = np.linspace(-14, 14, 400_001)
-    exact = ndtr(-np.abs(x))
+    exact = np.exp(log_ndtr(-np.abs(x)))
     approx = normal.tail_float64(x)
-    assert np.max(np.abs(approx - exact)) <= 1.1e-8
-    near = np.abs(x) < 4
-    assert np.max(np.abs(approx[near] / exact[near] - 1)) <= 5e-5
+    assert np.max(np.abs(approx / exact - 1)) <= 3.3e-8
 
 
 def test_coefficients_are_reproduced_by_the_fit():
-    coefficients, max_err = normal.fit_tail_coefficients(5, normal.P, points=50_001)
-    np.testing.assert_allclose(coefficients, normal.Q, rtol=2e-3, atol=2e-4)
-    assert max_err <= 1.2e-8
-    # a degree lower is much worse: degree 5 is what 1e-8 needs
-    assert normal.fit_tail_coefficients(4, normal.P, points=20_001)[1] > 10 * max_err
+    coefficients, max_err = normal.fit_tail_coefficients(8, normal.P, points=50_001)
+    np.testing.assert_allclose(coefficients, normal.Q, rtol=1e-3, atol=1e-4)
+    assert max_err <= 3.3e-8
+    # a degree lower is much worse: degree 8 is what half a float32 ulp needs
+    assert normal.fit_tail_coefficients(7, normal.P, points=20_001)[1] > 10 * max_err
 
 
 def test_float32_against_oracle_and_torch():
@@ -56,7 +56,7 @@ def test_float32_against_oracle_and_torch():
         # and elementwise in the left tail, where torch's erf loses its relative accuracy
         tail = (x < -2) & (x > -6)
         rel = np.abs(y[tail] / y64[tail] - 1)
-        assert rel.max() < 5e-4
+        assert rel.max() < 4e-6   # measured 2.1e-6: float32's x² inside exp (its conditioning)
 
 
 @pytest.mark.parametrize("n", [1, 7, normal.BLOCK - 1, normal.BLOCK, normal.BLOCK + 1, 3 * normal.BLOCK + 5])
