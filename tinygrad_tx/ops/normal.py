@@ -48,8 +48,8 @@ LN_SQRT_2PI = float(0.5 * np.log(2.0 * np.pi))
 # t·Q(t) = Σ_k (c_k / P^(k+1)) s^(k+1): the coefficients absorb the powers of P.
 _QS = tuple(c / P ** (k + 1) for k, c in enumerate(Q))
 
-# Elements per block. Each block makes 33 NumPy calls (27 before the degree-8 fit); larger blocks mean fewer calls and, with
-# several threads, fewer GIL hand-offs between them. Measured on 2M elements (2-core EPYC VM):
+# Elements per block. Each block makes 33 NumPy calls (27 before the degree-8 fit); larger blocks
+# mean fewer calls and, with several threads, fewer GIL hand-offs between them. Measured on 2M elements (2-core EPYC VM):
 # 32768 → 19.5 ms (2 threads: 17.1), 131072 → 16.9 ms (2 threads: 9.6), 262144 → 17.1 (10.1).
 BLOCK = 131072
 
