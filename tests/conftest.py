@@ -15,6 +15,7 @@ import json
 import os
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, os.path.dirname(__file__))  # helper modules shared by test files (test_models)
@@ -24,6 +25,19 @@ try:  # the parity tests use tiny tensors: torch's intra-op threads would only c
     torch.set_num_threads(1)
 except ImportError:  # pragma: no cover - torch is a dev dependency
     pass
+
+
+@pytest.fixture(autouse=True)
+def _default_dtype_restored():
+    """A test that calls ``set_default_dtype`` (tinygrad_tx's or torch's) leaves the next test's
+    default float as it found it (the setting is process-wide, and xdist reuses a worker)."""
+    ours, theirs = sys.modules.get("tinygrad_tx"), sys.modules.get("torch")
+    saved = (ours and ours.get_default_dtype(), theirs and theirs.get_default_dtype())
+    yield
+    for module, dt in zip((sys.modules.get("tinygrad_tx"), sys.modules.get("torch")), saved):
+        if module is not None and hasattr(module, "set_default_dtype"):
+            module.set_default_dtype(dt if dt is not None else module.float32)
+
 
 settings.register_profile(
     "ci", max_examples=12, derandomize=True, deadline=None, print_blob=True,

@@ -11,7 +11,7 @@ from .autograd import (SavedMemory, enable_grad, inference_mode, is_grad_enabled
 from . import tensor as _tensor   # before ``.device`` below rebinds the name to the device class
 from .device import device
 from .dtypes import (bool, complex64, complex128, double, dtype, float, float16, float32, float64, get_default_dtype,
-                     half, int, int8, int16, int32, int64, long, short, uint8)
+                     half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from .ops.movement import IndexOutOfRange
 from .gradcheck import GradcheckError, gradcheck
 from .parallel import get_num_threads, set_num_threads
@@ -46,7 +46,7 @@ def is_floating_point(input) -> bool:
 __all__ = [
     "device", "dtype", "dtypes", "bool", "complex64", "complex128", "double", "float", "float16", "float32",
     "float64", "half", "int", "int8", "int16", "int32", "int64", "long", "short", "uint8", "get_default_dtype",
-    "inference_mode", "is_inference_mode_enabled", "is_tensor", "numel", "is_floating_point",
+    "set_default_dtype", "inference_mode", "is_inference_mode_enabled", "is_tensor", "numel", "is_floating_point",
     "GradcheckError", "SavedMemory", "gradcheck", "Tensor", "IndexOutOfRange", "arange", "cat", "enable_grad", "full",
     "get_num_threads", "is_grad_enabled", "manual_seed", "matmul", "maximum", "minimum", "no_grad", "ones", "ones_like",
     "rand", "randn", "set_grad_enabled", "set_num_threads", "stack", "tensor", "where", "zeros", "zeros_like",

@@ -135,8 +135,41 @@ COMPLEX_REFUSED = ("complex tensors are not supported ({what}): every backward h
                    "split the real and imaginary parts into two real tensors")
 
 
+# ============================================================================ the default float
+
+_default_float = float32   # changed only by set_default_dtype (importing tinygrad_tx leaves it float32)
+
+_NOT_FLOATING = "only floating-point types are supported as the default type"
+
+
+def default_float() -> np.dtype:
+    """The NumPy dtype of the default float: what Python floats, float factories without
+    ``dtype=`` (zeros, rand, linspace, ...), true division of integers and new layers' parameters
+    get. float32 unless :func:`set_default_dtype` chose another."""
+    return _default_float.dtype
+
+
 def get_default_dtype() -> dtype:
-    return float32
+    """The default floating dtype (``torch.get_default_dtype``): float32 unless
+    :func:`set_default_dtype` chose another."""
+    return _default_float
+
+
+def set_default_dtype(d, /) -> None:
+    """Make ``d`` (float32, float64 or float16) the default float, as ``torch.set_default_dtype``:
+    tensors built afterwards from Python floats (``tensor(1.5)``, ``tensor([1, 2.0])``), float
+    factories without ``dtype=``, integer tensors promoted to float (``int_tensor / 2``) and the
+    parameters of layers created afterwards get it. Existing tensors, integer tensors and
+    NumPy data (``tensor(np.float32 array)`` stays float32) keep their dtypes. The setting is
+    process-wide and stays until the next call. (torch also accepts bfloat16, which NumPy and
+    so tinygrad_tx do not have.)"""
+    global _default_float
+    if not isinstance(d, dtype):   # torch refuses names, NumPy dtypes and Python's float too
+        raise TypeError(f"set_default_dtype(): invalid dtype object: {_NOT_FLOATING} "
+                        f"(got d={d!r} of type {type(d).__name__}; pass tinygrad_tx.float64, say)")
+    if d.dtype.kind != "f":
+        raise TypeError(f"set_default_dtype(): {_NOT_FLOATING} (got d={d!r})")
+    _default_float = d
 
 
 # ============================================================================ promotion (torch's rules)
@@ -173,24 +206,24 @@ def promote_types(type1, type2) -> dtype:
     return from_numpy_dtype(_promote(_np(type1), _np(type2)))
 
 
-_SCALAR_DTYPE = {0: np.dtype(np.bool_), 1: np.dtype(np.int64), 2: np.dtype(np.float32)}
+_BOOL, _INT64 = np.dtype(np.bool_), np.dtype(np.int64)
 
 
 def _operand_dtype(x):
     """(priority, NumPy dtype) of one operand of torch's ``result_type``: 2 for a tensor with
     dimensions, 1 for a 0-d tensor, 0 for a Python (or NumPy) scalar, whose dtype is that of
-    its category's default (float: the default float32, int: int64, bool: bool)."""
+    its category's default (float: the default float, ``default_float()``; int: int64; bool: bool)."""
     arr = getattr(x, "_data", None)
     if arr is not None:
         return (2 if arr.ndim else 1), arr.dtype
     if isinstance(x, np.ndarray):
         return (2 if x.ndim else 1), x.dtype
     if isinstance(x, (builtins.bool, np.bool_)):
-        return 0, _SCALAR_DTYPE[0]
+        return 0, _BOOL
     if isinstance(x, (builtins.int, np.integer)):
-        return 0, _SCALAR_DTYPE[1]
+        return 0, _INT64
     if isinstance(x, (builtins.float, np.floating)):
-        return 0, _SCALAR_DTYPE[2]
+        return 0, _default_float.dtype
     if isinstance(x, (builtins.complex, np.complexfloating)):
         raise TypeError(COMPLEX_REFUSED.format(what=f"the scalar {x!r}"))
     raise TypeError(f"result_type: expected a Tensor or a number, got {type(x).__name__} ({x!r})")
@@ -225,7 +258,7 @@ def result_type(tensor, other) -> dtype:
     highest-ranked ones decide (promoted among themselves with ``promote_types``); a
     lower-ranked operand changes the result only when its *category* (bool < integer <
     floating) is higher, and then it promotes with it — a Python float counting as the
-    default float32. So int32[n] + int64[] is int32, int32[n] + 2.5 is float32,
+    default float (``get_default_dtype()``, float32 unless changed). So int32[n] + int64[] is int32, int32[n] + 2.5 is float32,
     float16[n] + float64[] is float16, int32[n] + float64[] is float64."""
     return from_numpy_dtype(result_np(tensor, other))
 

@@ -8,9 +8,9 @@ Rules (torch's):
 
 * sizes: ``zeros(2, 3)``, ``zeros((2, 3))``, ``zeros([2, 3])``, ``zeros(size=(2, 3))``;
   ``full``'s size must be a sequence. Negative sizes raise.
-* dtypes: float32 by default; ``tensor``/``full`` infer bool from Python bools, int64
-  from ints, float32 from floats, complex64 from complex; ``arange`` is int64 when start,
-  end and step are all ints. Any ``dtype=`` that ``dtypes.resolve`` takes is accepted.
+* dtypes: the default float (float32 unless ``set_default_dtype`` chose another) unless
+  ``dtype=``; ``tensor``/``full`` infer bool from Python bools, int64 from ints, the default
+  float from floats; ``arange`` is int64 when start, end and step are all ints. Any ``dtype=`` that ``dtypes.resolve`` takes is accepted.
 * ``tensor`` always copies; ``as_tensor``/``asarray`` share memory when they can;
   ``from_numpy`` always shares (writes through the Tensor show in the array and back).
 * every result is a new leaf; ``requires_grad=True`` needs a floating-point dtype.
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .device import check as _check_device
-from .dtypes import COMPLEX_REFUSED
+from .dtypes import COMPLEX_REFUSED, default_float
 from .generator import (Generator, default_generator, draw_bernoulli, draw_exponential,  # noqa: F401
                         draw_geometric, draw_integers, draw_normal, draw_uniform, get_rng_state,
                         initial_seed, manual_seed, seed, set_rng_state)
@@ -39,7 +39,6 @@ from .random_factories import TENSOR_METHODS as _RANDOM_METHODS
 from ._factory_args import InvalidArgumentError, _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
 from .tensor import Tensor
 
-DEFAULT_FLOAT = np.dtype(np.float32)
 _INT64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -83,7 +82,7 @@ def _python_scalar_dtype(x, op: str) -> np.dtype:
             raise InvalidArgumentError(f"{op}(): the integer {x} does not fit in int64 (overflow)")
         return _INT64
     if isinstance(x, float):
-        return DEFAULT_FLOAT
+        return default_float()
     raise TypeError(COMPLEX_REFUSED.format(what=f"{op}() of the Python complex {x!r}"))
 
 
@@ -124,7 +123,7 @@ def _infer(obj, op: str, depth: int):
                            "(nested) lists of them")
     n = len(obj)
     if n == 0:
-        return (0,), DEFAULT_FLOAT, False
+        return (0,), default_float(), False
     kinds = set(map(type, obj))
     if kinds <= _PY_ORDER.keys():          # the common case: a flat list of Python numbers
         top = max(kinds, key=_PY_ORDER.__getitem__)
@@ -246,16 +245,16 @@ def from_numpy(ndarray) -> Tensor:
 
 def _filled(op, fill, args, size, dtype, device, requires_grad):
     shape = parse_size(args, size, op)
-    return leaf(fill(shape, resolve_dtype(dtype, DEFAULT_FLOAT)), requires_grad, device)
+    return leaf(fill(shape, resolve_dtype(dtype, default_float())), requires_grad, device)
 
 
 def zeros(*size_args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A tensor of zeros (float32 unless ``dtype``)."""
+    """A tensor of zeros (the default float, float32, unless ``dtype``)."""
     return _filled("zeros", np.zeros, size_args, size, dtype, device, requires_grad)
 
 
 def ones(*size_args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A tensor of ones (float32 unless ``dtype``)."""
+    """A tensor of ones (the default float, float32, unless ``dtype``)."""
     return _filled("ones", np.ones, size_args, size, dtype, device, requires_grad)
 
 
@@ -284,12 +283,12 @@ def _scalar_dtype(value) -> np.dtype:
         return _INT64
     if not isinstance(value, numbers.Real):
         raise TypeError(COMPLEX_REFUSED.format(what=f"the value {value!r}"))
-    return DEFAULT_FLOAT
+    return default_float()
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ``size`` (a tuple or list) filled with ``fill_value``; the dtype follows
-    the value (bool, int64, float32, complex64) unless ``dtype`` is given."""
+    the value (bool, int64, the default float32) unless ``dtype`` is given."""
     shape = parse_size((size,), None, "full", sequence_only=True)
     value = _number_arg(fill_value, "full", "fill_value")
     dt = resolve_dtype(dtype, _scalar_dtype(value))
@@ -337,7 +336,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad:
     """``[start, start + step, ...)`` up to ``end`` excluded (``arange(n)``: 0..n-1).
 
     Length ``ceil((end - start) / step)``; int64 when start, end and step are all ints,
-    else float32. With an integer ``dtype`` the bounds are truncated toward zero first,
+    else the default float (float32). With an integer ``dtype`` the bounds are truncated toward zero first,
     as torch does (``arange(0, 5.5, 1.5, dtype=int64)`` is 0..4)."""
     if end is None:
         start, end = 0, start
@@ -345,7 +344,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad:
     if any(isinstance(v, complex) for v in (start, end, step)):
         raise TypeError("arange(): complex bounds are not supported")
     all_int = all(isinstance(v, int) for v in (start, end, step))
-    dt = resolve_dtype(dtype, _INT64 if all_int else DEFAULT_FLOAT)
+    dt = resolve_dtype(dtype, _INT64 if all_int else default_float())
     if dt.kind not in "iuf":
         raise TypeError(f"arange(): dtype {dt} is not supported (use an integer or floating-point dtype)")
     for v in (start, end, step):
@@ -380,7 +379,7 @@ def _linspace_values(op, start, end, steps, dtype):
         raise InvalidArgumentError(f"{op}(): number of steps must be non-negative, got {steps}")
     if isinstance(start, complex) or isinstance(end, complex):
         raise TypeError(COMPLEX_REFUSED.format(what=f"{op}() from {start!r} to {end!r}"))
-    dt = resolve_dtype(dtype, DEFAULT_FLOAT)
+    dt = resolve_dtype(dtype, default_float())
     if dt.kind in "iu":          # torch converts the bounds to the integer dtype first
         start, end = int(start), int(end)
     work = np.float64
@@ -415,7 +414,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad: bool = False) -> T
     for name, v in (("n", n), ("m", m)):
         if v < 0:
             raise InvalidArgumentError(f"eye(): {name} must be greater or equal to 0, got {v}")
-    return leaf(np.eye(n, m, dtype=resolve_dtype(dtype, DEFAULT_FLOAT)), requires_grad, device)
+    return leaf(np.eye(n, m, dtype=resolve_dtype(dtype, default_float())), requires_grad, device)
 
 
 # ============================================================================ Tensor.new_* methods

@@ -30,6 +30,7 @@ import numbers
 import numpy as np
 
 from .device import check as _check_device
+from .dtypes import default_float
 from .dtypes import resolve as _resolve_dtype
 
 _tensor = importlib.import_module("tinygrad_tx.tensor")   # the module (tinygrad_tx.tensor is also a function)
@@ -207,7 +208,7 @@ def set_rng_state(new_state) -> None:
 # Each returns a fresh ndarray of ``shape`` in ``dtype`` (anything dtypes.resolve takes).
 
 def _float_dtype(dtype, op: str) -> np.dtype:
-    dt = _resolve_dtype(dtype) if dtype is not None else np.dtype(np.float32)
+    dt = _resolve_dtype(dtype) if dtype is not None else default_float()
     if dt.kind != "f":
         raise TypeError(f"{op}: needs a floating-point dtype, got {dt}")
     return dt
@@ -261,7 +262,7 @@ def draw_exponential(shape, dtype=None, lambd: float = 1.0, generator=None) -> n
 def draw_geometric(shape, dtype=None, p: float = 0.5, generator=None) -> np.ndarray:
     """Samples of the number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
     p = _number(p, "p", "geometric_")
-    dt = _resolve_dtype(dtype) if dtype is not None else np.dtype(np.float32)
+    dt = _resolve_dtype(dtype) if dtype is not None else default_float()
     if not 0 < p < 1:
         raise InvalidArgumentError(f"geometric_: expects p to be in (0, 1), but got p={p}")
     return get_generator(generator).geometric(p, shape).astype(dt)
@@ -293,7 +294,7 @@ def draw_bernoulli(p, shape=None, dtype=None, generator=None) -> np.ndarray:
         except ValueError:
             raise InvalidArgumentError(f"bernoulli_: probabilities of shape {np.shape(p)} do not broadcast "
                              f"to shape {shape}") from None
-    dt = _resolve_dtype(dtype) if dtype is not None else np.dtype(np.float32)
+    dt = _resolve_dtype(dtype) if dtype is not None else default_float()
     return (get_generator(generator).random(shape) < p).astype(dt)
 
 

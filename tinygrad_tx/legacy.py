@@ -122,7 +122,7 @@ class _VariableType(type):
             warnings.warn("volatile was removed and now has no effect. Use `with tinygrad_tx.no_grad():` "
                           "instead.", UserWarning, stacklevel=2)
         if data is None:
-            return leaf(np.zeros((0,), dtype=np.float32))
+            return leaf(np.zeros((0,), dtype=_dtypes.default_float()))
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         if not isinstance(requires_grad, (bool, np.bool_)):
@@ -162,7 +162,7 @@ def legacy_range(start, end, step=1, *, dtype=None, device=None, requires_grad: 
     if (end - start) / step < 0:
         raise RuntimeError(f"range(): upper bound and lower bound inconsistent with step sign "
                            f"(start={start!r}, end={end!r}, step={step!r})")
-    dt = resolve_dtype(dtype, _dtypes.get_default_dtype().dtype)
+    dt = resolve_dtype(dtype, _dtypes.default_float())
     n = int(np.floor((end - start) / step)) + 1
     values = start + step * np.arange(n, dtype=np.float64)
     return leaf(values.astype(dt), requires_grad, device)

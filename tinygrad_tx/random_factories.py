@@ -20,16 +20,16 @@ import numpy as np
 from ._factory_args import InvalidArgumentError, _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
 from .autograd import ArrayFunction
 from .device import check as _check_device
+from .dtypes import default_float
 from .generator import (draw_bernoulli, draw_integers, draw_normal, draw_uniform, get_generator,
                         _check_probabilities)
 from .tensor import Tensor
 
-DEFAULT_FLOAT = np.dtype(np.float32)
 _INT64 = np.dtype(np.int64)
 
 
 def _float_dtype(dtype, op: str) -> np.dtype:
-    dt = resolve_dtype(dtype, DEFAULT_FLOAT)
+    dt = resolve_dtype(dtype, default_float())
     if dt.kind != "f":
         raise TypeError(f"{op}(): needs a floating-point dtype, got {dt}")
     return dt

@@ -1,8 +1,9 @@
 """``Tensor``: a NumPy array plus the autograd bookkeeping (``requires_grad``, ``grad``, graph edge).
 
 Dtype rules follow ``torch.tensor``: a NumPy array keeps its dtype (float64
-stays float64 end to end), Python floats (and lists of them) become float32,
-Python ints int64 and bools bool. Operators dispatch to the Functions in
+stays float64 end to end), Python floats (and lists of them) become the default
+float (float32 unless ``set_default_dtype`` chose another), Python ints int64 and
+bools bool. Operators dispatch to the Functions in
 ``tinygrad_tx.ops``; each of those files holds the forward and the hand-written
 backward of one kind of op side by side; ``_bind.py`` binds the methods the op modules define.
 
@@ -24,8 +25,6 @@ from . import printing as _printing
 from .autograd import dispatch as _dispatch
 from .autograd import api as _autograd_api
 
-DEFAULT_FLOAT = np.float32
-
 _rng = np.random.default_rng()
 
 
@@ -39,7 +38,7 @@ def _to_array(data, dtype=None) -> np.ndarray:
     """A new array (never a view of ``data``: as ``torch.tensor``, ``Tensor(a)`` copies, so
     editing ``a`` afterwards leaves the tensor alone; ``tinygrad_tx.from_numpy`` is the
     zero-copy way) with torch.tensor's dtype rules: an array or Tensor keeps its dtype, Python
-    floats (and lists of them) become float32, ints int64, bools bool. Complex, object, string
+    floats (and lists of them) become the default float, ints int64, bools bool. Complex, object, string
     and datetime data are a TypeError, ragged nested lists a ValueError."""
     if isinstance(data, Tensor):
         arr = data._data
@@ -54,7 +53,7 @@ def _to_array(data, dtype=None) -> np.ndarray:
         if arr.dtype.kind in "iu" and arr.dtype != np.int64 and dtype is None:
             arr = arr.astype(np.int64)
         elif arr.dtype.kind == "f" and dtype is None:
-            arr = arr.astype(DEFAULT_FLOAT)
+            arr = arr.astype(dtypes.default_float())
         if arr.dtype.kind == "O" and dtype is None:
             raise TypeError(f"Tensor(): could not infer a dtype for {_short(data)} "
                             f"(of type {type(data).__name__}); expected numbers, bools or nested "
@@ -477,7 +476,7 @@ class Tensor:
     def __repr__(self):
         body = np.array2string(self._data, separator=", ", prefix="tensor(", **_printing.array2string_options())
         extras = []
-        if self._data.dtype != DEFAULT_FLOAT and self._data.dtype != np.int64 and self._data.dtype != np.bool_ \
+        if self._data.dtype != dtypes.default_float() and self._data.dtype != np.int64 and self._data.dtype != np.bool_ \
                 or self._data.size == 0:
             extras.append(f"dtype={self._data.dtype}")
         if self._ctx is not None:
@@ -623,7 +622,7 @@ class Tensor:
     mul = __mul__
 
     def __truediv__(self, other):
-        """self / other (integers give float32, as torch's). Backward (``Div``): g/other and
+        """self / other (integers give the default float, as torch's). Backward (``Div``): g/other and
         −g·self/other²."""
         return _binary_op(_E.Div, self, other, float_result=True)
 
@@ -708,26 +707,26 @@ class Tensor:
         return _E.Sqrt.apply(_floating(self))
 
     def tanh(self):
-        """tanh x. Backward (``Tanh``): g·(1 − y²)."""
-        return _E.Tanh.apply(_floating(self))
+        """tanh x. Backward (``TanhFn``): g·(1 − y²)."""
+        return _E.TanhFn.apply(_floating(self))
 
     def sigmoid(self):
-        """σ(x) = 1/(1 + e⁻ˣ). Backward (``Sigmoid``): g·y(1 − y)."""
-        return _E.Sigmoid.apply(_floating(self))
+        """σ(x) = 1/(1 + e⁻ˣ). Backward (``SigmoidFn``): g·y(1 − y)."""
+        return _E.SigmoidFn.apply(_floating(self))
 
     def relu(self):
-        """max(x, 0). Backward (``Relu``): g where x > 0, else 0."""
+        """max(x, 0). Backward (``ReluFn``): g where x > 0, else 0."""
         if self._data.dtype == np.bool_:
             raise RuntimeError(f"relu: Boolean inputs not supported for relu (got dtype bool, shape {self.shape})")
-        return _E.Relu.apply(self)
+        return _E.ReluFn.apply(self)
 
     def gelu(self, approximate="none"):
-        """x·Φ(x) (or its tanh approximation). Backward (``Gelu``): g·(Φ(x) + x·φ(x))."""
-        return _E.Gelu.apply(self, approximate=approximate)
+        """x·Φ(x) (or its tanh approximation). Backward (``GeluFn``): g·(Φ(x) + x·φ(x))."""
+        return _E.GeluFn.apply(self, approximate=approximate)
 
     def clamp(self, min=None, max=None):
         """x limited to [min, max]. Backward (``Clamp``): g inside the bounds, 0 outside."""
-        if isinstance(min, float) or isinstance(max, float):   # torch: int.clamp(0.5) is float32
+        if isinstance(min, float) or isinstance(max, float):   # torch: int.clamp(0.5) is the default float
             self = _floating(self)
         return _E.Clamp.apply(self, min=min, max=max)
 
@@ -1013,7 +1012,7 @@ def _tensor_scalar_fast(t, x):
 def _promote_pair(a, b, float_result: bool = False):
     """``a`` and ``b`` cast to their torch ``result_type`` (``dtypes.result_np``: the one
     place the rule lives); ``float_result``: an integer or bool result type becomes the
-    default float32 (true division, atan2, ...)."""
+    default float (true division, atan2, ...)."""
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):
             if a._data.dtype == b._data.dtype and (not float_result or a._data.dtype.kind == "f"):
@@ -1028,7 +1027,7 @@ def _promote_pair(a, b, float_result: bool = False):
             return fast, b
     dt = dtypes.result_np(a, b)
     if float_result and dt.kind != "f":
-        dt = np.dtype(DEFAULT_FLOAT)
+        dt = dtypes.default_float()
     return _to_dtype(a, dt), _to_dtype(b, dt)
 
 
@@ -1100,8 +1099,8 @@ def _check_no_bool_sub(a, b):
 
 
 def _floating(s: Tensor) -> Tensor:
-    """exp/log/... of an int or bool tensor compute in float32, as torch's do (NumPy would pick float64)."""
-    return s if s._data.dtype.kind == "f" else Tensor(s._data.astype(DEFAULT_FLOAT))
+    """exp/log/... of an int or bool tensor compute in the default float, as torch's do (NumPy would pick float64)."""
+    return s if s._data.dtype.kind == "f" else Tensor(s._data.astype(dtypes.default_float()))
 
 
 def _shape_arg(shape, op: str) -> tuple:

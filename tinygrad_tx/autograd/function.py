@@ -98,8 +98,9 @@ class Context:
         return self._saved
 
     def name(self) -> str:
-        """torch's name of this backward node: ``"MulBackward0"`` for a node made by ``Mul``."""
-        return f"{self.fn.__name__}Backward0"
+        """torch's name of this backward node: ``"MulBackward0"`` for a node made by ``Mul``,
+        ``"SoftmaxBackward0"`` for one made by ``SoftmaxFn`` (:func:`op_name`)."""
+        return f"{op_name(self.fn)}Backward0"
 
     @property
     def next_functions(self) -> tuple:
@@ -187,6 +188,15 @@ class _NoGradContext:
 
 class ArrayFunction:
     """Base class of every differentiable op. Subclasses define ``forward`` and ``backward``.
+def op_name(fn) -> str:
+    """The op a Function class computes, as torch names its backward node (``<op>Backward0``):
+    the class name without the suffix ``Fn`` that an engine Function carries when an nn Module
+    has its name (``SoftmaxFn`` computes, ``nn.Softmax`` is the layer): ``SoftmaxFn`` -> ``Softmax``,
+    ``Mul`` -> ``Mul``."""
+    name = fn.__name__
+    return name[:-2] if name.endswith("Fn") and len(name) > 2 else name
+
+
 
     ``forward(ctx, *args, **kwargs)`` receives the NumPy arrays of Tensor
     arguments (other arguments unchanged) and returns one NumPy array.
@@ -239,7 +249,8 @@ class ArrayFunction:
 
     @classmethod
     def name(cls) -> str:
-        return cls.__name__
+        """The op's name: the class name without a trailing ``Fn`` (:func:`op_name`)."""
+        return op_name(cls)
 
 
 def _needs_input_grad(args):

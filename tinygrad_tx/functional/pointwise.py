@@ -23,7 +23,8 @@ import numpy as np
 from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction
 from ..ops.elementwise import _sigmoid
-from ..tensor import DEFAULT_FLOAT, Tensor, _canonical_dim
+from ..dtypes import default_float
+from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -60,11 +61,11 @@ def _in_place_if(inplace: bool, x: Tensor, op: str, compute) -> Tensor:
 
 
 def _promoted_input(input, op):
-    """``input`` as a Tensor, integers and bools promoted to float32 (torch's composites
+    """``input`` as a Tensor, integers and bools promoted to the default float (torch's composites
     softsign and tanhshrink accept them that way)."""
     x = as_tensor(input, op, "input")
     if x._data.dtype.kind not in "f":
-        x = Tensor(x._data.astype(DEFAULT_FLOAT))
+        x = Tensor(x._data.astype(default_float()))
     return x
 
 

@@ -22,7 +22,8 @@ from ..device import check as _check_device
 from ..functional.linear import _unsupported_embedding_options
 from ..functional._util import check_probability
 from ..ops.movement import IndexOutOfRange
-from ..tensor import DEFAULT_FLOAT, Tensor
+from ..dtypes import default_float
+from ..tensor import Tensor
 from . import init
 from ..functional.batch_norm import batch_norm
 from .module import Module, _float_dtype
@@ -32,7 +33,7 @@ from .parameter import Parameter
 # ============================================================================ argument helpers
 
 def _param_dtype(dtype, layer: str) -> np.dtype:
-    return np.dtype(DEFAULT_FLOAT) if dtype is None else _float_dtype(dtype, layer)
+    return default_float() if dtype is None else _float_dtype(dtype, layer)
 
 
 def _size(value, name: str, layer: str, minimum: int = 0) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import default_float
 from ..tensor import Tensor
 
 
@@ -32,7 +33,7 @@ class Parameter(Tensor):
 
     def __init__(self, data=None, requires_grad: bool = True):
         if data is None:
-            data = np.empty((0,), dtype=np.float32)
+            data = np.empty((0,), dtype=default_float())
         super().__init__(data)
         if not self._data.flags.writeable:
             self._data = np.array(self._data)   # a private, writable, C-contiguous copy

@@ -350,11 +350,11 @@ class LogSumExp(ArrayFunction):
 # ============================================================================ methods
 
 def _float_input(s, op):
-    """Integer/bool inputs to float math compute in float32, as torch's do."""
+    """Integer/bool inputs to float math compute in the default float, as torch's do."""
     from ..tensor import Tensor, _adopt
     if s._data.dtype.kind in "fc":
         return s
-    return _adopt(s._data.astype(np.float32))
+    return _adopt(s._data.astype(dtypes.default_float()))
 
 
 def sum_(s, dim=None, keepdim=False, *, dtype=None, axis=None, out=None):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .flat import FlatParameters
-from .optimizer import Optimizer, check_betas, check_hyperparameter
+from .optimizer import Optimizer, check_betas, check_hyperparameter, step_dtype
 
 # The fused step walks the flat buffers in chunks of this many elements: the dozen passes of
 # an update then run on ~128 KiB pieces that stay in cache (one pass per operation over all
@@ -75,7 +75,7 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step: float, *
 class Adam(Optimizer):
     r"""``torch.optim.Adam``: same signature, defaults, update and state.
 
-    State per parameter: ``step`` (a float32 0-d array, as torch keeps it),
+    State per parameter: ``step`` (a 0-d array of ``step_dtype``, as torch keeps it),
     ``exp_avg`` (m), ``exp_avg_sq`` (v) and, with ``amsgrad``, ``max_exp_avg_sq``.
     One step, t = step count after incrementing::
 
@@ -177,13 +177,14 @@ class Adam(Optimizer):
         """The state of ``p``, created at its first step (zeros in ``p``'s dtype)."""
         state = self.state[p]
         if len(state) == 0:
-            state["step"] = np.zeros((), dtype=np.float32)
+            state["step"] = np.zeros((), dtype=step_dtype(self.defaults["fused"] is True))
             state["exp_avg"] = np.zeros_like(p._data)
             state["exp_avg_sq"] = np.zeros_like(p._data)
             if amsgrad:
                 state["max_exp_avg_sq"] = np.zeros_like(p._data)
         elif not isinstance(state["step"], np.ndarray) or state["step"].ndim != 0:
-            state["step"] = np.asarray(float(np.asarray(state["step"]).reshape(())), dtype=np.float32)
+            state["step"] = np.asarray(float(np.asarray(state["step"]).reshape(())),
+                                       dtype=step_dtype(self.defaults["fused"] is True))
         if amsgrad and "max_exp_avg_sq" not in state:
             raise ValueError("amsgrad=True but the loaded optimizer state of a parameter of shape "
                              f"{p.shape} has no 'max_exp_avg_sq' (it was saved with amsgrad=False)")
@@ -216,7 +217,7 @@ class _FlatAdamState:
 
     ``params`` (a :class:`FlatParameters`) holds the values;
     ``exp_avg``, ``exp_avg_sq`` (and ``max_exp_avg_sq``) are flat arrays of the same length
-    and ``steps`` one float32 count per parameter. ``optimizer.state[p]`` keeps torch's
+    and ``steps`` one count per parameter (``step_dtype``). ``optimizer.state[p]`` keeps torch's
     per-parameter layout -- its entries are views of these buffers (``step`` a 0-d view of
     ``steps``) -- so ``state_dict()``, a per-parameter step, and torch see ordinary state.
     """
@@ -230,7 +231,7 @@ class _FlatAdamState:
         self.exp_avg = np.empty(n, dtype)
         self.exp_avg_sq = np.empty(n, dtype)
         self.max_exp_avg_sq = np.empty(n, dtype) if amsgrad else None
-        self.steps = np.array([float(st["step"]) for st in states], dtype=np.float32)
+        self.steps = np.array([float(st["step"]) for st in states], dtype=step_dtype(group["fused"] is True))
         self.states = []
         for i, (p, old) in enumerate(zip(group["params"], states)):
             new = {"step": self.steps[i:i + 1].reshape(())}

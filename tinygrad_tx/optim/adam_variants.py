@@ -4,7 +4,7 @@ with another norm, Nesterov momentum, or a rectified warmup.
 Each class has torch's signature, defaults, errors, state names and ``state_dict`` layout, and
 its update is torch's single-tensor algorithm (the one torch runs on the CPU) on NumPy arrays,
 in place, in torch's order of operations. State ``step`` (and NAdam's ``mu_product``) are float32
-0-d arrays, as torch keeps them. ``foreach`` is accepted and changes nothing; ``capturable`` and
+0-d arrays (float64 under a float64 default: ``optimizer.step_dtype``), as torch keeps them. ``foreach`` is accepted and changes nothing; ``capturable`` and
 ``differentiable`` only in their default (False).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from .adam import lerp_
 from .adaptive import _scalar_step, check_cpu_flags, check_non_negative, decay_weights, ema_square_, init_state
-from .optimizer import Optimizer, check_betas
+from .optimizer import Optimizer, check_betas, step_dtype
 
 
 def _check_adam_args(lr, eps, betas, weight_decay):
@@ -77,7 +77,7 @@ class NAdam(Optimizer):
         θ <- θ (1 − γ λ)                             if weight_decay and decoupled_weight_decay
         g <- g + λ θ                                 if weight_decay and not decoupled
         μ_t = β1 (1 − ½ · 0.96^(t ψ)),   μ_{t+1} = β1 (1 − ½ · 0.96^((t+1) ψ))
-        P_t = P_{t−1} μ_t                            (``mu_product``, float32 as in torch)
+        P_t = P_{t−1} μ_t                            (``mu_product``, float32 as in torch: ``step_dtype``)
         m <- lerp(m, g, 1 − β1);   v <- β2 v + (1 − β2) g²
         d = sqrt(v / (1 − β2^t)) + eps
         θ <- θ − γ (1 − μ_t) / (1 − P_t) · g / d − γ μ_{t+1} / (1 − P_t μ_{t+1}) · m / d
@@ -116,7 +116,7 @@ class NAdam(Optimizer):
                 state = self.state[p]
                 if len(state) == 0:
                     init_state(state, p)
-                    state["mu_product"] = np.ones((), dtype=np.float32)   # torch's key order
+                    state["mu_product"] = np.ones((), dtype=step_dtype())   # torch's key order
                     state["exp_avg"], state["exp_avg_sq"] = np.zeros_like(p._data), np.zeros_like(p._data)
                 step = _scalar_step(state)
                 bias_correction2 = 1 - beta2 ** step
@@ -124,7 +124,7 @@ class NAdam(Optimizer):
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
                 mu_product = state["mu_product"]
-                mu_product *= mu                     # in the array's dtype (float32), as torch's tensor
+                mu_product *= mu                     # in the array's dtype (step_dtype), as torch's tensor
                 exp_avg = lerp_(state["exp_avg"], grad, 1 - beta1)
                 exp_avg_sq = ema_square_(state["exp_avg_sq"], grad, beta2)
                 denom = np.sqrt(exp_avg_sq / bias_correction2)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import lerp_
-from .optimizer import Optimizer, check_hyperparameter
+from .optimizer import Optimizer, check_hyperparameter, step_dtype
 
 
 def check_non_negative(value, what: str, arg: str):
@@ -33,10 +33,10 @@ def check_cpu_flags(cls: str, capturable: bool, differentiable: bool) -> None:
 
 
 def init_state(state: dict, p, *names: str) -> dict:
-    """At a parameter's first step: ``step`` (a float32 0-d array, as torch keeps it) and a zero
+    """At a parameter's first step: ``step`` (a 0-d array of ``step_dtype()``, as torch keeps it) and a zero
     array in the parameter's dtype for each of ``names``."""
     if len(state) == 0:
-        state["step"] = np.zeros((), dtype=np.float32)
+        state["step"] = np.zeros((), dtype=step_dtype())
         for name in names:
             state[name] = np.zeros_like(p._data)
     return state
@@ -60,7 +60,7 @@ def ema_square_(avg: np.ndarray, grad: np.ndarray, decay: float) -> np.ndarray:
 
 
 def _scalar_step(state: dict) -> float:
-    """Increment ``state["step"]`` (a float32 0-d array, as torch keeps it) and return it."""
+    """Increment ``state["step"]`` (a 0-d array of ``step_dtype()``, as torch keeps it) and return it."""
     state["step"] += 1
     return float(state["step"])
 
@@ -166,7 +166,7 @@ class Adagrad(Optimizer):
     def _init_state(self, p) -> dict:
         state = self.state[p]
         if len(state) == 0:
-            state["step"] = np.zeros((), dtype=np.float32)
+            state["step"] = np.zeros((), dtype=step_dtype())
             state["sum"] = np.full_like(p._data, float(self.defaults["initial_accumulator_value"]))
         return state
 

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from ..dtypes import default_float
 from ..tensor import Tensor
 
 
@@ -87,7 +88,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     norm_type = _float_arg(norm_type, "get_total_norm", "norm_type")
     tensors = [t._data if isinstance(t, Tensor) else np.asarray(t) for t in _as_list(tensors, "get_total_norm")]
     if len(tensors) == 0:
-        return np.zeros((), dtype=np.float32)
+        return np.zeros((), dtype=default_float())
     norms = np.array([_vector_norm(t, norm_type) for t in tensors])
     dtype = np.result_type(*[t.dtype for t in tensors])
     total = np.asarray(_vector_norm(norms, norm_type), dtype=dtype)
@@ -103,7 +104,8 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm) -> None:
     parameters = _as_list(parameters, "clip_grads_with_norm_")
     max_norm = _float_arg(max_norm, "clip_grads_with_norm_", "max_norm")
     total_norm = np.asarray(total_norm)
-    coef = np.minimum(max_norm / (total_norm + total_norm.dtype.type(1e-6)), total_norm.dtype.type(1.0))
+    with np.errstate(over="ignore"):   # float16, a norm near 0: the ratio is inf, clamped to 1 (torch's value)
+        coef = np.minimum(max_norm / (total_norm + total_norm.dtype.type(1e-6)), total_norm.dtype.type(1.0))
     with np.errstate(invalid="ignore"):  # an inf gradient times a 0 coefficient is nan, as in torch
         for g in _grads(parameters):
             g *= coef.astype(g.dtype)

@@ -35,7 +35,15 @@ from itertools import chain
 import numpy as np
 
 from ..autograd import enable_grad
+from ..dtypes import default_float
 from ..tensor import Tensor
+
+
+def step_dtype(fused: bool = False) -> np.dtype:
+    """The dtype of the 0-d ``step`` state (and NAdam's ``mu_product``), torch's
+    ``_get_scalar_dtype``: float64 when the default float is float64 (``set_default_dtype``),
+    else float32; float32 always for torch's ``fused=True`` kernels."""
+    return np.dtype(np.float64 if default_float() == np.float64 and not fused else np.float32)
 
 
 class _RequiredParameter:
@@ -300,7 +308,8 @@ class Optimizer:
     def _cast_state(p: Tensor, idx: int, name: str, value):
         """A private, writeable copy of one saved state entry, in ``p``'s dtype and shape.
 
-        ``step`` keeps its own dtype (torch keeps it float32 whatever the parameter).
+        ``step`` keeps its own dtype (torch keeps it float32, float64 under a float64 default,
+        whatever the parameter).
         Non-array entries (None, Python numbers) are kept as they are.
         """
         if value is None or isinstance(value, (int, float, bool, str)):
