@@ -198,9 +198,23 @@ def scatter_add(input, dim, index, src):
     return ScatterAdd.apply(x, src, index=idx, dim=d).reshape(input.shape)
 
 
+def _src_gradient(gs, src_shape, crop):
+    """src's gradient from the per-term gradients ``gs`` (index's shape): zero where src is larger
+    than index. On Tensors (a gradient being differentiated) the padding is a recorded write."""
+    if tuple(gs.shape) == tuple(src_shape):
+        return gs
+    if isinstance(gs, Tensor):
+        from ..factories import zeros
+        out = zeros(src_shape, dtype=gs.dtype)
+    else:
+        out = np.zeros(src_shape, dtype=gs.dtype)
+    out[crop] = gs
+    return out
+
+
 class ScatterReduce(ArrayFunction):
     """y = x with each indexed position reduced over the src values scattered onto it
-    (and x's own value when include_self): 'sum', 'prod', 'mean', 'amax', 'amin'.
+    (and x's own value when include_self): 'sum', 'mean', 'amax', 'amin'.
 
     sum: dL/dx = g (include_self) or g with the scattered positions zeroed; dL/dsrc = gather(g).
     mean: y[p] = (x[p] + sum of its src) / N[p], N[p] = the number of terms:
@@ -211,15 +225,11 @@ class ScatterReduce(ArrayFunction):
         dL/dsrc[i] = gather(g / N)[i]·[src[i] = y at its position].
         Without include_self torch still counts x[p] in N[p] when it equals y[p] (then gives
         x no gradient there): we follow it, so the shares can sum to less than g[p].
-    prod: y[p] = x[p]·Π src scattered to p: dL/dx[p] = g[p]·Π src (no division, so zeros are
-        fine); dL/dsrc[i] = g[p]·(the product of every other term at p) — with P = the
-        product of the nonzero terms and Z the number of zero terms: P / src[i] when
-        src[i] ≠ 0 and Z = 0, P when src[i] is the only zero, else 0 (torch's cases).
+    ('prod' is :class:`ScatterReduceProd`.)
 
-    For sum, mean, amax and amin the backward is linear in g, its masks and counts constants of
-    the forward (piecewise constant in x and src), so it also runs on Tensors: their gradients
-    can be differentiated again. prod's depends on x and src through products kept as arrays:
-    it is ``ScatterReduceProd``, once differentiable."""
+    The backward is linear in g, its masks and counts constants of the forward (piecewise
+    constant in x and src), so it also runs on Tensors: their gradients can be differentiated
+    again."""
 
     differentiable_backward = True
 
@@ -240,20 +250,6 @@ class ScatterReduce(ArrayFunction):
             if reduce == "mean":
                 n = np.maximum(count, 1).astype(out.dtype)
                 out = np.where(hit, out / n if out.dtype.kind == "f" else out // n, out).astype(x.dtype)
-        elif reduce == "prod":
-            if not include_self:
-                out[hit] = 1
-            np.multiply.at(out, grid, s)
-            count = np.zeros(x.shape, dtype=np.int64)          # zero terms per position
-            nonzero = np.ones_like(x)                           # product of the nonzero terms
-            if include_self:
-                count += x == 0
-                nonzero = np.where(x == 0, 1, x)
-            np.add.at(count, grid, (s == 0).astype(np.int64))
-            np.multiply.at(nonzero, grid, np.where(s == 0, 1, s))
-            src_prod = np.ones_like(x)
-            np.multiply.at(src_prod, grid, s)
-            ctx.nonzero, ctx.src_prod, ctx.s = nonzero, src_prod, s
         else:
             ufunc = np.maximum if reduce == "amax" else np.minimum
             if not include_self:
@@ -277,15 +273,6 @@ class ScatterReduce(ArrayFunction):
         grid, hit, reduce = ctx.grid, ctx.hit, ctx.reduce
         if reduce == "sum":
             gx, per_term = (g if ctx.include_self else np.where(hit, 0, g)), g
-        elif reduce == "prod":
-            gx = np.where(hit, g * ctx.src_prod if ctx.include_self else 0, g)
-            s, zeros, p = ctx.s, ctx.count[grid], (g * ctx.nonzero)[grid]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                others = np.where(s != 0, np.where(zeros == 0, p / np.where(s == 0, 1, s), 0),
-                                  np.where(zeros == 1, p, 0))
-            gsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
-            gsrc[ctx.crop] = others
-            return gx, gsrc
         else:
             per_term = g / np.maximum(ctx.count, 1).astype(g.dtype)
             if reduce == "mean":
@@ -295,23 +282,120 @@ class ScatterReduce(ArrayFunction):
         gs = per_term[grid]
         if reduce in ("amax", "amin"):
             gs = np.where(ctx.src_won, gs, 0)
-        if isinstance(g, Tensor):   # a gradient being differentiated: src's gradient, padded by a recorded write
-            if tuple(gs.shape) == tuple(ctx.src_shape):
-                return gx, gs
-            from ..factories import zeros
-            gsrc = zeros(ctx.src_shape, dtype=g.dtype)
-            gsrc[ctx.crop] = gs
-            return gx, gsrc
-        gsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
-        gsrc[ctx.crop] = gs
+        return gx, _src_gradient(gs, ctx.src_shape, ctx.crop)
+
+
+class ScatterReduceProd(ArrayFunction):
+    """``scatter_reduce(..., 'prod')``: y = x with each indexed position multiplied by the src
+    terms scattered onto it, y[p] = x[p]·Π_{i→p} src[i] (without include_self x[p] is left out:
+    y[p] = Π_{i→p} src[i]; a position nothing lands on keeps x[p]).
+
+    The derivative of a product with respect to one factor is the product of the *other*
+    factors (y = a·b·c: ∂y/∂b = a·c). So, with g = dL/dy:
+
+    * dL/dx[p] = g[p]·Π_{i→p} src[i] with include_self (0 without it; g[p] where nothing
+      lands). That product of the src terms alone is formed directly, a scatter-prod onto ones,
+      so a zero x[p] needs no care. (torch forms it as y with x's zeros set to 1, divided by x.)
+    * dL/dsrc[i] = g[p]·(the product of the other terms at p), p the position src[i] lands on.
+      When src[i] ≠ 0 that is y[p] / src[i] -- exact whatever the others hold: a zero among
+      them makes both sides 0. When src[i] = 0 the quotient is 0/0, so count the src zeros
+      scattered to p:
+        - src[i] is the only one (a *lone* zero): the product of its others is formed
+          directly: the scatter-prod again, with src's lone zeros replaced by 1 (x[p] in it
+          under include_self, so a zero x[p] makes it 0, as it should);
+        - two or more: every product of the others holds a zero, so the gradient is 0 = y[p]
+          (the quotient by src with its zeros replaced by 1 gives exactly that).
+      dL/dsrc = where(lone zero, gather(g·(scatter-prod of the masked src)),
+                      gather(g·y) / src with its zeros set to 1): torch's formula
+      (FunctionsManual.cpp, scatter_reduce_backward).
+
+    Gradients of gradients: the backward is built from ops that have derivatives -- products, a
+    quotient, gathers, a where whose mask (which src are zero) is a constant, and the
+    scatter-prods, which are this op again -- so it runs unchanged on Tensors and is recorded.
+    Its derivatives are the true ones while each position receives at most one src zero: a
+    lone zero's gradient is built with a constant 1 in its place, so differentiating it gives
+    the products of the remaining terms; a nonzero src[i]'s y / src[i] is differentiated
+    through y. Where two src zeros k and l meet at p they are not: src[k]'s gradient is
+    g[p]·y[p] / 1, whose derivative w.r.t. src[l] is 0 (y's own gradient there holds src[k]),
+    while the true ∂²y/∂src[k]∂src[l] is the product of the remaining terms. As torch does,
+    src's gradient then refuses to be differentiated (:class:`ScatterReduceProdZerosMeet`);
+    x's stays differentiable."""
+
+    differentiable_backward = True
+
+    @staticmethod
+    def forward(ctx, x, src, index=None, dim=0, include_self=True):
+        grid, crop = _grid(index, dim), _crop(index.shape)
+        s = src[crop]
+        out = x.copy()
+        if not include_self:
+            out[grid] = 1
+        np.multiply.at(out, grid, s)
+        ctx.save_for_backward(x, src, out)
+        ctx.index, ctx.dim, ctx.grid, ctx.crop = index, dim, grid, crop
+        ctx.include_self, ctx.src_shape = include_self, src.shape
+        ctx.zero = ctx.lone_zero = None       # src's zeros (None: src holds none), constants
+        ctx.zeros_meet = False
+        zero = s == 0
+        if ctx.needs_input_grad[1] and zero.any():
+            zeros_at = np.zeros(x.shape, dtype=np.int64)   # src zeros scattered to each position
+            np.add.at(zeros_at, grid, zero.astype(np.int64))
+            ctx.zero, ctx.lone_zero = zero, zero & (zeros_at[grid] == 1)
+            ctx.zeros_meet = bool((zeros_at > 1).any())
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, src, y = ctx.saved_tensors     # arrays; Tensors with their history under create_graph
+        s, grid = src[ctx.crop], ctx.grid
+        gx = gsrc = None
+        if ctx.needs_input_grad[0]:
+            if ctx.include_self:
+                gx = g * _scatter_prod(np.ones_like(x), s, ctx)
+            else:
+                gx = put(np.copy(g), grid, 0)
+        if ctx.needs_input_grad[1]:
+            gy = (g * y)[grid]
+            with np.errstate(invalid="ignore", over="ignore"):
+                if ctx.zero is None:              # no zero in src: every product of the others is y / src[i]
+                    others = gy / s
+                else:
+                    lone = ctx.lone_zero
+                    base = x if ctx.include_self else np.ones_like(x)   # where every product at p starts
+                    without_lone = _scatter_prod(base, np.where(lone, 1, s), ctx)
+                    others = np.where(lone, (g * without_lone)[grid], gy / np.where(ctx.zero, 1, s))
+            gsrc = _src_gradient(others, ctx.src_shape, ctx.crop)
+            if ctx.zeros_meet and isinstance(gsrc, Tensor):
+                gsrc = ScatterReduceProdZerosMeet.apply(gsrc)
         return gx, gsrc
 
 
-class ScatterReduceProd(ScatterReduce):
-    """``scatter_reduce(..., 'prod')``: :class:`ScatterReduce`'s forward and backward; once
-    differentiable (its backward's products of the other terms are kept as arrays)."""
+def _scatter_prod(base, s, ctx):
+    """base with the terms ``s`` (index's shape) multiplied in at the positions ``ctx``'s index
+    sends them to: np.multiply.at on arrays; on Tensors, the op itself, recorded."""
+    if isinstance(s, Tensor):   # under create_graph every float value in the backward is a Tensor
+        return ScatterReduceProd.apply(base, s, index=ctx.index, dim=ctx.dim)
+    out = base.copy()
+    np.multiply.at(out, ctx.grid, s)
+    return out
 
-    differentiable_backward = False
+
+class ScatterReduceProdZerosMeet(ArrayFunction):
+    """src's gradient of scatter_reduce 'prod' recorded under create_graph when two or more src
+    zeros are scattered to one position: the value passes through; differentiating it raises,
+    as torch's DelayedError does (:class:`ScatterReduceProd` says why it would be wrong)."""
+
+    differentiable_backward = True   # its backward raises whatever it is given
+
+    @staticmethod
+    def forward(ctx, gsrc):
+        return gsrc.copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are "
+                           "scattered to the same position in self (ScatterReduceProd: the gradient of src "
+                           "cannot be differentiated there)")
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
@@ -320,5 +404,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
                          f"'amin', got {reduce!r}")
     _tensor(src, "scatter_reduce")
     input, x, idx, d, src = _scatter_args("scatter_reduce", input, dim, index, src)
-    return (ScatterReduceProd if reduce == "prod" else ScatterReduce).apply(x, src, index=idx, dim=d, reduce=reduce,
+    if reduce == "prod":
+        return ScatterReduceProd.apply(x, src, index=idx, dim=d, include_self=bool(include_self)).reshape(input.shape)
+    return ScatterReduce.apply(x, src, index=idx, dim=d, reduce=reduce,
                                include_self=bool(include_self)).reshape(input.shape)
