@@ -451,8 +451,8 @@ def test_gelu_twice_through_its_closed_form(approximate, dtype):
     """Gelu's fast backward multiplies by a derivative saved in the forward; its gradient is
     differentiated through GeluClosedForm (Φ + xφ, or the tanh form), from the x it also keeps."""
     from tinygrad_tx.functional.closed_form import GeluClosedForm
-    from tinygrad_tx.ops.elementwise import Gelu
-    assert Gelu.twice_differentiable_via is GeluClosedForm
+    from tinygrad_tx.ops.elementwise import GeluFn
+    assert GeluFn.twice_differentiable_via is GeluClosedForm
     f = (lambda lib: (lambda x: (lib.nn.functional.gelu(x * 1.5, approximate=approximate))))
     check_double_parity(f(tg), f(torch), away(U, 0.3, 2.5) * np.sign(rnd(U)), dtype=dtype, name="gelu")
 

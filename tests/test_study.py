@@ -57,12 +57,12 @@ def test_to_dot_nodes_edges_and_names():
     text = to_dot(y, lin)
     nodes = dot_nodes(text)
     labels = sorted(nodes.values())
-    assert labels == sorted(["Softmax\n(4, 2)", "Linear\n(4, 2)", "x\n(4, 3)", "weight\n(2, 3)", "bias\n(2,)"])
+    assert labels == sorted(["SoftmaxFn\n(4, 2)", "LinearFn\n(4, 2)", "x\n(4, 3)", "weight\n(2, 3)", "bias\n(2,)"])
     by_label = {v.split("\n")[0]: k for k, v in nodes.items()}
-    assert sorted(dot_edges(text)) == sorted([(by_label["Linear"], by_label["Softmax"]),
-                                               (by_label["x"], by_label["Linear"]),
-                                               (by_label["weight"], by_label["Linear"]),
-                                               (by_label["bias"], by_label["Linear"])])
+    assert sorted(dot_edges(text)) == sorted([(by_label["LinearFn"], by_label["SoftmaxFn"]),
+                                               (by_label["x"], by_label["LinearFn"]),
+                                               (by_label["weight"], by_label["LinearFn"]),
+                                               (by_label["bias"], by_label["LinearFn"])])
     assert text.startswith("digraph autograd {") and text.rstrip().endswith("}")
 
 
@@ -119,7 +119,7 @@ def test_to_dot_errors():
 def test_examples_build_and_differ_as_documented(name, composite):
     out, module, desc = example_graph(name, composite)
     summary = graph_summary(out)
-    fused_ops = {"layernorm": "LayerNorm", "attention": "ScaledDotProductAttention",
+    fused_ops = {"layernorm": "LayerNormFn", "attention": "ScaledDotProductAttention",
                  "gpt-block": "ScaledDotProductAttention", "gpt": "ScaledDotProductAttention"}[name]
     assert (fused_ops in summary["by_op"]) != composite
     assert summary["leaves"] == len(list(module.parameters())) + (name != "gpt")  # + the input x
@@ -207,7 +207,7 @@ def test_trace_records_execution_order_shapes_norms_and_saved_bytes():
     g = np.random.default_rng(0).standard_normal((4, 7))
     with trace_backward() as trace:
         y.backward(g)
-    assert [r.fn for r in trace.records] == ["Softmax", "Mul"]
+    assert [r.fn for r in trace.records] == ["SoftmaxFn", "Mul"]
     soft, mul = trace.records
     assert soft.index == 1 and mul.index == 2
     assert soft.output_shape == (4, 7) and soft.input_shapes == ((4, 7),)
@@ -218,7 +218,7 @@ def test_trace_records_execution_order_shapes_norms_and_saved_bytes():
     assert mul.grad_out_norm == pytest.approx(soft.grad_in_norms[0], rel=1e-15)
     assert np.array_equal(trace.leaf_grad(x), np.asarray(x.grad))
     assert trace.record_for(y) is soft
-    assert "Softmax" in trace.table() and "2 nodes" in trace.table()
+    assert "SoftmaxFn" in trace.table() and "2 nodes" in trace.table()
 
 
 def test_trace_sums_leaf_uses_and_skips_constants():
@@ -676,7 +676,7 @@ def test_cli_graph_trace_explain(tmp_path, capsys, monkeypatch):
     assert "graph format must be one of" in capsys.readouterr().err
     assert main(["trace", "layernorm"]) == 0
     out = capsys.readouterr().out
-    assert "LayerNorm" in out and "weight" in out and "1 nodes" not in out
+    assert "LayerNormFn" in out and "weight" in out and "1 nodes" not in out
     assert main(["explain"]) == 0
     assert "scaled_dot_product_attention" in capsys.readouterr().out
     assert main(["explain", "cross-entropy", "--no-source"]) == 0
@@ -743,7 +743,7 @@ def test_first_backward_of_a_pytorch_script(tmp_path):
     assert captured.tensor.shape == () and all(p.grad is None for p in captured.names.values())
     with trace_backward(captured.names) as trace:
         captured.run()
-    assert [r.fn for r in trace.records] == ["CrossEntropy", "Linear", "Tanh", "Linear"]
+    assert [r.fn for r in trace.records] == ["CrossEntropy", "LinearFn", "TanhFn", "LinearFn"]
     for name, p in captured.names.items():       # the trace saw the gradients backward() accumulated
         assert np.array_equal(trace.leaf_grad(p), p.grad._data), name
 
