@@ -198,12 +198,12 @@ def _check_model_hvp(ours, twin, ours_loss, twin_loss):
 
 
 def _gelu_twice_differentiable():
-    from tinygrad_tx.ops.elementwise import Gelu
-    return Gelu.differentiable_backward or Gelu.twice_differentiable_via is not None
+    from tinygrad_tx.ops.elementwise import GeluFn
+    return GeluFn.differentiable_backward or GeluFn.twice_differentiable_via is not None
 
 
 needs_gelu = pytest.mark.xfail(not _gelu_twice_differentiable(), raises=RuntimeError, strict=True,
-                               reason="ops.elementwise.Gelu (the models' FFN) is not yet twice differentiable")
+                               reason="ops.elementwise.GeluFn (the models' FFN) is not yet twice differentiable")
 
 
 @needs_gelu

@@ -61,8 +61,7 @@ def test_template_is_the_solution_without_its_backward(name, tmp_path):
 
 @pytest.mark.parametrize("name", [n for n, ex in LADDER.items() if ex.finite_differences])
 def test_solutions_against_finite_differences(name):
-    """Every reference Function (the class names: Mul Div Pow Exp Log Tanh Sum Mean MatMul GetItem
-    Embedding Softmax LogSoftmax CrossEntropy LayerNorm BatchNorm Gelu Attention GPTBlock) against
+    """Every reference Function (MulSolution, DivSolution, ... GPTBlockSolution) against
     central differences, independent of the library's gradient."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
@@ -81,7 +80,7 @@ def test_solutions_against_finite_differences(name):
 def test_amax_ties_share_the_gradient():
     """max has kinks at its ties (no finite differences): the rule itself, by hand."""
     x = Tensor(np.array([[1.0, 3.0, 3.0], [2.0, 0.0, 3.0]]), requires_grad=True)
-    S.Amax.apply(x, dim=1).backward(np.array([2.0, 5.0]))
+    S.AmaxSolution.apply(x, dim=1).backward(np.array([2.0, 5.0]))
     assert np.array_equal(x.grad.numpy(), [[0, 1, 1], [0, 0, 5]])
 
 
@@ -91,7 +90,7 @@ def test_missing_term_softmax():
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         return y * g
-    r = failed("softmax", planted(S.Softmax, backward))
+    r = failed("softmax", planted(S.SoftmaxSolution, backward))
     assert r.tags == {"x": "missing_term"} and "missing the -⟨g, y⟩ term" in r.text
     assert "smallest failing case" in r.text and "largest error" in r.text
 
@@ -103,7 +102,7 @@ def test_missing_term_layer_norm():
         d = xhat.shape[-1]
         return (rstd * (gh - gh.mean(-1, keepdims=True)), (g * xhat).reshape(-1, d).sum(0),
                 g.reshape(-1, d).sum(0))
-    r = failed("layer_norm", planted(S.LayerNorm, backward))
+    r = failed("layer_norm", planted(S.LayerNormSolution, backward))
     assert r.tags == {"x": "missing_term"}, r.text
     assert "missing the x̂ ∘ mean(ĝ ∘ x̂) term" in r.text
     assert "dL/dweight (" in r.text and "correct" in r.text
@@ -117,7 +116,7 @@ def test_variance_with_the_wrong_correction_batch_norm():
         d = g * w.reshape(cs)
         dx = (r / m) * (m * d - d.sum(axes, keepdims=True) - xhat * (d * xhat).sum(axes, keepdims=True) * m / (m - 1))
         return dx, (g * xhat).sum(axes), g.sum(axes)
-    r = failed("batch_norm", planted(S.BatchNorm, backward))
+    r = failed("batch_norm", planted(S.BatchNormSolution, backward))
     assert r.tags == {"x": "known_mistake"} and "wrong correction" in r.text
 
 
@@ -128,14 +127,14 @@ def test_missing_term_attention_names_the_input():
         dp = g @ np.swapaxes(v, -1, -2)
         ds = p * dp                                   # without -rowsum(dP ∘ P)
         return s * ds @ k, s * np.swapaxes(ds, -1, -2) @ q, np.swapaxes(p, -1, -2) @ g
-    r = failed("attention", planted(S.Attention, backward))
+    r = failed("attention", planted(S.AttentionSolution, backward))
     assert r.tags.get("q") == "missing_term" and "dL/dv" in r.text and "dL/dq" in r.text
 
 
 def test_forgot_one_over_n():
     def backward(ctx, g):
         return np.broadcast_to(np.expand_dims(g, ctx.dim), ctx.shape)   # mean without / N
-    r = failed("mean", planted(S.Mean, backward))
+    r = failed("mean", planted(S.MeanSolution, backward))
     assert r.tags == {"x": "constant_factor"}, r.text
     assert "times too large: a forgotten 1/" in r.text and "the size of the reduced dimension dim" in r.text
 
@@ -146,16 +145,16 @@ def test_forgot_one_over_n_cross_entropy():
         dz = p.copy()
         dz[np.arange(len(p)), target] -= 1
         return dz * g, None
-    r = failed("cross_entropy", planted(S.CrossEntropy, backward))
+    r = failed("cross_entropy", planted(S.CrossEntropySolution, backward))
     assert r.tags == {"z": "constant_factor"} and "N, the number of positions the mean runs over" in r.text, r.text
 
 
 def test_gpt_block_missing_residual():
     def backward(ctx, g):
-        grads = list(S.GPTBlock.backward(ctx, g))
+        grads = list(S.GPTBlockSolution.backward(ctx, g))
         grads[0] = grads[0] - g                   # the straight path of both residuals forgotten
         return tuple(grads)
-    r = failed("gpt_block", planted(S.GPTBlock, backward))
+    r = failed("gpt_block", planted(S.GPTBlockSolution, backward))
     assert r.tags == {"x": "missing_term"} and "missing the residual path" in r.text
     assert "dL/dw_attn" in r.text and "also wrong on a larger case" in r.text
 
@@ -164,7 +163,7 @@ def test_off_by_two():
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         return 2 * g * (1 - y * y)
-    r = failed("tanh", planted(S.Tanh, backward))
+    r = failed("tanh", planted(S.TanhSolution, backward))
     assert r.tags == {"x": "constant_factor"} and "2 times too large" in r.text, r.text
 
 
@@ -173,7 +172,7 @@ def test_forgot_the_attention_scale():
         q, k, v, p = ctx.saved_tensors
         dq, dk, dv = S.attention_backward(g, q, k, v, p)
         return dq * np.sqrt(q.shape[-1]), dk * np.sqrt(q.shape[-1]), dv
-    r = failed("attention", planted(S.Attention, backward))
+    r = failed("attention", planted(S.AttentionSolution, backward))
     assert r.tags["q"] == "constant_factor" and "√E" in r.text, r.text
 
 
@@ -181,22 +180,22 @@ def test_sign_flip():
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         return g / b, g * a / (b * b)
-    r = failed("div", planted(S.Div, backward))
+    r = failed("div", planted(S.DivSolution, backward))
     assert r.tags == {"b": "sign_flip"} and "a sign flip" in r.text and "dL/da" in r.text
 
 
 def test_transpose_square():
     def backward(ctx, g):
-        ga, gb = S.MatMul.backward(ctx, g)
+        ga, gb = S.MatMulSolution.backward(ctx, g)
         return ga, np.swapaxes(gb, -1, -2) if gb.ndim >= 2 else gb
-    r = failed("matmul", planted(S.MatMul, backward))
+    r = failed("matmul", planted(S.MatMulSolution, backward))
     assert r.tags.get("b") == "transpose", r.text
     assert "a transpose" in r.text
 
 
 def test_transpose_returned_in_the_transposed_shape():
     class MM(ArrayFunction):     # 2-D only, so that every drawn case is (n, k) @ (k, m)
-        forward = S.MatMul.forward
+        forward = S.MatMulSolution.forward
 
         @staticmethod
         def backward(ctx, g):
@@ -215,7 +214,7 @@ def test_missing_factor_and_known_mistakes_of_pow():
     def backward(ctx, g):
         a, b, y = ctx.saved_tensors
         return g * b * a ** (b - 1), g * a ** b      # forgot log a
-    r = failed("pow", planted(S.Pow, backward))
+    r = failed("pow", planted(S.PowSolution, backward))
     assert r.tags == {"b": "known_mistake"} and "forgot log a" in r.text
 
 
@@ -225,7 +224,7 @@ def test_repeated_indices_assigned_instead_of_accumulated():
         dx = np.zeros(ctx.shape)
         dx[idx] = g
         return dx, None
-    r = failed("getitem", planted(S.GetItem, backward))
+    r = failed("getitem", planted(S.GetItemSolution, backward))
     assert r.tags == {"x": "known_mistake"} and "np.add.at" in r.text
 
 
@@ -233,7 +232,7 @@ def test_max_ties_all_get_full_gradient():
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         return (x == np.expand_dims(y, ctx.dim)) * np.expand_dims(g, ctx.dim)
-    r = failed("max", planted(S.Amax, backward))
+    r = failed("max", planted(S.AmaxSolution, backward))
     assert r.tags == {"x": "known_mistake"} and "tied" in r.text and "finite differences are meaningless" in r.text
 
 
@@ -246,7 +245,7 @@ def test_right_only_for_unbroadcast_shapes():
             axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] > 1)
             return grad.mean(axis=axes).reshape(shape) if axes else grad
         return reduce(g * b, a.shape), reduce(g * a, b.shape)
-    r = failed("mul", planted(S.Mul, backward))
+    r = failed("mul", planted(S.MulSolution, backward))
     assert set(r.tags.values()) == {"broadcast"} and "right only for unbroadcast shapes" in r.text, r.text
 
 
@@ -255,7 +254,7 @@ def test_right_only_for_contiguous_inputs():
         (y,) = ctx.saved_tensors
         flat = y.ravel(order="K")         # memory order: a transposed reading of a column-major y
         return g * flat.reshape(y.shape)
-    r = failed("exp", planted(S.Exp, backward))
+    r = failed("exp", planted(S.ExpSolution, backward))
     assert r.tags == {"x": "noncontiguous"} and "right only for contiguous inputs" in r.text
     assert "non-contiguous inputs" in r.text
 
@@ -264,7 +263,7 @@ def test_wrong_dtype():
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         return (g * (1 - y * y)).astype(np.float32)
-    r = failed("tanh", planted(S.Tanh, backward))
+    r = failed("tanh", planted(S.TanhSolution, backward))
     assert r.tags == {"x": "dtype"} and "dtype float32 for a float64 input" in r.text
 
 
@@ -273,7 +272,7 @@ def test_input_mutated_in_place():
         (x,) = ctx.saved_tensors
         x **= -1                              # writes into the caller's x
         return g * x
-    r = failed("log", planted(S.Log, backward))
+    r = failed("log", planted(S.LogSolution, backward))
     assert r.tags == {"x": "mutated"} and "x was changed in place" in r.text
 
 
@@ -282,7 +281,7 @@ def test_cotangent_mutated_in_place():
         (y,) = ctx.saved_tensors
         g *= y
         return g
-    r = failed("exp", planted(S.Exp, backward))
+    r = failed("exp", planted(S.ExpSolution, backward))
     assert r.tags == {"g (the incoming gradient)": "mutated"}
 
 
@@ -290,7 +289,7 @@ def test_right_only_through_sum():
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         return 1 - y * y                      # ignores g
-    r = failed("tanh", planted(S.Tanh, backward))
+    r = failed("tanh", planted(S.TanhSolution, backward))
     assert r.tags == {"x": "ignores_g"} and "right only through .sum()" in r.text
 
 
@@ -298,24 +297,24 @@ def test_backward_raises_wrong_count_none_and_shape():
     def raises(ctx, g):
         (y,) = ctx.saved_tensors
         return g @ y.T @ y                    # a matmul with nonsense shapes
-    r = failed("exp", planted(S.Exp, raises))
+    r = failed("exp", planted(S.ExpSolution, raises))
     assert r.tags == {"*": "raised"} and "backward raised" in r.text
 
     def count(ctx, g):
         a, b = ctx.saved_tensors
         return g * b
-    r = failed("mul", planted(S.Mul, count))
+    r = failed("mul", planted(S.MulSolution, count))
     assert r.tags == {"*": "count"} and "returned 1 gradient for the 2 positional arguments" in r.text
 
     def none(ctx, g):
         a, b = ctx.saved_tensors
         return g * b, None
-    r = failed("mul", planted(S.Mul, none))
+    r = failed("mul", planted(S.MulSolution, none))
     assert r.tags == {"*": "none"} and "None for dL/db" in r.text
 
     def keepdim(ctx, g):
         return np.expand_dims(g, ctx.dim)     # not broadcast back to x's shape
-    r = failed("sum", planted(S.Sum, keepdim))
+    r = failed("sum", planted(S.SumSolution, keepdim))
     assert set(r.tags.values()) == {"shape"} and "wrong shape" in r.text
 
 
@@ -323,7 +322,7 @@ def test_unrecognised_mistake_still_located():
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g / x + 0.1 * x
-    r = failed("log", planted(S.Log, backward))
+    r = failed("log", planted(S.LogSolution, backward))
     assert r.tags == {"x": "unrecognised"} and "not a mistake I recognise" in r.text
     assert "finite differences (tinygrad_tx.gradcheck) disagree too" in r.text
 
@@ -370,7 +369,7 @@ def test_cli_start_check_list_solution(tmp_path, capsys, monkeypatch):
     code, out, _ = run(capsys, "list", "--state", str(state))
     assert "1 of 21 passed" in out and "[x] 14. softmax" in out
     code, out, _ = run(capsys, "solution", "softmax", "--state", str(state))
-    assert code == 0 and "def softmax_composite" in out and "class Softmax(ArrayFunction)" in out
+    assert code == 0 and "def softmax_composite" in out and "class SoftmaxFn(ArrayFunction)" in out and "class SoftmaxSolution(ArrayFunction)" in out
     assert "you have not passed" not in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exercise_softmax.py", "progress.json"]  # no temp files
 
@@ -434,7 +433,7 @@ def test_a_backward_that_hangs_or_exits_is_a_failed_check(tmp_path, capsys, back
                          "--max-examples", "5")
     assert code == 1 and "exp: FAILED." in out and f"your backward on x: " in out and said in out, out + err
     assert json.loads((tmp_path / "s.json").read_text())["exercises"]["exp"]["last"] == "failed: stopped"
-    assert check("exp", S.Exp, max_examples=3, timeout=1).passed     # the limit is lifted after the check
+    assert check("exp", S.ExpSolution, max_examples=3, timeout=1).passed     # the limit is lifted after the check
 
 
 def test_a_file_that_exits_at_import_is_an_error(tmp_path, capsys):
@@ -487,8 +486,8 @@ def test_register_exercise_commands_into_a_parser():
 
 def test_solution_shows_every_existing_rung():
     text = solution_text(LADDER["layer_norm"])
-    assert "def layer_norm_composite" in text and "class LayerNorm(ArrayFunction)" in text
-    assert "(3) the library's default (fused) Function: tinygrad_tx.functional.normalization:LayerNorm" in text
+    assert "def layer_norm_composite" in text and "class LayerNormFn(ArrayFunction)" in text
+    assert "(3) the library's default (fused) Function: tinygrad_tx.functional.normalization:LayerNormFn" in text
     try:
         import tinygrad_tx.functional.closed_form  # noqa: F401
         assert "(2) the plain closed-form Function" in text
@@ -595,8 +594,8 @@ def test_readme_exercise_commands_run(tmp_path, capsys, monkeypatch):
 
 
 def test_seed_draws_another_fixed_set():
-    a = check("softmax", S.Softmax, max_examples=5, seed=1)
-    b = check("softmax", S.Softmax, max_examples=5, seed=1)
+    a = check("softmax", S.SoftmaxSolution, max_examples=5, seed=1)
+    b = check("softmax", S.SoftmaxSolution, max_examples=5, seed=1)
     assert a.passed and b.passed and a.text == b.text
 
 
@@ -609,7 +608,7 @@ def test_softmax_inner_product_over_the_wrong_axis():
         (y,) = ctx.saved_tensors
         wrong = 0 if ctx.dim % y.ndim != 0 else y.ndim - 1
         return y * (g - (g * y).sum(axis=wrong, keepdims=True))
-    r = failed("softmax", planted(S.Softmax, backward))
+    r = failed("softmax", planted(S.SoftmaxSolution, backward))
     assert r.tags == {"x": "wrong_axis"}, r.text
     assert "over the wrong axis" in r.text and "not a mistake I recognise" not in r.text
 
@@ -619,7 +618,7 @@ def test_log_softmax_sum_over_the_wrong_axis():
         (y,) = ctx.saved_tensors
         wrong = 0 if ctx.dim % y.ndim != 0 else y.ndim - 1
         return g - np.exp(y) * g.sum(axis=wrong, keepdims=True)
-    fn = planted(S.LogSoftmax, backward)
+    fn = planted(S.LogSoftmaxSolution, backward)
     r = failed("log_softmax", fn)
     assert r.tags == {"x": "wrong_axis"}, r.text
 
@@ -632,13 +631,13 @@ def test_layer_norm_means_over_the_wrong_axis():
     rng = np.random.default_rng(3)
     case = Case({"x": rng.standard_normal((3, 4)), "weight": rng.standard_normal(4), "bias": rng.standard_normal(4)},
                 {"eps": 1e-5}, 3)
-    oc = evaluate(ex, S.LayerNorm, case)
+    oc = evaluate(ex, S.LayerNormSolution, case)
     x, w, eps = case.arrays["x"], case.arrays["weight"], 1e-5
     mean = lambda a: a.mean(axis=0, keepdims=True)                   # noqa: E731 - the planted mistake
     mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
     r, xh, gh = 1 / np.sqrt(var + eps), (x - mu) / np.sqrt(var + eps), oc.g * w
     mine = r * (gh - mean(gh) - xh * mean(gh * xh))
-    LN = planted(S.LayerNorm, lambda ctx, g: (mine,) + tuple(S.LayerNorm.backward(ctx, g))[1:])
+    LN = planted(S.LayerNormSolution, lambda ctx, g: (mine,) + tuple(S.LayerNormSolution.backward(ctx, g))[1:])
     wrong = evaluate(ex, LN, case)
     assert wrong.wrong == ["x"] and classify(ex, LN, [wrong], "x")[0] == "wrong_axis"
 
@@ -649,9 +648,9 @@ def test_batched_transpose_with_dot_T_is_named_at_the_learners_line():
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         if a.ndim < 3 and b.ndim < 3:
-            return S.MatMul.backward(ctx, g)
+            return S.MatMulSolution.backward(ctx, g)
         return np.matmul(g, b.T), np.matmul(a.T, g)    # the planted line
-    r = failed("matmul", planted(S.MatMul, backward))
+    r = failed("matmul", planted(S.MatMulSolution, backward))
     assert r.tags.get("*") == "batched_transpose" or "batched_transpose" in r.tags.values(), r.text
     assert "test_exercises.py" in r.text and "np.matmul(g, b.T)" in r.text, r.text
     assert "numeric.py" not in r.text, r.text
@@ -662,7 +661,7 @@ def test_an_error_inside_numpy_is_reported_at_the_learners_line():
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         return np.tensordot(g, y, axes=([0, 1, 2, 3, 4], [0, 1, 2, 3, 4]))   # raises inside numpy
-    r = failed("tanh", planted(S.Tanh, backward))
+    r = failed("tanh", planted(S.TanhSolution, backward))
     line = next(ln for ln in r.text.splitlines() if "backward raised" in ln)
     assert "of test_exercises.py: return np.tensordot(g, y" in line and "numeric.py" not in line, line
 
@@ -682,8 +681,8 @@ def test_progress_is_printed_during_a_long_check(capsys, monkeypatch):
             time.sleep(0.2)          # one slow case: the progress thread speaks meanwhile
         (y,) = ctx.saved_tensors
         return g * (1 - y * y) * 2
-    report = check("tanh", planted(S.Tanh, backward), max_examples=N, progress=True)
+    report = check("tanh", planted(S.TanhSolution, backward), max_examples=N, progress=True)
     err = capsys.readouterr().err
     assert not report.passed and "exercise check tanh:" in err and "cases" in err, err
-    quiet = check("tanh", planted(S.Tanh, backward), max_examples=3)
+    quiet = check("tanh", planted(S.TanhSolution, backward), max_examples=3)
     assert not quiet.passed and capsys.readouterr().err == ""

@@ -785,13 +785,13 @@ def test_each_op_is_its_own_function():
     x = tg.Tensor(_rng(0).standard_normal((2, 4)), requires_grad=True)
     p = tg.Tensor(np.full((2, 4), 0.5), requires_grad=True)
     cases = {
-        F.Silu: F.silu(x), F.Softplus: F.softplus(x), F.Mish: F.mish(x), F.LogSigmoid: F.logsigmoid(x),
-        F.Glu: F.glu(x), F.Elu: F.selu(x), F.LeakyRelu: F.leaky_relu(x), F.Hardtanh: F.relu6(x),
-        F.Hardsigmoid: F.hardsigmoid(x), F.Hardswish: F.hardswish(x), F.Softsign: F.softsign(x),
-        F.Tanhshrink: F.tanhshrink(x),
+        F.SiluFn: F.silu(x), F.SoftplusFn: F.softplus(x), F.MishFn: F.mish(x), F.LogSigmoidFn: F.logsigmoid(x),
+        F.GluFn: F.glu(x), F.EluFn: F.selu(x), F.LeakyReluFn: F.leaky_relu(x), F.HardtanhFn: F.relu6(x),
+        F.HardsigmoidFn: F.hardsigmoid(x), F.HardswishFn: F.hardswish(x), F.SoftsignFn: F.softsign(x),
+        F.TanhshrinkFn: F.tanhshrink(x),
         F.SquaredError: F.mse_loss(x, p, reduction="none"), F.AbsoluteError: F.l1_loss(x, p, reduction="none"),
         F.SmoothL1Error: F.smooth_l1_loss(x, p, reduction="none"), F.HuberError: F.huber_loss(x, p, reduction="none"),
-        F.NLLLoss: F.nll_loss(x, np.array([0, 3])), F.BinaryCrossEntropy: F.binary_cross_entropy(p, p, reduction="none"),
+        F.NLLLossFn: F.nll_loss(x, np.array([0, 3])), F.BinaryCrossEntropy: F.binary_cross_entropy(p, p, reduction="none"),
         F.BinaryCrossEntropyWithLogits: F.binary_cross_entropy_with_logits(x, p, reduction="none"),
         F.KLDivergence: F.kl_div(x, p, reduction="none"), F.VectorNorm: F.pairwise_distance(x, p),
         F.ConstantPad: F.pad(x, (1, 1)), F.IndexedPad: F.pad(x[None], (1, 1), mode="reflect"),

@@ -1,5 +1,5 @@
 """Recurrent layers (RNNCell, GRUCell, LSTMCell, RNN, GRU, LSTM) and RMS normalization
-(F.rms_norm's fused ``RMSNormFunction`` and composite, nn.RMSNorm) against torch.
+(F.rms_norm's fused ``RMSNormFn`` and composite, nn.RMSNorm) against torch.
 
 A module is compared by copying our parameters into torch's twin through ``load_state_dict``,
 then comparing every output and the gradient of every input, initial state and parameter for
@@ -23,7 +23,7 @@ import tinygrad_tx as tg
 from reference.testing import DEVICE, F32_FLOOR, F32_RATIO, F64_RTOL, check_parity, rel_err
 from tinygrad_tx.testing.strategies import float_dtypes, non_contiguous, seeds, values
 from tinygrad_tx import nn
-from tinygrad_tx.functional.rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
+from tinygrad_tx.functional.rms_norm import RMSNormFn, rms_norm, rms_norm_composite
 
 tnn = torch.nn
 TORCH_DTYPE = {np.dtype(np.float64): torch.float64, np.dtype(np.float32): torch.float32}
@@ -391,7 +391,7 @@ def test_rms_norm_module_defaults():
 def test_gradcheck_rms_norm():
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal((3, 2, 4)), rng.standard_normal((2, 4))
-    assert tg.gradcheck(lambda a, b: RMSNormFunction.apply(a, b, ndim_normalized=2, eps=1e-3), [x, w])
+    assert tg.gradcheck(lambda a, b: RMSNormFn.apply(a, b, ndim_normalized=2, eps=1e-3), [x, w])
     assert tg.gradcheck(lambda a: rms_norm(a, 4, eps=0.1), [x])
     assert tg.gradcheck(lambda a, b: rms_norm_composite(a, (2, 4), b), [x, w])
 

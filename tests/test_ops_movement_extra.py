@@ -446,7 +446,7 @@ FUNCTION_OF = {   # op -> the Function class whose node it must produce
     S.Triangle: lambda t: t.triu(), S.Roll: lambda t: t.roll(1, 0),
     S.Flip: lambda t: t.flip(0), S.Diagonal: lambda t: t.diagonal(), S.DiagEmbed: lambda t: t.diag_embed(),
     S.Repeat: lambda t: t.repeat(2, 1), S.RepeatInterleave: lambda t: t.repeat_interleave(2, 0),
-    S.Unfold: lambda t: t.unfold(0, 2, 1), I.Gather: lambda t: t.gather(0, tg.tensor([[1, 0]])),
+    S.UnfoldFn: lambda t: t.unfold(0, 2, 1), I.Gather: lambda t: t.gather(0, tg.tensor([[1, 0]])),
     I.Scatter: lambda t: t.scatter(0, tg.tensor([[1, 0]]), 1.0),
     I.ScatterAdd: lambda t: t.scatter_add(0, tg.tensor([[1, 0]]), t),
     I.ScatterReduce: lambda t: t.scatter_reduce(0, tg.tensor([[1, 0]]), t, "amin"),

@@ -186,8 +186,6 @@ class _NoGradContext:
         pass
 
 
-class ArrayFunction:
-    """Base class of every differentiable op. Subclasses define ``forward`` and ``backward``.
 def op_name(fn) -> str:
     """The op a Function class computes, as torch names its backward node (``<op>Backward0``):
     the class name without the suffix ``Fn`` that an engine Function carries when an nn Module
@@ -199,6 +197,8 @@ def op_name(fn) -> str:
 
 
     ``forward(ctx, *args, **kwargs)`` receives the NumPy arrays of Tensor
+class ArrayFunction:
+    """Base class of every differentiable op. Subclasses define ``forward`` and ``backward``.
     arguments (other arguments unchanged) and returns one NumPy array.
     ``backward(ctx, grad)`` receives dL/d(output) and returns one gradient per
     positional argument of forward (a single array when there is one argument),

@@ -736,7 +736,7 @@ def load_function(path, ex: Exercise | str, timeout: float | None = CASE_TIMEOUT
         raise ValueError(f"{path}: importing it raised {type(e).__name__}: {e}") from None
     finally:
         sys.modules.pop(name, None)
-    want = ex.solution.__name__
+    want = ex.class_name
     found = getattr(module, want, None)
     if isinstance(found, type) and issubclass(found, ArrayFunction):
         return found

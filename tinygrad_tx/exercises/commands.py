@@ -122,7 +122,7 @@ def cmd_start(args) -> int:
     entry.setdefault("started", _now())
     entry["file"] = str(path)
     save_state(args.state, state)
-    print(f"wrote {path}: {ex.title}. Write {ex.solution.__name__}.backward, then run\n"
+    print(f"wrote {path}: {ex.title}. Write {ex.class_name}.backward, then run\n"
           f"  {PROG} exercise check {args.name} {path}")
     return 0
 

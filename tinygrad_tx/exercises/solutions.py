@@ -1,7 +1,9 @@
-"""Reference solutions of the exercise ladder: one plain ``Function`` per rung.
+"""Reference solutions of the exercise ladder: one plain ``Function`` per rung, each named
+``<Op>Solution`` (``SoftmaxSolution``), apart from the library's ``SoftmaxFn`` and ``nn.Softmax``.
 
 Each class is what a learner is asked to write: the ``forward`` (NumPy arrays in, one array out,
-exactly as ``tinygrad-tx exercise start NAME`` writes it into the learner's file) and the
+exactly as ``tinygrad-tx exercise start NAME`` writes it into the learner's file, there named
+without the ``Solution`` suffix: ``class Softmax``) and the
 ``backward`` written by hand, its derivation in the docstring. ``exercise start`` copies a class
 without its ``backward`` (and the module-level ``*_forward`` helpers it calls); ``exercise check``
 compares the learner's backward with the library's own gradient, never with these; the tests
@@ -24,7 +26,7 @@ GELU_A = 0.044715
 
 # =========================================================================== elementwise
 
-class Mul(ArrayFunction):
+class MulSolution(ArrayFunction):
     """y = a * b (a and b broadcast against each other)."""
 
     @staticmethod
@@ -40,7 +42,7 @@ class Mul(ArrayFunction):
         return g * b, g * a
 
 
-class Div(ArrayFunction):
+class DivSolution(ArrayFunction):
     """y = a / b (broadcasting)."""
 
     @staticmethod
@@ -55,7 +57,7 @@ class Div(ArrayFunction):
         return g / b, -g * a / (b * b)
 
 
-class Pow(ArrayFunction):
+class PowSolution(ArrayFunction):
     """y = a ** b for a > 0 (both tensors, broadcasting)."""
 
     @staticmethod
@@ -72,7 +74,7 @@ class Pow(ArrayFunction):
         return g * b * a ** (b - 1), g * y * np.log(a)
 
 
-class Exp(ArrayFunction):
+class ExpSolution(ArrayFunction):
     """y = e^x."""
 
     @staticmethod
@@ -88,7 +90,7 @@ class Exp(ArrayFunction):
         return g * y
 
 
-class Log(ArrayFunction):
+class LogSolution(ArrayFunction):
     """y = log x for x > 0."""
 
     @staticmethod
@@ -103,7 +105,7 @@ class Log(ArrayFunction):
         return g / x
 
 
-class Tanh(ArrayFunction):
+class TanhSolution(ArrayFunction):
     """y = tanh x."""
 
     @staticmethod
@@ -119,7 +121,7 @@ class Tanh(ArrayFunction):
         return g * (1 - y * y)
 
 
-class TanhBackward(ArrayFunction):
+class TanhBackwardSolution(ArrayFunction):
     """z = g ∘ (1 - tanh² x): tanh's backward as a function of x and of the cotangent g. Its own
     backward is the *second* derivative -- what ``create_graph=True`` computes for tanh."""
 
@@ -141,7 +143,7 @@ class TanhBackward(ArrayFunction):
 
 # =========================================================================== reductions
 
-class Sum(ArrayFunction):
+class SumSolution(ArrayFunction):
     """y = Σ_dim x (the dimension removed)."""
 
     @staticmethod
@@ -156,7 +158,7 @@ class Sum(ArrayFunction):
         return np.broadcast_to(np.expand_dims(g, ctx.dim), ctx.shape)
 
 
-class Mean(ArrayFunction):
+class MeanSolution(ArrayFunction):
     """y = mean of x over dim (the dimension removed)."""
 
     @staticmethod
@@ -171,7 +173,7 @@ class Mean(ArrayFunction):
         return np.broadcast_to(np.expand_dims(g, ctx.dim) / n, ctx.shape)
 
 
-class Amax(ArrayFunction):
+class AmaxSolution(ArrayFunction):
     """y = max of x over dim (torch.amax: ties share the gradient evenly)."""
 
     @staticmethod
@@ -194,7 +196,7 @@ class Amax(ArrayFunction):
 
 # =========================================================================== products and lookups
 
-class MatMul(ArrayFunction):
+class MatMulSolution(ArrayFunction):
     """Y = A @ B with NumPy's rules: 1-D operands are promoted (a vector on the left is a row,
     on the right a column), leading (batch) dimensions broadcast."""
 
@@ -225,7 +227,7 @@ class MatMul(ArrayFunction):
         return ga, gb
 
 
-class GetItem(ArrayFunction):
+class GetItemSolution(ArrayFunction):
     """y = x[idx]: rows of x picked by an integer array (indices may repeat)."""
 
     @staticmethod
@@ -246,7 +248,7 @@ class GetItem(ArrayFunction):
         return dx, None
 
 
-class Embedding(ArrayFunction):
+class EmbeddingSolution(ArrayFunction):
     """y[..., :] = weight[ids[...], :]: a row lookup in a (V, D) table (ids of any shape)."""
 
     @staticmethod
@@ -268,7 +270,7 @@ class Embedding(ArrayFunction):
 
 # =========================================================================== softmax family
 
-class Softmax(ArrayFunction):
+class SoftmaxSolution(ArrayFunction):
     """y = softmax(x) along dim: y_i = e^(x_i - m) / Σ_k e^(x_k - m), m = max_k x_k."""
 
     @staticmethod
@@ -288,7 +290,7 @@ class Softmax(ArrayFunction):
         return y * (g - (g * y).sum(axis=ctx.dim, keepdims=True))
 
 
-class LogSoftmax(ArrayFunction):
+class LogSoftmaxSolution(ArrayFunction):
     """y = log softmax(x) along dim: y_i = x_i - logsumexp(x), computed with the max shift."""
 
     @staticmethod
@@ -307,7 +309,7 @@ class LogSoftmax(ArrayFunction):
         return g - np.exp(y) * g.sum(axis=ctx.dim, keepdims=True)
 
 
-class CrossEntropy(ArrayFunction):
+class CrossEntropySolution(ArrayFunction):
     """L = -(1/N) Σ_n log softmax(z_n)[t_n] for logits z (N, C) and class indices t (N,)."""
 
     @staticmethod
@@ -344,14 +346,14 @@ def layer_norm_forward(x, weight, bias, eps):
 
 def layer_norm_backward(g, xhat, rstd, weight):
     """The gradients (dx, dweight, dbias) of :func:`layer_norm_forward`; derivation in
-    :class:`LayerNorm`'s backward."""
+    :class:`LayerNormSolution`'s backward."""
     d = xhat.shape[-1]
     gh = g * weight
     dx = rstd * (gh - gh.mean(axis=-1, keepdims=True) - xhat * (gh * xhat).mean(axis=-1, keepdims=True))
     return dx, (g * xhat).reshape(-1, d).sum(axis=0), g.reshape(-1, d).sum(axis=0)
 
 
-class LayerNorm(ArrayFunction):
+class LayerNormSolution(ArrayFunction):
     """y = x̂ ∘ weight + bias over the last dimension (D entries per row),
     x̂ = (x - μ) ρ, ρ = 1/√(σ² + eps), μ and σ² the row's mean and biased variance."""
 
@@ -373,7 +375,7 @@ class LayerNorm(ArrayFunction):
         return dx, dw, db
 
 
-class BatchNorm(ArrayFunction):
+class BatchNormSolution(ArrayFunction):
     """Training-mode batch norm of (N, C) or (N, C, L) input: per channel c, over its m = N (or N·L)
     values, x̂ = (x - μ_c) r_c, r_c = 1/√(σ²_c + eps) (biased σ²), y = weight_c x̂ + bias_c."""
 
@@ -413,11 +415,11 @@ def gelu_forward(x):
 
 
 def gelu_derivative(x, t):
-    """dGELU/dx of :func:`gelu_forward` (t = tanh u); derivation in :class:`Gelu`'s backward."""
+    """dGELU/dx of :func:`gelu_forward` (t = tanh u); derivation in :class:`GeluSolution`'s backward."""
     return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_C * (1 + 3 * GELU_A * x * x)
 
 
-class Gelu(ArrayFunction):
+class GeluSolution(ArrayFunction):
     """y = 0.5 x (1 + tanh u),  u = √(2/π) (x + 0.044715 x³)  (GELU, approximate='tanh')."""
 
     @staticmethod
@@ -448,7 +450,7 @@ def attention_forward(q, k, v):
 
 
 def attention_backward(g, q, k, v, p):
-    """(dq, dk, dv) of :func:`attention_forward`; derivation in :class:`Attention`'s backward."""
+    """(dq, dk, dv) of :func:`attention_forward`; derivation in :class:`AttentionSolution`'s backward."""
     scale = 1 / math.sqrt(q.shape[-1])
     dv = np.matmul(np.swapaxes(p, -1, -2), g)
     dp = np.matmul(g, np.swapaxes(v, -1, -2))
@@ -456,7 +458,7 @@ def attention_backward(g, q, k, v, p):
     return scale * np.matmul(ds, k), scale * np.matmul(np.swapaxes(ds, -1, -2), q), dv
 
 
-class Attention(ArrayFunction):
+class AttentionSolution(ArrayFunction):
     """out = softmax(Q Kᵀ / √E + causal mask) V for q, k, v of shape (..., T, E): query i sees
     keys j <= i (the mask puts -inf above the diagonal)."""
 
@@ -495,7 +497,7 @@ def _rows(a):
     return a.reshape(-1, a.shape[-1])
 
 
-class GPTBlock(ArrayFunction):
+class GPTBlockSolution(ArrayFunction):
     """One pre-norm GPT block (nanoGPT's, without biases in the linear layers and without dropout):
         h = x + (causal multi-head attention of LN1(x)) W_proj,   y = h + GELU(LN2(h) W_fc) W_out,
     with [q k v] = LN1(x) W_attn split into n_head heads. x is (B, T, C); W_attn (C, 3C),

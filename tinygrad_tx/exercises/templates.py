@@ -1,6 +1,7 @@
 """The learner's file (``exercise start``) and the library's versions (``exercise solution``).
 
-A template is the reference Function of ``solutions.py`` with its ``backward`` cut out (the
+A template is the reference Function of ``solutions.py`` (``SoftmaxSolution``), renamed to the
+learner's class (``Softmax``, :attr:`Exercise.class_name`), with its ``backward`` cut out (the
 docstring with the derivation goes with it) and replaced by a stub that raises
 NotImplementedError under the exercise's hints; the module-level helpers its forward calls are
 copied above it. Cutting is done on the source's syntax tree, so the forward the learner gets is
@@ -98,6 +99,7 @@ def template(ex: Exercise, file: str = "FILE") -> str:
     back = _method(_class_node(cls), "backward")
     first = min([back.lineno] + [d.lineno for d in back.decorator_list]) - 1
     body = "".join(lines[:first]) + _hint_stub(ex) + "".join(lines[back.end_lineno:])
+    body = body.replace(f"class {cls.__name__}(", f"class {ex.class_name}(", 1)   # the learner's name for it
     helpers = "".join(textwrap.dedent(inspect.getsource(getattr(solutions, n))) + "\n\n"
                       for n in helpers_of(cls))
     code = helpers + body

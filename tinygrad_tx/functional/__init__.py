@@ -17,8 +17,8 @@ Modules: ``softmax`` (softmax, log_softmax, softmin), ``loss`` (cross_entropy), 
 (binary_cross_entropy[_with_logits], kl_div), ``margin`` (margin_ranking, hinge_embedding,
 soft_margin, multilabel_soft_margin, multi_margin, multilabel_margin, cosine_embedding losses),
 ``triplet`` (triplet_margin[_with_distance]_loss), ``count_likelihood`` (poisson_nll_loss,
-gaussian_nll_loss), ``ctc`` (ctc_loss: the alpha-beta recursion by hand), ``normalization`` (layer_norm), ``linear``
-(embedding, linear, patch_embed), ``activation`` (relu, tanh, sigmoid, gelu, dropout),
+gaussian_nll_loss), ``ctc`` (ctc_loss: the alpha-beta recursion by hand), ``normalization`` (layer_norm), ``embedding``
+(embedding), ``linear`` (linear, patch_embed), ``activation`` (relu, tanh, sigmoid, gelu, dropout),
 ``closed_form`` (rung 2 of every fused op), ``conv`` (conv1d/2d in three rungs,
 conv_transpose1d/2d, unfold, fold, dropout2d), ``pooling`` (max/avg/adaptive pools), ``pointwise`` (silu, softplus, elu, selu, celu, leaky_relu, relu6, hardtanh, hardsigmoid,
 hardswish, mish, logsigmoid, softsign, tanhshrink, glu), ``distance`` (normalize,
@@ -26,39 +26,39 @@ cosine_similarity, pairwise_distance), ``pad`` (pad, one_hot), ``attention``
 (scaled_dot_product_attention); ``toplevel`` holds the torch top-level spellings.
 """
 from . import toplevel as _toplevel
-from .activation import Dropout, dropout, dropout_composite, gelu, gelu_composite, relu, sigmoid, tanh
+from .activation import DropoutFn, dropout, dropout_composite, gelu, gelu_composite, relu, sigmoid, tanh
 from .attention import (ScaledDotProductAttention, scaled_dot_product_attention,
                         scaled_dot_product_attention_composite)
-from .conv import (Conv, ConvClosedForm, ConvTranspose, Fold, Unfold, conv1d, conv1d_closed_form, conv2d,
+from .conv import (Col2Im, Conv, ConvClosedForm, ConvTranspose, Im2Col, conv1d, conv1d_closed_form, conv2d,
                    conv2d_closed_form, conv2d_composite, conv_transpose1d, conv_transpose2d, dropout2d, fold, unfold)
 from .distance import VectorNorm, cosine_similarity, normalize, pairwise_distance
 from .likelihood import (BinaryCrossEntropy, BinaryCrossEntropyWithLogits, KLDivergence, binary_cross_entropy,
                          binary_cross_entropy_with_logits, kl_div)
-from .linear import (Embedding, Linear, PatchEmbed, embedding, embedding_composite, linear, linear_composite,
-                     patch_embed, patch_embed_composite)
+from .embedding import EmbeddingFn, embedding, embedding_composite
+from .linear import LinearFn, PatchEmbed, linear, linear_composite, patch_embed, patch_embed_composite
 from .loss import CrossEntropy, cross_entropy, cross_entropy_composite
-from .nll import NLLLoss, nll_loss
+from .nll import NLLLossFn, nll_loss
 from .margin import (SoftMargin, cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss,
                      multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, soft_margin_loss)
 from .triplet import triplet_margin_loss, triplet_margin_with_distance_loss
 from .count_likelihood import gaussian_nll_loss, poisson_nll_loss
-from .ctc import CTCLossFunction, ctc_loss
-from .normalization import LayerNorm, layer_norm, layer_norm_composite
+from .ctc import CTCLossFn, ctc_loss
+from .normalization import LayerNormFn, layer_norm, layer_norm_composite
 from .pad import ConstantPad, IndexedPad, one_hot, pad
 from .pooling import (AdaptiveAvgPool, AdaptiveMaxPool, AvgPool, MaxPool, adaptive_avg_pool1d, adaptive_avg_pool2d,
                       adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d)
-from .pointwise import (Elu, Glu, Hardsigmoid, Hardswish, Hardtanh, LeakyRelu, LogSigmoid, Mish, Silu, Softplus,
-                        Softsign, Tanhshrink, celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
+from .pointwise import (EluFn, GluFn, HardsigmoidFn, HardswishFn, HardtanhFn, LeakyReluFn, LogSigmoidFn, MishFn, SiluFn,
+                        SoftplusFn, SoftsignFn, TanhshrinkFn, celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                         logsigmoid, mish, relu6, selu, silu, softplus, softsign, tanhshrink)
-from .rms_norm import RMSNormFunction, rms_norm, rms_norm_composite
+from .rms_norm import RMSNormFn, rms_norm, rms_norm_composite
 from .batch_norm import batch_norm, batch_norm_composite
 from .instance_norm import group_norm, instance_norm
-from .prelu import PRelu, prelu
+from .prelu import PReluFn, prelu
 from .resample import (Resample, interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,
                        upsample_nearest)
 from .regression import (AbsoluteError, HuberError, SmoothL1Error, SquaredError, huber_loss, l1_loss, mse_loss,
                          smooth_l1_loss)
-from .softmax import (LogSoftmax, Softmax, log_softmax, log_softmax_composite, softmax, softmax_composite,
+from .softmax import (LogSoftmaxFn, SoftmaxFn, log_softmax, log_softmax_composite, softmax, softmax_composite,
                       softmin)
 from .closed_form import (CLOSED_FORMS, BatchNormClosedForm, CrossEntropyClosedForm, EmbeddingClosedForm,
                           FlashAttentionClosedForm, GeluClosedForm, LayerNormClosedForm, LinearClosedForm,
@@ -88,9 +88,9 @@ FUNCTIONS = {
 }
 
 __all__ = [
-    "instance_norm", "prelu", "PRelu", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "Resample",
+    "instance_norm", "prelu", "PReluFn", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "Resample",
     "group_norm", "pixel_shuffle", "pixel_unshuffle",
-    "RMSNormFunction", "rms_norm", "rms_norm_composite", "batch_norm", "batch_norm_composite",
+    "RMSNormFn", "rms_norm", "rms_norm_composite", "batch_norm", "batch_norm_composite",
     "softmax", "softmax_composite", "log_softmax", "log_softmax_composite", "softmin",
     "cross_entropy", "cross_entropy_composite", "nll_loss",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -98,7 +98,7 @@ __all__ = [
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
     "multi_margin_loss", "multilabel_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
     "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss", "ctc_loss", "SoftMargin",
-    "CTCLossFunction",
+    "CTCLossFn",
     "layer_norm", "layer_norm_composite",
     "embedding", "embedding_composite", "linear", "linear_composite", "patch_embed", "patch_embed_composite",
     "dropout", "dropout_composite", "gelu", "gelu_composite", "relu", "tanh", "sigmoid",
@@ -106,13 +106,13 @@ __all__ = [
     "mish", "logsigmoid", "softsign", "tanhshrink", "glu",
     "normalize", "cosine_similarity", "pairwise_distance", "pad", "one_hot",
     "scaled_dot_product_attention", "scaled_dot_product_attention_composite",
-    "Softmax", "LogSoftmax", "CrossEntropy", "NLLLoss", "LayerNorm", "Embedding", "Linear", "PatchEmbed", "Dropout",
-    "ScaledDotProductAttention", "Silu", "Softplus", "Elu", "LeakyRelu", "Hardtanh", "Hardsigmoid", "Hardswish",
-    "Mish", "LogSigmoid", "Softsign", "Tanhshrink", "Glu", "SquaredError", "AbsoluteError", "SmoothL1Error",
+    "SoftmaxFn", "LogSoftmaxFn", "CrossEntropy", "NLLLossFn", "LayerNormFn", "EmbeddingFn", "LinearFn", "PatchEmbed", "DropoutFn",
+    "ScaledDotProductAttention", "SiluFn", "SoftplusFn", "EluFn", "LeakyReluFn", "HardtanhFn", "HardsigmoidFn", "HardswishFn",
+    "MishFn", "LogSigmoidFn", "SoftsignFn", "TanhshrinkFn", "GluFn", "SquaredError", "AbsoluteError", "SmoothL1Error",
     "HuberError", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "KLDivergence", "VectorNorm",
     "ConstantPad", "IndexedPad",
     "conv1d", "conv2d", "conv1d_closed_form", "conv2d_closed_form", "conv2d_composite", "conv_transpose1d",
-    "conv_transpose2d", "unfold", "fold", "dropout2d", "Conv", "ConvTranspose", "ConvClosedForm", "Unfold", "Fold",
+    "conv_transpose2d", "unfold", "fold", "dropout2d", "Conv", "ConvTranspose", "ConvClosedForm", "Im2Col", "Col2Im",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool",
     "softmax_closed_form", "log_softmax_closed_form", "cross_entropy_closed_form", "layer_norm_closed_form",

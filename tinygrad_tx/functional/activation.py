@@ -44,7 +44,7 @@ def sigmoid(input) -> Tensor:
 
 def gelu(input, approximate: str = "none") -> Tensor:
     """GELU (``torch.nn.functional.gelu``): x Φ(x) exactly (``'none'``) or with the tanh
-    approximation (``'tanh'``). The derivations are in ``ops.elementwise.Gelu``."""
+    approximation (``'tanh'``). The derivations are in ``ops.elementwise.GeluFn``."""
     if not isinstance(approximate, str):   # torch: argument 'approximate' must be str
         raise TypeError(f"gelu(): argument 'approximate' must be str, not {type(approximate).__name__} "
                         f"({approximate!r})")
@@ -73,7 +73,7 @@ def gelu_composite(input, approximate: str = "tanh") -> Tensor:
 
 # ============================================================================ dropout
 
-class Dropout(ArrayFunction):
+class DropoutFn(ArrayFunction):
     """y = x ∘ m / (1 - p), m_i ~ Bernoulli(1 - p) drawn once in the forward.
 
     Scaling the kept entries by 1/(1-p) keeps E[y] = x, so evaluation (no
@@ -121,8 +121,8 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False,
     keep, scale = keep_mask(x.shape, p, generator), keep_scale(p)
     if inplace:
         from ..ops.inplace import apply_inplace
-        return apply_inplace(x, "dropout_", lambda t: Dropout.apply(t, keep=keep, scale=scale))
-    return Dropout.apply(x, keep=keep, scale=scale)
+        return apply_inplace(x, "dropout_", lambda t: DropoutFn.apply(t, keep=keep, scale=scale))
+    return DropoutFn.apply(x, keep=keep, scale=scale)
 
 
 def dropout_composite(input, p: float = 0.5, training: bool = True, inplace: bool = False,

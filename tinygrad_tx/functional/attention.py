@@ -51,7 +51,7 @@ class ScaledDotProductAttention(ArrayFunction):
 
     Backward, with G = dL/dO. The products give
         dV = P̃ᵀ G,     dP̃ = G Vᵀ,     dP = dP̃ ∘ M / (1 - p).
-    Softmax's backward row by row (see ``softmax.Softmax``):
+    Softmax's backward row by row (see ``softmax.SoftmaxFn``):
         dS = P ∘ (dP - D),   D = rowsum(dP ∘ P).
     (FlashAttention gets D without an (L, S) product from the identity
     D_i = Σ_j dP̃_ij P̃_ij = Σ_j (G_i · V_j) P̃_ij = G_i · O_i. We tried it: in

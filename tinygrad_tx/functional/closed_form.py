@@ -42,12 +42,13 @@ from ..tensor import Tensor
 from ._util import as_tensor, check_float, keep_mask, keep_scale
 from .attention import ScaledDotProductAttention, _causal_future
 from .attention import _check as _check_attention
-from .linear import Embedding, PatchEmbed, _check_embedding, _check_linear, _check_patch_embed
+from .embedding import EmbeddingFn, _check_embedding
+from .linear import PatchEmbed, _check_linear, _check_patch_embed
 from .loss import _check as _check_cross_entropy
 from .loss import CrossEntropy, target_distribution
-from .normalization import LayerNorm
+from .normalization import LayerNormFn
 from .normalization import _check as _check_layer_norm
-from .softmax import LogSoftmax, Softmax, _prepare
+from .softmax import LogSoftmaxFn, SoftmaxFn, _prepare
 
 
 def _row_max(x, axis):
@@ -511,12 +512,12 @@ CLOSED_FORMS = {
 # Gradients of gradients of the fused ops (``create_graph=True``) go through their closed forms
 # (``autograd/engine.py``, ``_backward_via_closed_form``). Named here, not in the fused classes,
 # because this module imports theirs.
-Softmax.twice_differentiable_via = SoftmaxClosedForm
-LogSoftmax.twice_differentiable_via = LogSoftmaxClosedForm
+SoftmaxFn.twice_differentiable_via = SoftmaxClosedForm
+LogSoftmaxFn.twice_differentiable_via = LogSoftmaxClosedForm
 CrossEntropy.twice_differentiable_via = CrossEntropyClosedForm
-LayerNorm.twice_differentiable_via = LayerNormClosedForm
+LayerNormFn.twice_differentiable_via = LayerNormClosedForm
 ScaledDotProductAttention.twice_differentiable_via = ScaledDotProductAttentionClosedForm
-Embedding.twice_differentiable_via = EmbeddingClosedForm
+EmbeddingFn.twice_differentiable_via = EmbeddingClosedForm
 PatchEmbed.twice_differentiable_via = PatchEmbedClosedForm
 BatchNorm.twice_differentiable_via = BatchNormClosedForm
-_ops_elementwise.Gelu.twice_differentiable_via = GeluClosedForm
+_ops_elementwise.GeluFn.twice_differentiable_via = GeluClosedForm

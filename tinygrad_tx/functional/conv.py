@@ -99,18 +99,18 @@ def _bias_grad(g):
 def im2col(x, k, s, pads, d):
     """The columns (N, C·kh·kw, OH·OW) of an (N, C, H, W) input zero-padded by ``pads``: on an
     array ``_cols_channel_major``; on a Tensor — a backward being differentiated
-    (``create_graph=True``) — the recorded op ``Unfold``, so the gradient flows through it."""
+    (``create_graph=True``) — the recorded op ``Im2Col``, so the gradient flows through it."""
     if isinstance(x, Tensor):
-        return Unfold.apply(x, kernel_size=k, stride=s, padding=pads, dilation=d)
+        return Im2Col.apply(x, kernel_size=k, stride=s, padding=pads, dilation=d)
     return _cols_channel_major(_pad_zeros(x, pads), k, s, d)
 
 
 def col2im(cols, hw, k, s, pads, d):
     """The adjoint of :func:`im2col`: columns (N, C·kh·kw, OH·OW) summed back into (N, C, H, W)
     (``hw`` = (H, W), before padding; the padding rows are cut away). On a Tensor the recorded
-    op ``Fold``."""
+    op ``Col2Im``."""
     if isinstance(cols, Tensor):
-        return Fold.apply(cols, output_size=hw, kernel_size=k, stride=s, padding=pads, dilation=d)
+        return Col2Im.apply(cols, output_size=hw, kernel_size=k, stride=s, padding=pads, dilation=d)
     n, (kh, kw) = cols.shape[0], k
     padded = (n, cols.shape[1] // (kh * kw), hw[0] + sum(pads[0]), hw[1] + sum(pads[1]))
     oh, ow = _out_size(padded[2], kh, s[0], d[0]), _out_size(padded[3], kw, s[1], d[1])
@@ -129,7 +129,7 @@ class ConvClosedForm(ArrayFunction):
 
     Saved: x and W (the columns are rebuilt in the backward: K² times smaller than saving them).
     Written in NumPy calls that also run on Tensors, with im2col/col2im the recorded ops
-    ``Unfold``/``Fold`` there, so this is the backward that a gradient of a gradient differentiates
+    ``Im2Col``/``Col2Im`` there, so this is the backward that a gradient of a gradient differentiates
     (``Conv.twice_differentiable_via``)."""
 
     differentiable_backward = True
@@ -440,11 +440,11 @@ def conv2d_composite(input, weight, bias=None, stride=1, padding=0, dilation=1, 
 # ============================================================================ unfold / fold
 
 
-class Unfold(ArrayFunction):
+class Im2Col(ArrayFunction):
     """``F.unfold`` (im2col): (N, C, H, W) -> (N, C·kh·kw, L), L = OH·OW, column l holding the
     window at output position l in (c, i, j) order. Each output entry is a copy of one padded
     input entry, so dL/dx = crop(col2im(g)): each pixel collects the gradients of every window
-    entry that read it — ``Fold`` is this backward (and, being linear, so is it when the
+    entry that read it — ``Col2Im`` is this backward (and, being linear, so is it when the
     gradient is differentiated again). Saved: nothing but shapes."""
 
     differentiable_backward = True
@@ -459,7 +459,7 @@ class Unfold(ArrayFunction):
         return col2im(g, *ctx.args)
 
 
-class Fold(ArrayFunction):
+class Col2Im(ArrayFunction):
     """``F.fold`` (col2im): (N, C·kh·kw, L) -> (N, C, H, W), summing each column entry into the
     pixel its window position reads. y = Aᵀ x with A the im2col gather, so dL/dx = A g =
     ``unfold(g)``: the gradient of fold is unfold. Saved: nothing but shapes."""
@@ -508,7 +508,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
             f"unfold: Given input with spatial size ({x.shape[2]}, {x.shape[3]}), kernel_size={k}, dilation={d}, "
             f"padding=({p[0][0]}, {p[1][0]}), calculated shape of the array of sliding blocks as ({oh}, {ow}), "
             f"but its components must be at least one.")
-    out = Unfold.apply(x, kernel_size=k, stride=s, padding=p, dilation=d)
+    out = Im2Col.apply(x, kernel_size=k, stride=s, padding=p, dilation=d)
     return out.squeeze(0) if unbatched else out
 
 
@@ -531,7 +531,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Te
             f"fold: Given output_size={size}, kernel_size={k}, dilation={d}, padding=({p[0][0]}, {p[1][0]}), "
             f"stride={s}, expected size of input's dimension 2 to match the calculated number of sliding blocks "
             f"{oh} * {ow} = {oh * ow}, but got input.size(2)={x.shape[2]}.")
-    out = Fold.apply(x, output_size=size, kernel_size=k, stride=s, padding=p, dilation=d)
+    out = Col2Im.apply(x, output_size=size, kernel_size=k, stride=s, padding=p, dilation=d)
     return out.squeeze(0) if unbatched else out
 
 
@@ -552,7 +552,7 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     if not training or p == 0.0:
         return x
     mask_shape = x.shape[:2] + (1,) * (x.ndim - 2)
-    return Dropout.apply(x, keep=keep_mask(mask_shape, p, generator), scale=keep_scale(p))
+    return DropoutFn.apply(x, keep=keep_mask(mask_shape, p, generator), scale=keep_scale(p))
 
 
 # ============================================================================ transposed convolution
@@ -571,7 +571,7 @@ class ConvTranspose(ArrayFunction):
         dL/dW_flat = Σ_n x[n] @ im2col(pad(g))[n]ᵀ       dL/db = Σ_{n,h,w} g
 
     per group. Saved: x and W. The backward is written in NumPy calls that also run on Tensors
-    (im2col the recorded ``Unfold`` there), so its gradients can be differentiated again."""
+    (im2col the recorded ``Im2Col`` there), so its gradients can be differentiated again."""
 
     differentiable_backward = True
 

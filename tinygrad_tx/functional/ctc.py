@@ -1,6 +1,6 @@
 """Connectionist temporal classification: ``ctc_loss`` (``torch.nn.functional.ctc_loss``).
 
-One Function, :class:`CTCLossFunction`: the alpha-beta (forward-backward) recursion of Graves
+One Function, :class:`CTCLossFn`: the alpha-beta (forward-backward) recursion of Graves
 et al. (2006) in log space, forward and backward by hand; the reduction is a composite.
 
 Notation. For one sample: log-probabilities x_t(k) = log y_t(k) over T frames and C classes
@@ -72,7 +72,7 @@ def _shift(a, k):
     return out
 
 
-class CTCLossFunction(ArrayFunction):
+class CTCLossFn(ArrayFunction):
     """Per-sample CTC negative log-likelihood -log p(l) of ``x`` (T, N, C) log-probabilities,
     by the alpha-beta recursion in log space; backward g (e^x - γ) on each sample's frames
     (see the module docstring for the derivation and torch's convention). Saved: e^x - γ
@@ -192,7 +192,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     ``targets`` (N, S) padded or 1-D concatenated, with per-sample ``input_lengths`` and
     ``target_lengths`` (``torch.nn.functional.ctc_loss``). 'mean' divides each sample's loss by
     its target length (at least 1) and then averages over the batch; 'sum' adds; 'none' keeps
-    them. :class:`CTCLossFunction` gives -log p(l) and its gradient (derivation in the module
+    them. :class:`CTCLossFn` gives -log p(l) and its gradient (derivation in the module
     docstring)."""
     op = "ctc_loss"
     reduction = loss_reduction(op, reduction)
@@ -215,7 +215,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     ext, ext_len = _extended_targets(op, targets, tgt_len, blank, n)
     if np.any((ext < 0) | (ext >= c)):
         raise InvalidArgumentError(f"{op}: targets must be class indices in [0, {c})")
-    loss = CTCLossFunction.apply(x, ext=ext, ext_len=ext_len, in_len=in_len, zero_infinity=bool(zero_infinity))
+    loss = CTCLossFn.apply(x, ext=ext, ext_len=ext_len, in_len=in_len, zero_infinity=bool(zero_infinity))
     if reduction == "none":
         return loss.reshape(()) if unbatched else loss
     if reduction == "sum":

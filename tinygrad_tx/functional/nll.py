@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from ._util import as_tensor, check_float, describe_values, int_array, loss_reduction
 
 
-class NLLLoss(ArrayFunction):
+class NLLLossFn(ArrayFunction):
     """ℓ_i = -w_{t_i} x_{i, t_i} (zero at ignored positions), then the reduction.
 
     Backward. ℓ_i depends on one entry of x only, with ∂ℓ_i/∂x_{i,t_i} = -w_{t_i}; so dL/dx is
@@ -135,4 +135,4 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     """
     reduction = loss_reduction("nll_loss", reduction, size_average, reduce)
     x, t, w, axis, ignore_index = check_class_args(input, target, weight, ignore_index, "nll_loss")
-    return NLLLoss.apply(x, t, w, axis=axis, ignore_index=ignore_index, reduction=reduction)
+    return NLLLossFn.apply(x, t, w, axis=axis, ignore_index=ignore_index, reduction=reduction)

@@ -15,7 +15,7 @@ from ._util import as_tensor, check_float, row_blocks
 _BLOCK_SCALE = 4
 
 
-class LayerNorm(ArrayFunction):
+class LayerNormFn(ArrayFunction):
     """y = x̂ ∘ γ + β,  x̂ = (x - μ) · ρ,  ρ = 1/√(σ² + eps),
     with μ and σ² the mean and biased variance over the last k dimensions
     (the ``normalized_shape``; D elements per row below).
@@ -216,7 +216,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     """Layer normalization over the trailing ``normalized_shape`` dimensions
     (``torch.nn.functional.layer_norm``); fused forward and closed-form backward."""
     x, w, b, k = _check(input, normalized_shape, weight, bias, eps, "layer_norm")
-    return LayerNorm.apply(x, w, b, ndim_normalized=k, eps=float(eps))
+    return LayerNormFn.apply(x, w, b, ndim_normalized=k, eps=float(eps))
 
 
 def layer_norm_composite(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:

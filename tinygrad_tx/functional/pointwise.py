@@ -79,7 +79,7 @@ def _number(value, op, name):
 
 # ============================================================================ sigmoid family
 
-class Silu(ArrayFunction):
+class SiluFn(ArrayFunction):
     """y = x σ(x)  (SiLU, "swish").
 
     dy/dx = σ(x) + x σ(x)(1 - σ(x)) = σ(x) (1 + x (1 - σ(x))),
@@ -98,7 +98,7 @@ class Silu(ArrayFunction):
         return g * s * (1 + x * (1 - s))
 
 
-class Softplus(ArrayFunction):
+class SoftplusFn(ArrayFunction):
     """y = sp(βx)/β, and y = x where βx > threshold (torch's linear regime).
 
     d/dx [sp(βx)/β] = σ(βx), so dL/dx = g σ(βx), and g where βx > threshold.
@@ -119,7 +119,7 @@ class Softplus(ArrayFunction):
         return g * np.where(z > ctx.threshold, 1, sigmoid_np(z))
 
 
-class Mish(ArrayFunction):
+class MishFn(ArrayFunction):
     """y = x tanh(sp(x)).
 
     With t = tanh(sp(x)): dt/dx = (1 - t²) sp'(x) = (1 - t²) σ(x), so
@@ -138,7 +138,7 @@ class Mish(ArrayFunction):
         return g * (t + x * sigmoid_np(x) * (1 - t * t))
 
 
-class LogSigmoid(ArrayFunction):
+class LogSigmoidFn(ArrayFunction):
     """y = log σ(x) = -sp(-x) = min(x, 0) - log1p(e^-|x|).
 
     dy/dx = σ'(x)/σ(x) = 1 - σ(x) = σ(-x), so dL/dx = g σ(-x). Saved: x.
@@ -155,7 +155,7 @@ class LogSigmoid(ArrayFunction):
         return g * sigmoid_np(-x)
 
 
-class Glu(ArrayFunction):
+class GluFn(ArrayFunction):
     """Gated linear unit: x split in halves a, b along ``dim``;  y = a ∘ σ(b).
 
     dL/da = g σ(b),   dL/db = g a σ(b)(1 - σ(b));  the two halves of dL/dx are
@@ -180,7 +180,7 @@ class Glu(ArrayFunction):
 
 # ============================================================================ exponential-linear family
 
-class Elu(ArrayFunction):
+class EluFn(ArrayFunction):
     """ELU with torch's three constants (ELU, SELU and CELU are all this one):
 
         y = scale · x                               (x > 0)
@@ -208,7 +208,7 @@ class Elu(ArrayFunction):
 
 # ============================================================================ piecewise linear
 
-class LeakyRelu(ArrayFunction):
+class LeakyReluFn(ArrayFunction):
     """y = x (x > 0),  s·x (x <= 0).   dy/dx = 1 (x > 0), s (x <= 0; s at 0, as torch).
     Saved: the mask x > 0."""
 
@@ -225,7 +225,7 @@ class LeakyRelu(ArrayFunction):
         return np.where(pos, g, g * ctx.slope)
 
 
-class Hardtanh(ArrayFunction):
+class HardtanhFn(ArrayFunction):
     """y = clip(x, lo, hi).   dy/dx = 1 for lo < x < hi and 0 elsewhere — 0 *at* the corners
     (torch's choice; ``clamp``'s gradient is 1 there). relu6 is hardtanh(0, 6).
     Saved: the mask lo < x < hi."""
@@ -241,7 +241,7 @@ class Hardtanh(ArrayFunction):
         return g * inside
 
 
-class Hardsigmoid(ArrayFunction):
+class HardsigmoidFn(ArrayFunction):
     """y = clip(x/6 + 1/2, 0, 1) (= relu6(x + 3)/6).   dy/dx = 1/6 for -3 < x < 3, else 0 —
     with 1/6 rounded to float32 even for float64, as torch's kernel does (a 3e-8 relative
     difference from the exact 1/6). Saved: the mask -3 < x < 3."""
@@ -257,7 +257,7 @@ class Hardsigmoid(ArrayFunction):
         return g * inside * _ONE_SIXTH_F32
 
 
-class Hardswish(ArrayFunction):
+class HardswishFn(ArrayFunction):
     """y = x · relu6(x + 3)/6:  0 (x <= -3),  x (x + 3)/6 (-3 < x < 3),  x (x >= 3).
 
     dy/dx = 0 (x <= -3),  x/3 + 1/2 (-3 < x < 3),  1 (x >= 3)  — torch's sides at ±3.
@@ -278,7 +278,7 @@ class Hardswish(ArrayFunction):
 
 # ============================================================================ rational and shrink
 
-class Softsign(ArrayFunction):
+class SoftsignFn(ArrayFunction):
     """y = x / (1 + |x|).   dy/dx = ((1 + |x|) - x·sign x) / (1 + |x|)² = 1/(1 + |x|)².
     Saved: x."""
 
@@ -294,7 +294,7 @@ class Softsign(ArrayFunction):
         return g / (d * d)
 
 
-class Tanhshrink(ArrayFunction):
+class TanhshrinkFn(ArrayFunction):
     """y = x - tanh x.   dy/dx = 1 - (1 - tanh² x) = tanh² x.
 
     torch computes tanhshrink as the composite x - tanh(x), so its gradient is the sum of the
@@ -321,24 +321,24 @@ class Tanhshrink(ArrayFunction):
 
 def silu(input, inplace: bool = False) -> Tensor:
     """x σ(x) (``torch.nn.functional.silu``)."""
-    return _in_place_if(inplace, _float_input(input, "silu", inplace), "silu", Silu.apply)
+    return _in_place_if(inplace, _float_input(input, "silu", inplace), "silu", SiluFn.apply)
 
 
 def softplus(input, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + e^{βx})/β, and x where βx > threshold (``torch.nn.functional.softplus``)."""
     x = _float_input(input, "softplus")
-    return Softplus.apply(x, beta=_number(beta, "softplus", "beta"),
+    return SoftplusFn.apply(x, beta=_number(beta, "softplus", "beta"),
                           threshold=_number(threshold, "softplus", "threshold"))
 
 
 def mish(input, inplace: bool = False) -> Tensor:
     """x tanh(softplus(x)) (``torch.nn.functional.mish``)."""
-    return _in_place_if(inplace, _float_input(input, "mish", inplace), "mish", Mish.apply)
+    return _in_place_if(inplace, _float_input(input, "mish", inplace), "mish", MishFn.apply)
 
 
 def logsigmoid(input) -> Tensor:
     """log σ(x), computed without overflow (``torch.nn.functional.logsigmoid``)."""
-    return LogSigmoid.apply(_float_input(input, "logsigmoid"))
+    return LogSigmoidFn.apply(_float_input(input, "logsigmoid"))
 
 
 def glu(input, dim: int = -1) -> Tensor:
@@ -350,21 +350,21 @@ def glu(input, dim: int = -1) -> Tensor:
     if x.shape[d] % 2:
         raise InvalidArgumentError(f"glu: halving dimension must be even, but dimension {dim} of input "
                          f"shape {x.shape} has size {x.shape[d]}")
-    return Glu.apply(x, dim=d)
+    return GluFn.apply(x, dim=d)
 
 
 def elu(input, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x (x > 0), α(e^x - 1) (x <= 0) (``torch.nn.functional.elu``)."""
     x = _float_input(input, "elu", inplace)
     alpha = _number(alpha, "elu", "alpha")
-    return _in_place_if(inplace, x, "elu", lambda t: Elu.apply(t, alpha=alpha, scale=1.0, input_scale=1.0))
+    return _in_place_if(inplace, x, "elu", lambda t: EluFn.apply(t, alpha=alpha, scale=1.0, input_scale=1.0))
 
 
 def selu(input, inplace: bool = False) -> Tensor:
     """scale · elu(x, α) with SELU's fixed α ≈ 1.6733, scale ≈ 1.0507 (``torch.nn.functional.selu``)."""
     x = _float_input(input, "selu", inplace)
     return _in_place_if(inplace, x, "selu",
-                        lambda t: Elu.apply(t, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0))
+                        lambda t: EluFn.apply(t, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0))
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -373,14 +373,14 @@ def celu(input, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     alpha = _number(alpha, "celu", "alpha")
     if alpha == 0:
         raise InvalidArgumentError("celu: alpha cannot be 0 (CELU divides x by alpha)")
-    return _in_place_if(inplace, x, "celu", lambda t: Elu.apply(t, alpha=alpha, scale=1.0, input_scale=1.0 / alpha))
+    return _in_place_if(inplace, x, "celu", lambda t: EluFn.apply(t, alpha=alpha, scale=1.0, input_scale=1.0 / alpha))
 
 
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x (x > 0), negative_slope · x (x <= 0) (``torch.nn.functional.leaky_relu``)."""
     x = _float_input(input, "leaky_relu", inplace)
     slope = _number(negative_slope, "leaky_relu", "negative_slope")
-    return _in_place_if(inplace, x, "leaky_relu", lambda t: LeakyRelu.apply(t, slope=slope))
+    return _in_place_if(inplace, x, "leaky_relu", lambda t: LeakyReluFn.apply(t, slope=slope))
 
 
 def _hardtanh(input, lo, hi, inplace, op):
@@ -390,7 +390,7 @@ def _hardtanh(input, lo, hi, inplace, op):
     if x._data.dtype.kind in "iu":   # torch clamps integer tensors too (no gradient)
         return _in_place_if(inplace, x, op, lambda t: Tensor(np.clip(t._data, lo, hi).astype(t._data.dtype)))
     check_float(op, input=x)
-    return _in_place_if(inplace, x, op, lambda t: Hardtanh.apply(t, lo=lo, hi=hi))
+    return _in_place_if(inplace, x, op, lambda t: HardtanhFn.apply(t, lo=lo, hi=hi))
 
 
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
@@ -410,19 +410,19 @@ def relu6(input, inplace: bool = False) -> Tensor:
 
 def hardsigmoid(input, inplace: bool = False) -> Tensor:
     """relu6(x + 3)/6 (``torch.nn.functional.hardsigmoid``)."""
-    return _in_place_if(inplace, _float_input(input, "hardsigmoid", inplace), "hardsigmoid", Hardsigmoid.apply)
+    return _in_place_if(inplace, _float_input(input, "hardsigmoid", inplace), "hardsigmoid", HardsigmoidFn.apply)
 
 
 def hardswish(input, inplace: bool = False) -> Tensor:
     """x · relu6(x + 3)/6 (``torch.nn.functional.hardswish``)."""
-    return _in_place_if(inplace, _float_input(input, "hardswish", inplace), "hardswish", Hardswish.apply)
+    return _in_place_if(inplace, _float_input(input, "hardswish", inplace), "hardswish", HardswishFn.apply)
 
 
 def softsign(input) -> Tensor:
     """x / (1 + |x|) (``torch.nn.functional.softsign``; integers computed in float32)."""
-    return Softsign.apply(_promoted_input(input, "softsign"))
+    return SoftsignFn.apply(_promoted_input(input, "softsign"))
 
 
 def tanhshrink(input) -> Tensor:
     """x - tanh(x) (``torch.nn.functional.tanhshrink``; integers computed in float32)."""
-    return Tanhshrink.apply(_promoted_input(input, "tanhshrink"))
+    return TanhshrinkFn.apply(_promoted_input(input, "tanhshrink"))

@@ -19,10 +19,10 @@ from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_float
 
-__all__ = ["PRelu", "prelu"]
+__all__ = ["PReluFn", "prelu"]
 
 
-class PRelu(ArrayFunction):
+class PReluFn(ArrayFunction):
     """y = where(x > 0, x, w·x); backward in the module docstring."""
 
     @staticmethod
@@ -55,4 +55,4 @@ def prelu(input, weight) -> Tensor:
         w = w.reshape(())
     else:
         w = w.reshape((1, channels) + (1,) * (x.ndim - 2))
-    return PRelu.apply(x, w)
+    return PReluFn.apply(x, w)

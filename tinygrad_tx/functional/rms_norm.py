@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from ._util import as_tensor, check_float
 
 
-class RMSNormFunction(ArrayFunction):
+class RMSNormFn(ArrayFunction):
     """y = x ∘ r ∘ w,  r = 1/√(mean(x²) + eps),  mean over the trailing ``normalized_shape``
     dimensions (D elements per row below); w = 1 when there is no weight.
 
@@ -92,12 +92,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None) -> Tensor:
     """RMS normalization over the trailing ``normalized_shape`` dimensions
     (``torch.nn.functional.rms_norm``); fused forward and closed-form backward."""
     x, w, k, eps = _check(input, normalized_shape, weight, eps, "rms_norm")
-    return RMSNormFunction.apply(x, w, ndim_normalized=k, eps=eps)
+    return RMSNormFn.apply(x, w, ndim_normalized=k, eps=eps)
 
 
 def rms_norm_composite(input, normalized_shape, weight=None, eps=None) -> Tensor:
     """RMS normalization from primitives: x / sqrt(mean(x²) + eps) * weight, differentiated
-    op by op by the engine (the same gradient as the fused ``RMSNormFunction``)."""
+    op by op by the engine (the same gradient as the fused ``RMSNormFn``)."""
     x, w, k, eps = _check(input, normalized_shape, weight, eps, "rms_norm_composite")
     dims = tuple(range(-k, 0))
     y = x / ((x * x).mean(dims, keepdim=True) + eps).sqrt()

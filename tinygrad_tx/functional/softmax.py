@@ -18,7 +18,7 @@ from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float, from_rows, row_blocks, row_max, row_sums, to_rows
 
 
-class Softmax(ArrayFunction):
+class SoftmaxFn(ArrayFunction):
     """y = softmax(x) along ``dim``:  y_i = e^{x_i - m} / Σ_k e^{x_k - m},  m = max_k x_k.
 
     Subtracting m changes nothing (the factor e^{-m} cancels between numerator
@@ -125,7 +125,7 @@ def _shift_rows_that_need_it(x2: np.ndarray, y2: np.ndarray, totals: np.ndarray)
             y2[bad] = e / np.sum(e, axis=1, keepdims=True)
 
 
-class LogSoftmax(ArrayFunction):
+class LogSoftmaxFn(ArrayFunction):
     """y = log softmax(x) along ``dim``:  y_i = x_i - logsumexp(x),
     logsumexp(x) = m + log Σ_k e^{x_k - m}  (m = max_k x_k; the log-sum-exp trick:
     no exp overflows, and the log never sees 0 because the largest term is e^0 = 1).
@@ -135,7 +135,7 @@ class LogSoftmax(ArrayFunction):
     i.e.  dx = g - e^y Σ g  (softmax = e^y). We save y and exponentiate it again
     in the backward rather than keeping a second array of the input's size.
 
-    Layout: rows in cache-sized blocks, as in ``Softmax``; the exponentials
+    Layout: rows in cache-sized blocks, as in ``SoftmaxFn``; the exponentials
     go to one block-sized scratch array. (Measured 2026-12-02 on this shared VM, fwd+bwd
     of (8192, 256) float32, one thread: blocked 0.8x to 0.9x the speed of one whole-array
     pass — the blocks do not pay here.) The plain form is ``LogSoftmaxClosedForm``; gradients of
@@ -213,21 +213,21 @@ def softmax(input, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     ``scaled_dot_product_attention``).
     """
     x, d = _prepare(input, dim, "softmax", dtype)
-    return Softmax.apply(x, dim=d)
+    return SoftmaxFn.apply(x, dim=d)
 
 
 def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """log(softmax(input)) along ``dim``, computed stably (``torch.nn.functional.log_softmax``;
     ``dtype`` and ``dim=None`` as in :func:`softmax`)."""
     x, d = _prepare(input, dim, "log_softmax", dtype)
-    return LogSoftmax.apply(x, dim=d)
+    return LogSoftmaxFn.apply(x, dim=d)
 
 
 def softmin(input, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """softmax(-x) along ``dim`` (``torch.nn.functional.softmin``): a composite of negation and
     the fused softmax, whose gradient is torch's (dL/dx = -softmax'(-x)ᵀ g)."""
     x, d = _prepare(input, dim, "softmin", dtype)
-    return Softmax.apply(-x, dim=d)
+    return SoftmaxFn.apply(-x, dim=d)
 
 
 def softmax_composite(input, dim: int) -> Tensor:

@@ -7,7 +7,7 @@ dtype=None)`` needs ``dim``. Exported as ``tinygrad_tx.<name>`` by ``functional/
 from __future__ import annotations
 
 from .activation import dropout as _dropout
-from .linear import embedding as _embedding
+from .embedding import embedding as _embedding
 from .normalization import layer_norm as _layer_norm
 from .softmax import log_softmax, softmax
 

@@ -19,7 +19,7 @@ import numpy as np
 from .. import functional as F
 from .._factory_args import InvalidArgumentAssertion, InvalidArgumentError
 from ..device import check as _check_device
-from ..functional.linear import _unsupported_embedding_options
+from ..functional.embedding import _unsupported_embedding_options
 from ..functional._util import check_probability
 from ..ops.movement import IndexOutOfRange
 from ..dtypes import default_float

@@ -260,7 +260,7 @@ class Sqrt(ArrayFunction):
             return g / (2 * y)
 
 
-class Tanh(ArrayFunction):
+class TanhFn(ArrayFunction):
     """y = tanh x.   dy/dx = 1 - tanh^2 x = 1 - y^2 = (1 - y)(1 + y), so dL/dx = g*(1 - y)(1 + y).
 
     Near saturation (|y| -> 1) the derivative is a small difference, so one ulp of error in y
@@ -303,7 +303,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return y
 
 
-class Sigmoid(ArrayFunction):
+class SigmoidFn(ArrayFunction):
     """y = 1/(1+e^-x).   dy/dx = e^-x/(1+e^-x)^2 = y(1-y), so dL/dx = g*y*(1-y).
 
     Forward: 1/(1+e^-x) keeps full relative precision for the tiny outputs of x << 0 (where
@@ -325,7 +325,7 @@ class Sigmoid(ArrayFunction):
         return g * y * (1 - y)
 
 
-class Relu(ArrayFunction):
+class ReluFn(ArrayFunction):
     """y = max(x, 0).   dy/dx = 1 where x > 0 and 0 where x < 0 (torch uses 0 at x == 0).
 
     At x = NaN, y = NaN and torch passes the gradient through (its rule is "0 where
@@ -371,7 +371,7 @@ def _gelu_with_derivative(x: np.ndarray, approximate: str, need_d: bool):
     return y, d
 
 
-class Gelu(ArrayFunction):
+class GeluFn(ArrayFunction):
     """GELU, exact or with torch's tanh approximation.
 
     Exact (approximate='none'): y = x Φ(x), Φ(x) = (1 + erf(x/√2))/2 the normal CDF.

@@ -377,7 +377,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 
 # ============================================================================ sliding windows
 
-class Unfold(ArrayFunction):
+class UnfoldFn(ArrayFunction):
     """y = every window of ``size`` consecutive elements along ``dim``, ``step`` apart, as a
     new last axis: y[..., w, ..., j] = x[..., w*step + j, ...].
     An x element may sit in several windows: dL/dx[i] = the sum of g over every (w, j) with
@@ -411,7 +411,7 @@ def unfold(input, dimension, size, step):
         raise ValueError(f"unfold: maximum size for tensor at dimension {d} is {n} but size is {size}")
     if step <= 0:
         raise ValueError(f"unfold: step is {step} but must be > 0")
-    out = Unfold.apply(x, dim=d, size=int(size), step=int(step))
+    out = UnfoldFn.apply(x, dim=d, size=int(size), step=int(step))
     return out.reshape(size) if input.ndim == 0 else out
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import functional as F
 from ..functional.batch_norm import BatchNorm, batch_norm, batch_norm_composite
-from ..ops.elementwise import Gelu
+from ..ops.elementwise import GeluFn
 from ..ops.flash_attention import FlashAttention, flash_attention
 from ..tensor import Tensor
 from .trace import trace_backward
@@ -123,8 +123,8 @@ def _last_dim_spec(name, function):
         summary=f"{name} along dim=-1 of a (4, 7) input")
 
 
-_register(_last_dim_spec("softmax", F.Softmax))
-_register(_last_dim_spec("log_softmax", F.LogSoftmax))
+_register(_last_dim_spec("softmax", F.SoftmaxFn))
+_register(_last_dim_spec("log_softmax", F.LogSoftmaxFn))
 _register(OpSpec(
     "cross_entropy", F.CrossEntropy,
     call=lambda f, t, c: f(t["input"], c["target"], label_smoothing=0.1),
@@ -133,7 +133,7 @@ _register(OpSpec(
     torch="cross_entropy",
     summary="mean cross-entropy of (6, 5) logits, label_smoothing=0.1"))
 _register(OpSpec(
-    "layer_norm", F.LayerNorm,
+    "layer_norm", F.LayerNormFn,
     call=lambda f, t, c: f(t["input"], (8,), t["weight"], t["bias"]),
     composite=F.layer_norm_composite, closed_form=F.layer_norm_closed_form, fused=F.layer_norm,
     inputs=lambda rng: ({"input": _rows(rng, 3, 4, 8), "weight": 1 + 0.1 * _rows(rng, 8),
@@ -141,26 +141,26 @@ _register(OpSpec(
     torch="layer_norm",
     summary="layer_norm over the last 8 features of a (3, 4, 8) input, with weight and bias"))
 _register(OpSpec(
-    "embedding", F.Embedding,
+    "embedding", F.EmbeddingFn,
     call=lambda f, t, c: f(c["ids"], t["weight"]),
     composite=F.embedding_composite, closed_form=F.embedding_closed_form, fused=F.embedding,
     inputs=lambda rng: ({"weight": _rows(rng, 10, 4)}, {"ids": rng.integers(0, 10, size=(3, 6))}),
     torch="embedding",
     summary="lookup of (3, 6) ids (repeats included) in a (10, 4) table"))
 _register(OpSpec(
-    "linear", F.Linear, call=_args("input", "weight", "bias"),
+    "linear", F.LinearFn, call=_args("input", "weight", "bias"),
     composite=F.linear_composite, closed_form=F.linear_closed_form, fused=F.linear,
     inputs=lambda rng: ({"input": _rows(rng, 2, 3, 5), "weight": _rows(rng, 4, 5), "bias": _rows(rng, 4)}, {}),
     torch="linear",
     summary="x Wᵀ + b with x (2, 3, 5), W (4, 5), b (4,)"))
 _register(OpSpec(
-    "gelu", Gelu, call=lambda f, t, c: f(t["input"], approximate="tanh"),
+    "gelu", GeluFn, call=lambda f, t, c: f(t["input"], approximate="tanh"),
     composite=F.gelu_composite, closed_form=F.gelu_closed_form, fused=F.gelu,
     inputs=lambda rng: ({"input": 2 * _rows(rng, 4, 6)}, {}),
     torch="gelu",
     summary="GELU, tanh approximation (the exact form needs erf, which has no composite), (4, 6) input"))
 _register(OpSpec(
-    "dropout", F.Dropout,
+    "dropout", F.DropoutFn,
     call=lambda f, t, c: f(t["input"], 0.3, generator=np.random.default_rng(c["seed"])),
     composite=F.dropout_composite, closed_form=None, fused=F.dropout,
     inputs=lambda rng: ({"input": _rows(rng, 4, 6)}, {"seed": int(rng.integers(2**31))}),
@@ -240,9 +240,9 @@ def _subclasses(cls):
 
 def primitives() -> dict:
     """``{name: [ArrayFunction classes]}`` of every public op of the engine that is not one of the
-    fused ops' pages (:data:`OPS`), keyed by the class name in lower case (``matmul``, ``tanh``,
-    ``softmaxclosedform``); two classes may share a name (``Unfold``: a Tensor method and
-    ``F.unfold``)."""
+    fused ops' pages (:data:`OPS`), keyed by the op's name in lower case: the class name without
+    the ``Fn`` suffix of a Function that shares its name with an nn Module (``matmul``, ``tanh``
+    for ``TanhFn``, ``im2col``, ``softmaxclosedform``)."""
     from .. import nn  # noqa: F401 - every op module is imported, so every Function is known
     from ..autograd import ArrayFunction
     fused = {spec.function for spec in OPS.values()}
@@ -251,18 +251,20 @@ def primitives() -> dict:
         if cls.__name__.startswith("_") or cls in fused or not cls.__module__.startswith("tinygrad_tx.") \
                 or cls.__module__.startswith("tinygrad_tx.exercises."):   # the learner's exercises
             continue
-        found.setdefault(cls.__name__.lower(), []).append(cls)
+        found.setdefault(cls.name().lower(), []).append(cls)
     return found
 
 
 def find_op(name: str):
     """``("fused", OpSpec)`` or ``("primitive", [classes])`` for ``name``: a fused op's name or
-    alias, else an ArrayFunction's class name, any case, with or without ``_``/``-``
-    (``matmul``, ``MatMul``, ``log-sigmoid``). ValueError for an unknown name."""
+    alias, else an ArrayFunction's class name, any case, with or without ``_``/``-`` and its
+    ``Fn`` suffix (``matmul``, ``MatMul``, ``log-sigmoid``, ``TanhFn``). ValueError for an unknown name."""
     if _fused_key(name) in OPS:
         return "fused", OPS[_fused_key(name)]
-    fused_by_class = {spec.function.__name__.lower(): spec for spec in OPS.values()}
+    fused_by_class = {spec.function.name().lower(): spec for spec in OPS.values()}
     key = str(name).strip().lower().replace("-", "").replace("_", "")
+    if key.endswith("fn") and len(key) > 2:     # the class name of an engine Function (SoftmaxFn)
+        key = key[:-2]
     if key in fused_by_class:
         return "fused", fused_by_class[key]
     prims = primitives()
@@ -327,7 +329,7 @@ def _torch_call(cls):
                 and p.default is p.empty)
     if arity < 1 or any(p.kind is p.VAR_POSITIONAL for p in params):
         return None
-    for name in dict.fromkeys((cls.__name__.lower(), _snake(cls.__name__))):
+    for name in dict.fromkeys((cls.name().lower(), _snake(cls.name()))):
         for where, module in (("", tinygrad_tx), ("nn.functional.", nn.functional)):
             fn = getattr(module, name, None)
             if callable(fn) and not isinstance(fn, type):
