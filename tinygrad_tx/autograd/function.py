@@ -195,10 +195,10 @@ def op_name(fn) -> str:
     return name[:-2] if name.endswith("Fn") and len(name) > 2 else name
 
 
-
-    ``forward(ctx, *args, **kwargs)`` receives the NumPy arrays of Tensor
 class ArrayFunction:
     """Base class of every differentiable op. Subclasses define ``forward`` and ``backward``.
+
+    ``forward(ctx, *args, **kwargs)`` receives the NumPy arrays of Tensor
     arguments (other arguments unchanged) and returns one NumPy array.
     ``backward(ctx, grad)`` receives dL/d(output) and returns one gradient per
     positional argument of forward (a single array when there is one argument),
