@@ -540,7 +540,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Te
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False, generator=None) -> Tensor:
     """``torch.nn.functional.dropout2d``: zero whole channels — one Bernoulli(1 − p) draw per (n, c),
     broadcast over the spatial axes — and scale the kept ones by 1/(1 − p). The Function is
-    dropout's (``activation.Dropout``: y = x ∘ m/(1 − p), dL/dx = g ∘ m/(1 − p)) with a mask of
+    dropout's (``activation.DropoutFn``: y = x ∘ m/(1 − p), dL/dx = g ∘ m/(1 − p)) with a mask of
     shape (N, C, 1, 1); a 3-D input is (N, C, L), as torch treats it (with a warning there)."""
     from .activation import Dropout, _check_dropout
     if not isinstance(inplace, bool):

@@ -124,7 +124,7 @@ class AvgPool(ArrayFunction):
     output (``_avg_divisor``: the window with or without its padding, or ``divisor_override``).
     y is linear in x: each pixel of a window gets g/D, i.e. dL/dx = crop(col2im(g/D)).
     Saved: the divisors (OH, OW), in x's dtype, a constant of the backward, which is written in
-    calls that also run on Tensors (``conv.col2im`` is the recorded ``Fold`` there)."""
+    calls that also run on Tensors (``conv.col2im`` is the recorded ``Col2Im`` there)."""
 
     differentiable_backward = True
     saved_constants = (0,)

@@ -7,7 +7,7 @@ Every Tensor produced by an op carries the :class:`~tinygrad_tx.autograd.Context
 input: the context that produced it, or the input Tensor itself when it is a leaf. That
 chain of contexts *is* the graph ``backward`` walks. :func:`to_dot` draws it:
 
-* one **box per Function call**: the Function's class name (``Linear``, ``Softmax``,
+* one **box per Function call**: the Function's class name (``LinearFn``, ``SoftmaxFn``,
   ``ScaledDotProductAttention``, ...) and the shape of the tensor it produced (plus the
   bytes it saved for its backward with ``saved_bytes=True``);
 * one **ellipse per leaf** that requires grad: a module parameter is labelled with its

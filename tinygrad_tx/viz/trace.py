@@ -17,7 +17,7 @@ also when the block raises. Nothing else changes: the same backward, the same nu
 
 Each :class:`BackwardRecord` holds
 
-* ``fn``: the Function's name (``Linear``, ``Softmax``, ...), ``index``: its position in
+* ``fn``: the Function's class name (``LinearFn``, ``SoftmaxFn``, ``Mul``, ...), ``index``: its position in
   the execution order (1 = the first node run, the one that produced the root);
 * ``output_shape`` and ``grad_out_norm`` = ‖dL/d(output)‖₂: the *total* gradient of the
   node's output, every use of it summed (the engine runs a node only once all of them
