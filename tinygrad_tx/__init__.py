@@ -25,6 +25,7 @@ globals().update(_bind())   # every op module's FUNCTIONS (tinygrad_tx.sin, ...)
 from . import accelerator, backends, cuda, distributions, functional, linalg, nn, optim, random, utils  # noqa: E402
 from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi: Python floats, as torch's)
 from .serialization import load, save  # noqa: E402  (torch.save / torch.load, no pickle danger)
+from .compile import compile  # noqa: E402,A004  (torch.compile: record once, replay; compile.py)
 
 __version__ = "0.1.0"
 
@@ -50,5 +51,5 @@ __all__ = [
     "GradcheckError", "SavedMemory", "gradcheck", "Tensor", "IndexOutOfRange", "arange", "cat", "enable_grad", "full",
     "get_num_threads", "is_grad_enabled", "manual_seed", "matmul", "maximum", "minimum", "no_grad", "ones", "ones_like",
     "rand", "randn", "set_grad_enabled", "set_num_threads", "stack", "tensor", "where", "zeros", "zeros_like",
-    "load", "save",
+    "load", "save", "compile",
 ]

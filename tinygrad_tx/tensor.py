@@ -23,6 +23,7 @@ from . import autograd, dtypes
 from . import device as _device
 from . import printing as _printing
 from .autograd import dispatch as _dispatch
+from .autograd import recording as _recording
 from .autograd import api as _autograd_api
 
 _rng = np.random.default_rng()
@@ -156,6 +157,8 @@ class Tensor:
         self._requires_grad = False
         if requires_grad:
             self.requires_grad = True
+        if _recording.recorder is not None:   # tinygrad_tx.compile: a tensor made outside a Function
+            _recording.recorder.created(self, data, dtype)
 
     @classmethod
     def _from_op(cls, array: np.ndarray, ctx) -> "Tensor":
@@ -169,6 +172,8 @@ class Tensor:
         t._name = None
         t._vc = None
         t._view = None
+        if _recording.recorder is not None:   # tinygrad_tx.compile: a tensor made outside a Function
+            _recording.recorder.created(t, None, None)
         return t
 
     # ------------------------------------------------------------------ data, grad, versions
@@ -201,6 +206,8 @@ class Tensor:
             if value._data.dtype != self._data.dtype:
                 raise RuntimeError(f"assigned grad has data of a different type: grad dtype "
                                    f"{value._data.dtype}, tensor dtype {self._data.dtype}")
+        if _recording.recorder is not None:   # tinygrad_tx.compile records the assignment
+            _recording.recorder.grad_set(self, value)
         self._grad = value
 
     def _counter(self) -> _Version:
@@ -217,6 +224,8 @@ class Tensor:
 
     def _bump(self) -> None:
         """Record an in-place change of this tensor's values (every writer calls it)."""
+        if _recording.recorder is not None:   # tinygrad_tx.compile refuses in-place edits
+            _recording.recorder.bump(self)
         self._counter().value += 1
 
     def _refresh_view(self) -> None:
@@ -392,6 +401,8 @@ class Tensor:
         return self._data.shape[0]
 
     def _one_element(self, what: str):
+        if _recording.recorder is not None:   # tinygrad_tx.compile: a value read into Python
+            _recording.recorder.readout(self, f"converting a tensor to {what}")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to {what} "
                                f"(shape {self._data.shape})")
@@ -416,6 +427,8 @@ class Tensor:
         return int(self._one_element("an index"))
 
     def __format__(self, spec):
+        if _recording.recorder is not None:
+            _recording.recorder.readout(self, "format()")
         if self._data.ndim == 0:
             return format(self._data.item(), spec)
         if spec:
@@ -434,9 +447,13 @@ class Tensor:
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if _recording.recorder is not None:
+            _recording.recorder.readout(self, ".numpy()")
         return self._data
 
     def tolist(self):
+        if _recording.recorder is not None:
+            _recording.recorder.readout(self, ".tolist()")
         return self._data.tolist()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -469,6 +486,8 @@ class Tensor:
             raise TypeError(f"a {tuple(self._data.shape)} Tensor was turned into a NumPy array inside a "
                             "backward that is being differentiated (create_graph=True): its derivative "
                             "would be lost")
+        if _recording.recorder is not None:
+            _recording.recorder.readout(self, "np.asarray(tensor)")
         if dtype is not None:
             return self._data.astype(dtype)
         return self._data.copy() if copy else self._data
@@ -486,6 +505,8 @@ class Tensor:
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
 
     def __bool__(self):
+        if _recording.recorder is not None:
+            _recording.recorder.readout(self, "bool(tensor)")
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with {self._data.size} elements is ambiguous")
         return bool(self._data)

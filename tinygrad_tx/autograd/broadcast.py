@@ -5,6 +5,9 @@ import math
 
 import numpy as np
 
+from . import recording as _recording
+
+
 def accumulation_dtype(dtype):
     """The dtype a sum of ``dtype`` values accumulates in: float64 for float32 (and float16),
     rounded once at the end; None (NumPy's default) otherwise. NumPy's float32 running sum over
@@ -74,6 +77,8 @@ def reduce_grad_to_input(grad, shape, dtype, fn_name: str):
         check_reduced(grad.shape, shape, fn_name)
     if grad.dtype != dtype:
         grad = grad.astype(dtype)
+    if _recording.recorder is not None:   # tinygrad_tx.compile notes which gradients were reduced
+        _recording.recorder.reduced(grad)
     return grad
 
 

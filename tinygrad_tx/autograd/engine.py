@@ -22,6 +22,7 @@ import heapq
 import numpy as np
 
 from . import anomaly
+from . import recording as _recording
 from .broadcast import broadcast_axes, check_reduced, leading_axes, reduce_grad_to_input
 from .dispatch import running_on_tensors
 from .function import ArrayFunction, Context, _freed_error
@@ -81,6 +82,8 @@ def run_backward(roots, grads, retain_graph, create_graph: bool = False, inputs=
     (``autograd.grad``): return the gradient of each Tensor in ``inputs`` (None where none
     arrives) and leave every ``.grad`` alone.
     """
+    if _recording.recorder is not None:   # tinygrad_tx.compile is recording this call
+        _recording.recorder.backward(roots, grads, create_graph, inputs, accumulate)
     if not isinstance(roots, (list, tuple)):
         roots, grads = [roots], [grads]
     wanted = None   # id(node) -> positions in ``inputs``

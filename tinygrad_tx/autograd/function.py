@@ -32,6 +32,7 @@ import itertools
 import numpy as np
 
 from . import anomaly as _anomaly
+from . import recording as _recording
 from .dispatch import _dispatch
 from .grad_mode import _state
 from .saved_memory import SavedMemory, _nbytes
@@ -229,6 +230,8 @@ class ArrayFunction:
     def apply(cls, *args, **kwargs):
         """Run ``forward`` on the inputs' arrays; when an input requires grad, record the node: a
         Context that remembers the nodes behind the inputs and what ``forward`` saved."""
+        if _recording.recorder is not None:     # tinygrad_tx.compile is recording this call
+            return _recording.recorder.apply(cls, args, kwargs)
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
         needs = _needs_input_grad(args)
         if needs is None:                       # nothing to differentiate: no node

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .._factory_args import InvalidArgumentError, InvalidDtypeError
+from ..autograd import recording as _recording
 from ..tensor import Tensor, default_generator
 
 
@@ -97,6 +98,8 @@ def keep_mask(shape, p: float, generator) -> np.ndarray:
     fused ops and their composites draw their masks here, so the same seed
     gives them the same mask.
     """
+    if _recording.recorder is not None:   # tinygrad_tx.compile records the draw, to redo it each call
+        return _recording.recorder.draw(keep_mask, shape, p, generator)
     if generator is None:
         generator = default_generator()
     if not isinstance(generator, np.random.Generator):

@@ -157,7 +157,9 @@ class CausalSelfAttention(nn.Module):
         if cached is None or cached[0] is not buffer:
             self._future_cache = cached = (buffer, {})
         if T not in cached[1]:
-            cached[1][T] = self.causal_mask[:, :, :T, :T] == 0
+            mask = self.causal_mask[:, :, :T, :T] == 0
+            mask._data.flags.writeable = False   # a constant, as the buffer (tinygrad_tx.compile freezes it)
+            cached[1][T] = mask
         return cached[1][T]
 
 

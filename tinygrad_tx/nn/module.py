@@ -44,6 +44,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._factory_args import check_bool
+from ..autograd import recording as _recording
 from ..device import check as _check_device
 from ..device import device as _DeviceType
 from ..dtypes import resolve as _resolve_dtype
@@ -183,6 +184,8 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        if _recording.recorder is not None:   # tinygrad_tx.compile guards on the training flag
+            _recording.recorder.module_called(self)
         if self._forward_pre_hooks:
             for hook in list(self._forward_pre_hooks.values()):
                 result = hook(self, args)
@@ -441,8 +444,16 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
+    def compile(self, *args, **kwargs) -> None:
+        """torch's ``Module.compile()``: from now on this module's calls are recorded once and
+        replayed (``tinygrad_tx.compile``, same arguments); ``self.forward`` becomes the compiled one."""
+        from ..compile import compile as _compile
+        object.__setattr__(self, "forward", _compile(self.forward, *args, **kwargs))
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's ``.grad``: to None (torch's default) or to an array of zeros."""
+        if _recording.recorder is not None:   # tinygrad_tx.compile records the call
+            _recording.recorder.call(self, "zero_grad", set_to_none)
         for p in self.parameters():
             if p.grad is None:
                 continue

@@ -35,6 +35,7 @@ from itertools import chain
 import numpy as np
 
 from ..autograd import enable_grad
+from ..autograd import recording as _recording
 from ..dtypes import default_float
 from ..tensor import Tensor
 
@@ -196,6 +197,8 @@ class Optimizer:
     # ------------------------------------------------------------------ gradients
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients: ``None`` (default) or zeros written into the existing grad tensors."""
+        if _recording.recorder is not None:   # tinygrad_tx.compile records the call
+            _recording.recorder.call(self, "zero_grad", set_to_none)
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
@@ -239,9 +242,11 @@ class Optimizer:
             g = g.astype(p._data.dtype)
         return g
 
-    @staticmethod
-    def _evaluate_closure(closure):
-        """Run ``closure`` (which re-evaluates the model and its loss) with graph recording on."""
+    def _evaluate_closure(self, closure):
+        """Run ``closure`` (which re-evaluates the model and its loss) with graph recording on.
+        Every ``step`` starts here (so ``tinygrad_tx.compile`` records the step as one call)."""
+        if _recording.recorder is not None:
+            _recording.recorder.call(self, "step", closure)
         if closure is None:
             return None
         with enable_grad():

@@ -1,0 +1,264 @@
+"""``tinygrad_tx.compile``: a recorded program replays bit-identically to eager (losses, gradients,
+parameters after N AdamW steps, dropout included), retraces when a guard changes, refuses what it
+cannot replay (falling back to eager with one warning), and ``code`` is the program it runs."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tinygrad_tx as tg
+from tinygrad_tx import nn, optim
+from tinygrad_tx.compile import CompiledFunction, CompileRefused
+from tinygrad_tx.models import GPTLanguageModel
+import tinygrad_tx.nn.functional as F
+
+
+def _gpt(attn_impl, dropout):
+    tg.manual_seed(0)
+    model = GPTLanguageModel(11, d_model=16, n_heads=2, n_layers=2, block_size=8, dropout=dropout,
+                             attn_impl=attn_impl)
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    rest = [p for p in model.parameters() if p.ndim < 2]
+    opt = optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}], lr=3e-3)
+    return model, opt
+
+
+def _mlp(dropout=0.2):
+    tg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 12), nn.GELU(), nn.Dropout(dropout), nn.Linear(12, 12), nn.Tanh(),
+                          nn.Linear(12, 3))
+    return model, optim.AdamW(model.parameters(), lr=1e-2)
+
+
+def _train(make, batches, compiled, **kwargs):
+    """N training steps (zero_grad, forward, backward, AdamW step) with one generator stream for
+    the dropout masks; the losses, and every parameter and gradient after the last step."""
+    model, opt = make(**kwargs)
+
+    def step(x, y):
+        opt.zero_grad()
+        out = model(x, y)[1] if isinstance(model, GPTLanguageModel) else F.cross_entropy(model(x), y)
+        out.backward()
+        opt.step()
+        return out
+
+    fn = tg.compile(step) if compiled else step
+    tg.manual_seed(7)
+    losses = [fn(x, y)._data.copy() for x, y in batches]
+    return (losses, [p._data.copy() for p in model.parameters()],
+            [p.grad._data.copy() for p in model.parameters()], fn)
+
+
+def _assert_identical(a, b):
+    for u, v in zip(a[0], b[0]):
+        assert np.array_equal(u, v), (u, v)
+    for which in (1, 2):
+        assert len(a[which]) == len(b[which])
+        for u, v in zip(a[which], b[which]):
+            assert u.dtype == v.dtype and np.array_equal(u, v)
+
+
+def _gpt_batches(n, B=3, T=8, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(tg.tensor(rng.integers(0, 11, (B, T))), tg.tensor(rng.integers(0, 11, (B, T)))) for _ in range(n)]
+
+
+def _mlp_batches(n, B=6, seed=1):
+    rng = np.random.default_rng(seed)
+    return [(tg.tensor(rng.standard_normal((B, 5)).astype(np.float32)), tg.tensor(rng.integers(0, 3, B)))
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("attn_impl", ["fused", "naive"])
+def test_gpt_training_step_replays_bit_identically(attn_impl):
+    """Five AdamW steps of the tutorial GPT with dropout 0.1 (weight decay on matrices, tied
+    embedding): losses, gradients and parameters equal eager's exactly; the steps after the first
+    (and, for the naive attention, whose causal-mask cache is filled on the first call, the
+    third on) were replays."""
+    batches = _gpt_batches(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eager = _train(_gpt, batches, False, attn_impl=attn_impl, dropout=0.1)
+        compiled = _train(_gpt, batches, True, attn_impl=attn_impl, dropout=0.1)
+    _assert_identical(eager, compiled)
+    fn = compiled[3]
+    assert fn.eager_reason is None and sum(map(len, fn.programs.values())) == 1
+    assert "keep_mask" in fn.code          # the dropout masks are drawn again at every call
+
+
+def test_mlp_replays_and_a_new_batch_shape_retraces():
+    batches = _mlp_batches(3) + _mlp_batches(3, B=4, seed=2) + _mlp_batches(2, seed=3)
+    eager = _train(_mlp, batches, False)
+    compiled = _train(_mlp, batches, True)
+    _assert_identical(eager, compiled)
+    assert len(compiled[3].programs) == 2          # batch 6, then batch 4 (then batch 6 again: replayed)
+
+
+def test_training_flag_is_a_guard():
+    """model.eval() between calls changes the program (no dropout): a new one is recorded."""
+    x = tg.tensor(np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32))
+    results = []
+    for compiled in (False, True):
+        model, _ = _mlp(0.5)
+        fwd = tg.compile(model) if compiled else model
+        tg.manual_seed(1)
+        out = []
+        with tg.no_grad():
+            for mode in ("train", "train", "eval", "eval", "train"):
+                getattr(model, mode)()
+                out.append(fwd(x)._data.copy())
+        results.append(out)
+        if compiled:
+            assert [len(p) for p in fwd.programs.values()] == [2]   # train, eval; train again replays
+    for u, v in zip(*results):
+        assert np.array_equal(u, v)
+
+
+def test_code_is_the_program_and_runs_on_its_own():
+    """``code`` is valid Python; executed from its text (with the names it reads) on two copies of
+    one model, it gives what eager gives: loss, gradients and parameters."""
+    batches = _mlp_batches(3)
+    model, opt = _mlp()
+    twin, twin_opt = _mlp()
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = tg.compile(step)
+    tg.manual_seed(3)
+    fn(*batches[0])
+    code = fn.code
+    assert code.startswith("def program(ARGS):") and "# forward" in code and "# backward" in code
+    assert code.index("# forward") < code.index("# backward") < code.index("# update")
+    assert "LinearFn.forward(" in code or "Linear.forward(" in code
+    namespace = dict(fn.last.namespace)
+    exec(compile(code, "<compiled code>", "exec"), namespace)
+    tg.manual_seed(4)
+    loss = namespace["program"](list(batches[1]))
+    # the eager twin, brought to the same state
+    tg.manual_seed(3)
+    twin_opt.zero_grad()
+    F.cross_entropy(twin(batches[0][0]), batches[0][1]).backward()
+    twin_opt.step()
+    tg.manual_seed(4)
+    twin_opt.zero_grad()
+    twin_loss = F.cross_entropy(twin(batches[1][0]), batches[1][1])
+    twin_loss.backward()
+    twin_opt.step()
+    assert np.array_equal(loss._data, twin_loss._data)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert np.array_equal(p._data, q._data) and np.array_equal(p.grad._data, q.grad._data)
+
+
+def _refusal_cases():
+    w = nn.Parameter(tg.tensor(np.linspace(-1, 1, 6).reshape(2, 3)))
+
+    def item_in_middle(x):
+        s = (x * w).sum()
+        return x * s.item()
+
+    def branch_on_value(x):
+        return x * 2.0 if (x.sum() > 0) else x * 3.0
+
+    def tolist(x):
+        return tg.tensor((x * 2.0).tolist())
+
+    def numpy_of_value(x):
+        return tg.tensor((x * 2.0).detach().numpy() + 1.0)
+
+    def inplace_edit(x):
+        y = x * 2.0
+        y.add_(1.0)
+        return y * w
+
+    def random_factory(x):
+        return x + tg.randn(*x.shape, dtype=x.dtype)
+
+    def compare_made_outside(x):
+        return (x * w).masked_fill(x > 0, 0.0)
+
+    def hook(x):
+        y = (x * w)
+        y.register_hook(lambda g: g * 2.0)
+        y.sum().backward()
+        return w.grad * 1.0 if w.grad is not None else None
+
+    def graph_result(x):
+        return x * w
+
+    return {"item": item_in_middle, "bool": branch_on_value, "tolist": tolist, "numpy": numpy_of_value,
+            "inplace": inplace_edit, "randn": random_factory, "compare": compare_made_outside, "hook": hook,
+            "graph result": graph_result}, w
+
+
+@pytest.mark.parametrize("case", ["item", "bool", "tolist", "numpy", "inplace", "randn", "compare", "hook",
+                                  "graph result"])
+def test_what_cannot_be_replayed_falls_back_to_eager_with_one_warning(case):
+    rng = np.random.default_rng(0)
+    xs = [tg.tensor(rng.standard_normal((2, 3)) * s) for s in (1.0, -1.0, 1.0, -1.0)]
+    results = []
+    for compiled in (False, True):
+        cases, w = _refusal_cases()
+        fn = tg.compile(cases[case]) if compiled else cases[case]
+        tg.manual_seed(0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = []
+            for x in xs:
+                w.grad = None
+                y = fn(x)
+                out.append(None if y is None else y._data.copy())
+        results.append(out)
+        if compiled:
+            assert fn.eager_reason is not None and not fn.programs
+            messages = [str(c.message) for c in caught if "tinygrad_tx.compile" in str(c.message)]
+            assert len(messages) == 1, messages
+    for u, v in zip(*results):
+        assert (u is None and v is None) or np.array_equal(u, v)
+
+
+def test_fullgraph_raises_instead():
+    def f(x):
+        return x * float(x.sum())
+    fn = tg.compile(f, fullgraph=True)
+    with pytest.raises(CompileRefused, match="reads a value into Python"):
+        fn(tg.tensor([1.0, 2.0]))
+
+
+def test_forward_under_no_grad_and_module_compile():
+    model, _ = _mlp(0.0)
+    twin, _ = _mlp(0.0)
+    model.compile()
+    assert isinstance(model.forward, CompiledFunction)
+    x = tg.tensor(np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32))
+    with tg.no_grad():
+        for _ in range(3):
+            assert np.array_equal(model(x)._data, twin(x)._data)
+    assert model.forward.last is not None
+
+
+def test_torch_compile_under_run_is_this_compile(tmp_path, capsys):
+    from tinygrad_tx.torch_shim import run_file
+    script = tmp_path / "step.py"
+    script.write_text(
+        "import torch\n"
+        "lin = torch.nn.Linear(3, 2)\n"
+        "opt = torch.optim.SGD(lin.parameters(), lr=0.1)\n"
+        "@torch.compile\n"
+        "def step(x):\n"
+        "    opt.zero_grad()\n"
+        "    loss = lin(x).square().mean()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    return loss\n"
+        "x = torch.ones(4, 3)\n"
+        "losses = [step(x) for _ in range(3)]\n"
+        "print(type(step).__name__, step.last is not None, losses[2].item() < losses[0].item())\n")
+    assert run_file(str(script)) == 0
+    assert capsys.readouterr().out.strip() == "CompiledFunction True True"
