@@ -84,6 +84,11 @@ def one(result):
     return result[0] if isinstance(result, tuple) else result
 
 
+# Where the engine sums a tensor's gradient terms through helpers (``add_term``, and ``dense`` for the
+# sum's plain array), the program calls the same ones; where it writes ``total + term``, so does the program.
+_SUMS = getattr(_engine, "add_term", None) is not None and getattr(_engine, "dense", None) is not None
+
+
 def accumulate_grad(leaf, g):
     """``leaf.grad += g`` as the engine does it (``engine._accumulate``)."""
     _engine._accumulate(leaf, g)
@@ -141,7 +146,8 @@ class _Recorder:
         self.keep = []                   # every array and tensor seen, so that no id is reused
         self.taken = set()
         self.ns = {"np": np, "Ctx": Ctx, "NoGrad": _NoGradContext, "accumulate_grad": accumulate_grad,
-                   "as_array": _as_array, "one": one, "reduce_grad_to_input": reduce_grad_to_input, "to_array": _to_array,
+                   "as_array": _as_array, "one": one, "add_term": getattr(_engine, "add_term", None),
+                   "dense": getattr(_engine, "dense", None), "reduce_grad_to_input": reduce_grad_to_input, "to_array": _to_array,
                    "Tensor": Tensor}
         self.consts = {}                 # id(object) -> namespace name
         self.prologue = []
@@ -475,7 +481,7 @@ class _Recorder:
             key, table, base = id(node), bw["leaves"], None
         if key in table:
             name = table[key][1]
-            self.emit(f"{name} = {name} + {src}", "backward")
+            self.emit(f"{name} = add_term({name}, {src})" if _SUMS else f"{name} = {name} + {src}", "backward")
         else:
             if base is None:
                 self.leaf_src(node)
@@ -498,6 +504,7 @@ class _Recorder:
                 raise _Refuse("a hook (register_hook or retain_grad) on a value computed in the function")
             cname, oname, fn = entry
             gname = self.bw["grads"][id(ctx)][1]
+            gname = f"dense({gname})" if _SUMS else gname
             temps, direct = [], []
             for i, r in enumerate(reduced):   # a first gradient that needs no reduction gets its name at once
                 node = ctx.input_nodes[i]
@@ -539,6 +546,7 @@ class _Recorder:
         for leaf, name in bw["leaves"].values():
             if leaf._hooks:
                 raise _Refuse("a hook (register_hook) on a leaf")
+            name = f"dense({name})" if _SUMS else name
             self.emit(f"accumulate_grad({self.leaf_src(leaf)}, {name})", "backward")
 
     # ------------------------------------------------------------------ the end
