@@ -542,7 +542,7 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     broadcast over the spatial axes — and scale the kept ones by 1/(1 − p). The Function is
     dropout's (``activation.DropoutFn``: y = x ∘ m/(1 − p), dL/dx = g ∘ m/(1 − p)) with a mask of
     shape (N, C, 1, 1); a 3-D input is (N, C, L), as torch treats it (with a warning there)."""
-    from .activation import Dropout, _check_dropout
+    from .activation import DropoutFn, _check_dropout
     if not isinstance(inplace, bool):
         raise TypeError(f"dropout2d: inplace must be a bool, got {inplace!r}")
     x, p = _check_dropout(input, p, "dropout2d", training)
