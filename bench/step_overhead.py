@@ -1,10 +1,12 @@
 """The tiny GPT training step (tutorial size: d_model 64, 4 heads, 4 layers, T 16, batch 32) timed in
 this process, as a user gets the library (``import tinygrad_tx``, no opt-in calls): median of N steps.
 
-    python -m bench.step_overhead [--steps 60] [--threads 1]
+    python -m bench.step_overhead [--steps 60] [--threads 1] [--compiled]
 
 Used to check that a change to the engine costs nothing measurable: run it on two checkouts,
-alternating processes (``bench/step_overhead_ab.sh``), and compare the medians.
+alternating processes (``bench/step_overhead_ab.sh``), and compare the medians. ``--compiled``
+times the same step under ``tinygrad_tx.compile`` (recorded at the first of the 5 warm-up steps,
+replayed after).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--compiled", action="store_true", help="the step under tinygrad_tx.compile")
     a = p.parse_args(argv)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(a.threads)
@@ -32,13 +35,18 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     idx = tg.from_numpy(rng.integers(0, 27, size=(32, 16)))
     tgt = tg.from_numpy(rng.integers(0, 27, size=(32, 16)))
+
+    def step(idx, tgt):
+        opt.zero_grad()
+        model(idx, tgt)[1].backward()
+        opt.step()
+
+    if a.compiled:
+        step = tg.compile(step, fullgraph=True)
     times = []
     for i in range(a.steps + 5):
         t0 = time.perf_counter()
-        opt.zero_grad()
-        _, loss = model(idx, tgt)
-        loss.backward()
-        opt.step()
+        step(idx, tgt)
         if i >= 5:
             times.append(time.perf_counter() - t0)
     print(f"{statistics.median(times) * 1e3:.3f}")

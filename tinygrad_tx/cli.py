@@ -255,6 +255,57 @@ def cmd_bench(args) -> int:
 
 
 RUN_HELP = "run a PyTorch script on tinygrad_tx (its `import torch` loads tinygrad_tx)"
+COMPILE_HELP = "the GPT training step recorded by tinygrad_tx.compile and replayed, against eager"
+
+
+def cmd_compile(args) -> int:
+    """``tinygrad-tx compile [--show]``: the tutorial GPT's training step (batch 32, T 16, AdamW,
+    4 heads) run ``--steps`` times eagerly and under ``tinygrad_tx.compile`` from the same seed;
+    prints whether every loss, gradient and parameter is identical, the median step times (the
+    first, recording, call left out), and with ``--show`` the program the replay runs."""
+    import statistics
+    import time
+
+    import numpy as np
+    import tinygrad_tx as tg
+    from .models import GPTLanguageModel
+
+    if not 0.0 <= args.dropout < 1.0:
+        raise CommandLineError(f"{PROG} compile: --dropout must be in [0, 1), got {args.dropout}")
+    rng = np.random.default_rng(0)
+    batches = [(tg.from_numpy(rng.integers(0, 27, (32, 16))), tg.from_numpy(rng.integers(0, 27, (32, 16))))
+               for _ in range(args.steps)]
+    runs = {}
+    for mode in ("eager", "compiled"):
+        tg.manual_seed(0)
+        model = GPTLanguageModel(27, d_model=args.d_model, n_heads=4, n_layers=args.layers, block_size=16,
+                                 dropout=args.dropout)
+        opt = tg.optim.AdamW(model.parameters(), lr=1e-3)
+
+        def step(idx, targets):
+            opt.zero_grad()
+            _, loss = model(idx, targets)
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = tg.compile(step, fullgraph=True) if mode == "compiled" else step
+        tg.manual_seed(1)
+        losses, times = [], []
+        for idx, targets in batches:
+            t0 = time.perf_counter()
+            losses.append(fn(idx, targets)._data)
+            times.append(time.perf_counter() - t0)
+        state = [a for p in model.parameters() for a in (p._data, p.grad._data)]
+        runs[mode] = (losses, state, statistics.median(times[1:]) * 1e3, fn)
+    (le, se, te, _), (lc, sc, tc, fn) = runs["eager"], runs["compiled"]
+    if args.show:
+        print(fn.code)
+    same = all(np.array_equal(a, b) for a, b in zip(le + se, lc + sc))
+    print(f"{args.steps} AdamW steps: losses, gradients and parameters identical to eager: {'yes' if same else 'NO'}")
+    print(f"median step: eager {te:.1f} ms, compiled {tc:.1f} ms (noisy on a shared machine; "
+          "python -m bench.step_overhead --compiled for the benchmark)")
+    return 0 if same else 1
 
 
 def cmd_run(args) -> int:
@@ -355,6 +406,17 @@ def build_parser() -> Parser:
     run.add_argument("file", metavar="FILE.py", help="the script")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's arguments")
     run.set_defaults(func=cmd_run)
+
+    comp = commands.add_parser("compile", help=COMPILE_HELP, description=COMPILE_HELP + ": the same steps "
+                               "(same seed, same batches) run eagerly and under tinygrad_tx.compile; says whether "
+                               "losses, gradients and parameters are identical, and the median time of each.")
+    comp.add_argument("--show", action="store_true",
+                      help="print the recorded program: one line per NumPy call, forward, backward, update")
+    comp.add_argument("--layers", type=_number(int, 1), default=4, help="GPT blocks (default: 4, the tutorial's)")
+    comp.add_argument("--d-model", type=_number(int, 1), default=64, help="width (default: 64)")
+    comp.add_argument("--steps", type=_number(int, 2), default=20, help="AdamW steps of each (default: 20)")
+    comp.add_argument("--dropout", type=float, default=0.1, help="dropout (default: 0.1)")
+    comp.set_defaults(func=cmd_compile)
 
     from .viz.commands import register_study_commands
     register_study_commands(commands)  # graph, trace, explain, plot

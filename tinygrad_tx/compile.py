@@ -267,12 +267,13 @@ class _Recorder:
         lit = _literal(a)
         if lit is not None:
             return lit
+        if isinstance(a, slice) or isinstance(a, tuple) and any(isinstance(x, slice) for x in a) and all(
+                isinstance(x, slice) or x is None or x is Ellipsis or type(x) is int for x in a):
+            return f"np.s_[{_index_src(a)}]"     # an index as it is written: np.s_[:, :, 0:16]
         if isinstance(a, (tuple, list)):
             items = [self.arg(x) for x in a]
             body = ", ".join(items) + ("," if len(items) == 1 and isinstance(a, tuple) else "")
             return f"({body})" if isinstance(a, tuple) else f"[{body}]"
-        if isinstance(a, slice):
-            return f"slice({self.arg(a.start)}, {self.arg(a.stop)}, {self.arg(a.step)})"
         if isinstance(a, dict):
             return "{" + ", ".join(f"{self.arg(k)}: {self.arg(v)}" for k, v in a.items()) + "}"
         if isinstance(a, np.generic):
@@ -590,6 +591,15 @@ class _Recorder:
             raise _Refuse("a Python float result (computed from a tensor's value?)")
         lit = _literal(x)
         return lit if lit is not None else self.const(x, "K")
+
+
+def _index_src(index) -> str:
+    if isinstance(index, tuple):
+        return ", ".join(_index_src(i) for i in index) + ("," if len(index) == 1 else "")
+    if isinstance(index, slice):
+        parts = ["" if v is None else repr(v) for v in (index.start, index.stop, index.step)]
+        return ":".join(parts[:2]) + (f":{parts[2]}" if parts[2] else "")
+    return "..." if index is Ellipsis else repr(index)
 
 
 def _free_when_dead(lines, ret) -> list:
