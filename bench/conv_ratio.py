@@ -54,7 +54,6 @@ def arrays(layer: str):
 
 def worker(framework: str, layer: str, calls: int, warmup: int, threads: int) -> dict:
     """Time ``calls`` forward+backward calls in this process; returns the median (seconds)."""
-    import time
     x, w, b, g = arrays(layer)
     pad = LAYERS[layer]["pad"]
     if framework == "torch":
@@ -76,6 +75,14 @@ def worker(framework: str, layer: str, calls: int, warmup: int, threads: int) ->
             t.grad = None
         F.conv2d(*leaves, padding=pad).backward(cot)
 
+    return {"framework": framework, "layer": layer, **time_calls(call, calls, warmup), "threads": threads,
+            "torch_threads": lib.get_num_threads() if framework == "torch" else None}
+
+
+def time_calls(call, calls: int, warmup: int) -> dict:
+    """``warmup`` untimed calls, then the medians of ``calls`` timed ones (seconds): wall clock
+    (``median``) and process CPU time (``cpu_median``)."""
+    import time
     for _ in range(warmup):
         call()
     times, cpu = [], []
@@ -84,9 +91,7 @@ def worker(framework: str, layer: str, calls: int, warmup: int, threads: int) ->
         call()
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
-    return {"framework": framework, "layer": layer, "median": statistics.median(times),
-            "cpu_median": statistics.median(cpu), "threads": threads,
-            "torch_threads": lib.get_num_threads() if framework == "torch" else None}
+    return {"median": statistics.median(times), "cpu_median": statistics.median(cpu)}
 
 
 def uptime() -> str:
@@ -96,25 +101,48 @@ def uptime() -> str:
         return "load average: " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
-def measure(framework: str, layer: str, args) -> dict:
+def run_worker(module: str, worker_args: list, threads: int, label: str) -> dict:
+    """``python -m module --worker ...`` in a fresh process of its own session (``setsid``), every
+    thread pool limited to ``threads``; returns the JSON its last line prints."""
     from .protocol import REPO_ROOT, child_env
-    cmd = ["setsid", "-w", sys.executable, "-m", "bench.conv_ratio", "--worker", framework, "--layers", layer,
-           "--calls", str(args.calls), "--warmup", str(args.warmup), "--threads", str(args.threads)]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO_ROOT), env=child_env(args.threads),
+    cmd = ["setsid", "-w", sys.executable, "-m", module, "--worker", *worker_args, "--threads", str(threads)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO_ROOT), env=child_env(threads),
                           timeout=600)
     if done.returncode:
-        raise RuntimeError(f"{framework} {layer} worker failed ({done.returncode}):\n{done.stderr}")
+        raise RuntimeError(f"{label} worker failed ({done.returncode}):\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def alternate(rounds: int, measure) -> tuple:
+    """``measure(framework)`` for ours and torch in each round, in alternating order (ours first
+    on even rounds); returns the per-round medians as ({framework: [wall]}, {framework: [cpu]})."""
+    times, cpu = {"ours": [], "torch": []}, {"ours": [], "torch": []}
+    for r in range(rounds):
+        for framework in (("ours", "torch") if r % 2 == 0 else ("torch", "ours")):
+            result = measure(framework)
+            times[framework].append(result["median"])
+            cpu[framework].append(result["cpu_median"])
+    return times, cpu
+
+
+def measure(framework: str, layer: str, args) -> dict:
+    return run_worker("bench.conv_ratio", [framework, "--layers", layer, "--calls", str(args.calls),
+                                           "--warmup", str(args.warmup)], args.threads, f"{framework} {layer}")
+
+
+def add_timing_arguments(p, rounds: int, calls: int, warmup: int) -> None:
+    """--rounds, --calls, --warmup (with these defaults), --threads and the hidden --worker."""
+    p.add_argument("--rounds", type=int, default=rounds, help=f"rounds of one process per framework (default {rounds})")
+    p.add_argument("--calls", type=int, default=calls, help=f"timed calls per process (default {calls})")
+    p.add_argument("--warmup", type=int, default=warmup, help=f"untimed calls per process first (default {warmup})")
+    p.add_argument("--threads", type=int, default=1, help="threads of every pool (default 1)")
+    p.add_argument("--worker", choices=("ours", "torch"), help=argparse.SUPPRESS)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.conv_ratio", description=__doc__.split("\n\n")[0])
     p.add_argument("--layers", nargs="+", choices=sorted(LAYERS), default=["lenet", "cifar"])
-    p.add_argument("--rounds", type=int, default=8, help="rounds of one process per framework (default 8)")
-    p.add_argument("--calls", type=int, default=15, help="timed calls per process (default 15)")
-    p.add_argument("--warmup", type=int, default=3, help="untimed calls per process first (default 3)")
-    p.add_argument("--threads", type=int, default=1, help="threads of every pool (default 1)")
-    p.add_argument("--worker", choices=("ours", "torch"), help=argparse.SUPPRESS)
+    add_timing_arguments(p, rounds=8, calls=15, warmup=3)
     args = p.parse_args(argv)
     if min(args.rounds, args.calls, args.threads) < 1 or args.warmup < 0:
         p.error(f"--rounds, --calls and --threads must be >= 1 and --warmup >= 0, got --rounds {args.rounds}, "
@@ -127,12 +155,7 @@ def main(argv=None) -> int:
           f"{args.rounds} rounds x {args.calls} timed calls per process, float32, forward + backward")
     for layer in args.layers:
         c = LAYERS[layer]
-        times, cpu = {"ours": [], "torch": []}, {"ours": [], "torch": []}
-        for r in range(args.rounds):
-            for framework in (("ours", "torch") if r % 2 == 0 else ("torch", "ours")):
-                result = measure(framework, layer, args)
-                times[framework].append(result["median"])
-                cpu[framework].append(result["cpu_median"])
+        times, cpu = alternate(args.rounds, lambda framework: measure(framework, layer, args))
         ours, theirs = statistics.median(times["ours"]), statistics.median(times["torch"])
         cpu_ratio = statistics.median(cpu["ours"]) / statistics.median(cpu["torch"])
         per_round = statistics.median(o / t for o, t in zip(times["ours"], times["torch"]))

@@ -4,6 +4,8 @@
 * ``function.py``    -- ``ArrayFunction`` and its ``Context``: how one op records a graph node
   (forward and backward written in NumPy; every op of the engine is one);
 * ``broadcast.py``   -- ``reduce_grad_to_input``, the one place where broadcasting is undone;
+* ``accumulate.py``  -- ``add_term``, the one place where the gradients arriving at a tensor are
+  summed (a slice's gradient added into place; skip it on a first reading);
 * ``engine.py``      -- ``run_backward``: the graph run backwards, node by node (iterative);
 * ``versions.py``    -- version counters and views: refusing to differentiate a value that an
   in-place op has changed since it was saved (skip it on a first reading);

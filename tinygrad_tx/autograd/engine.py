@@ -7,7 +7,8 @@
 2. Each node's ``backward`` is called once with that fully accumulated gradient, and the node is
    dropped (its saved arrays freed, unless ``retain_graph``) as soon as its backward has run.
 3. Every returned gradient goes through :func:`reduce_grad_to_input` (``broadcast.py``), the one
-   place where broadcasting is undone.
+   place where broadcasting is undone, and is added to the others arriving at the same tensor by
+   :func:`add_term` (``accumulate.py``), the one place where gradients are summed.
 4. Leaves (and tensors that called ``retain_grad()``) get their summed gradient in ``.grad``;
    :func:`grad` (``torch.autograd.grad``) returns the gradients of the tensors asked for instead,
    and touches no ``.grad``.
@@ -23,6 +24,7 @@ import numpy as np
 
 from . import anomaly
 from . import recording as _recording
+from .accumulate import SliceGrad, add_term, dense
 from .broadcast import broadcast_axes, check_reduced, leading_axes, reduce_grad_to_input
 from .dispatch import running_on_tensors
 from .function import ArrayFunction, Context, _freed_error
@@ -112,7 +114,7 @@ def run_backward(roots, grads, retain_graph, create_graph: bool = False, inputs=
             ctx = heapq.heappop(pending)[1]
             if ctx._freed:
                 raise _freed_error(ctx)
-            g = grad_of.pop(id(ctx))
+            g = dense(grad_of.pop(id(ctx)))
             if ctx.hooks:
                 g = _apply_hooks(ctx.hooks, g, create_graph)
             if ctx.retained is not None and accumulate and inputs is None:
@@ -130,6 +132,7 @@ def run_backward(roots, grads, retain_graph, create_graph: bool = False, inputs=
             if not retain_graph:
                 ctx.free()
         for key, (leaf, g) in leaves.items():
+            g = dense(g)
             if leaf._hooks:
                 g = _apply_hooks(leaf._hooks, g, create_graph)
             if wanted is None:
@@ -155,7 +158,7 @@ def _arrive_leaf(leaves, leaf, g):
     if entry is None:
         leaves[id(leaf)] = [leaf, g]
     else:
-        entry[1] = entry[1] + g
+        entry[1] = add_term(entry[1], g)
 
 
 def _backward_node(ctx, g, grad_of, pending, leaves, create_graph, wanted, reach):
@@ -187,6 +190,9 @@ def _backward_node(ctx, g, grad_of, pending, leaves, create_graph, wanted, reach
             pass   # a custom Function's node with several outputs (custom.py): gi is [(output, gradient)]
         elif create_graph:
             gi = _reduce_tensor(gi, shape, dtype, fn.__name__)
+        elif type(gi) is SliceGrad:   # indexing's gradient, added into place by add_term
+            if gi.shape != shape or gi.dtype != dtype:
+                gi = reduce_grad_to_input(gi.dense(), shape, dtype, fn.__name__)
         elif type(gi) is not np.ndarray or gi.shape != shape or gi.dtype != dtype:
             gi = reduce_grad_to_input(gi, shape, dtype, fn.__name__)
         if anomaly._state.enabled and shape is not None:
@@ -201,9 +207,9 @@ def _backward_node(ctx, g, grad_of, pending, leaves, create_graph, wanted, reach
                 grad_of[key] = gi
                 heapq.heappush(pending, (-node.seq, node))
             else:
-                grad_of[key] = prev + gi
+                grad_of[key] = add_term(prev, gi)
     if _backward_observers:
-        arrays = [r._data if isinstance(r, Tensor) else r for r in reduced]
+        arrays = [r._data if isinstance(r, Tensor) else dense(r) for r in reduced]
         for obs in _backward_observers:
             obs(ctx, g._data if isinstance(g, Tensor) else g, arrays)
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ..autograd import ArrayFunction
+from ..autograd.accumulate import SliceGrad
 
 
 class IndexOutOfRange(IndexError, ValueError):
@@ -176,7 +177,11 @@ class GetItem(ArrayFunction):
     Basic indexing selects each x element at most once: dL/dx = zeros with
     g written into the selected positions.
     Integer-array indexing may select an element several times; each use
-    contributes, so dL/dx is a scatter-add: np.add.at(zeros, index, g)."""
+    contributes, so dL/dx is a scatter-add: np.add.at(zeros, index, g).
+
+    On arrays the backward hands the engine that (index, g) pair, a ``SliceGrad``, and the
+    engine adds g into place in x's gradient (``autograd/accumulate.py``): T slices x[t] of a
+    sequence then cost O(x.size) in all, not T arrays of x's size."""
 
     differentiable_backward = True
 
@@ -193,6 +198,8 @@ class GetItem(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
+        if isinstance(g, np.ndarray):   # not recorded (create_graph=False): the engine writes it out
+            return SliceGrad(ctx.shape, ctx.index, g, ctx.advanced), None
         return put(np.zeros(ctx.shape, np.result_type(g)), ctx.index, g, accumulate=ctx.advanced), None
 
 
