@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -27,16 +28,25 @@ except ImportError:  # pragma: no cover - torch is a dev dependency
     pass
 
 
+@contextlib.contextmanager
+def default_dtypes_kept():
+    """tinygrad_tx's and torch's default float dtypes as they were on entry, whatever the body set."""
+    ours, theirs = sys.modules.get("tinygrad_tx"), sys.modules.get("torch")
+    saved = (ours and ours.get_default_dtype(), theirs and theirs.get_default_dtype())
+    try:
+        yield
+    finally:
+        for module, dt in zip((sys.modules.get("tinygrad_tx"), sys.modules.get("torch")), saved):
+            if module is not None and hasattr(module, "set_default_dtype"):
+                module.set_default_dtype(dt if dt is not None else module.float32)
+
+
 @pytest.fixture(autouse=True)
 def _default_dtype_restored():
     """A test that calls ``set_default_dtype`` (tinygrad_tx's or torch's) leaves the next test's
     default float as it found it (the setting is process-wide, and xdist reuses a worker)."""
-    ours, theirs = sys.modules.get("tinygrad_tx"), sys.modules.get("torch")
-    saved = (ours and ours.get_default_dtype(), theirs and theirs.get_default_dtype())
-    yield
-    for module, dt in zip((sys.modules.get("tinygrad_tx"), sys.modules.get("torch")), saved):
-        if module is not None and hasattr(module, "set_default_dtype"):
-            module.set_default_dtype(dt if dt is not None else module.float32)
+    with default_dtypes_kept():
+        yield
 
 
 settings.register_profile(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -32,6 +33,12 @@ def _both(default: str):
 
 
 # ============================================================================ what the default decides
+
+def _quietly(fn, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # torch.range's deprecation
+        return fn(*args)
+
 
 F32, F64 = np.float32, np.float64
 
@@ -61,12 +68,26 @@ FACTORIES = {
     "2.5 * bool": lambda torch: 2.5 * torch.tensor([True, False]),
     "int.clamp(0.5)": lambda torch: torch.tensor([0, 2]).clamp(0.5),
     "result_type(int, 2.5)": lambda torch: torch.result_type(torch.tensor([1]), 2.5),
+    "int.true_divide(2)": lambda torch: torch.tensor([1]).true_divide(2),
+    "atan2(int, int)": lambda torch: torch.atan2(torch.tensor([1]), torch.tensor([2])),
+    "sigmoid(int)": lambda torch: torch.sigmoid(torch.tensor([1])),
+    "int ** 0.5": lambda torch: torch.tensor([4]) ** 0.5,
+    "2.5 ** int": lambda torch: 2.5 ** torch.tensor([2]),
+    "int.mul(1.5)": lambda torch: torch.tensor([2]).mul(1.5),
+    "clamp(int, min=0.5)": lambda torch: torch.clamp(torch.tensor([1, 2]), min=0.5),
+    "where(c, int, 1.5)": lambda torch: torch.where(torch.tensor([True, False]), torch.tensor([1, 2]), 1.5),
+    "tensor([tensor(1), 1.5])": lambda torch: torch.tensor([torch.tensor(1), 1.5]),
+    "full((2,), np.float32(1.5))": lambda torch: torch.full((2,), np.float32(1.5)),
+    "arange(0, 5, 2.0)": lambda torch: torch.arange(0, 5, 2.0),
+    "logspace(0, 2, 3, base=2)": lambda torch: torch.logspace(0, 2, 3, base=2),
+    "range(0, 2) (legacy)": lambda torch: _quietly(torch.range, 0, 2),
+    "autograd.Variable()": lambda torch: torch.autograd.Variable(),
     "nn.Parameter()": lambda torch: torch.nn.Parameter(),
     "clip_grad_norm_ of no gradients": lambda torch: torch.nn.utils.clip_grad_norm_(
         [torch.nn.Parameter(torch.ones(2))], 1.0),
 }
 
-KEEPS = {   # what the default does not change
+KEEPS = {   # what the default does not decide alone (equal to torch's, not always the default)
     "tensor(1)": lambda torch: torch.tensor(1),
     "tensor([True])": lambda torch: torch.tensor([True]),
     "arange(3)": lambda torch: torch.arange(3),
@@ -89,6 +110,13 @@ KEEPS = {   # what the default does not change
     "int.double()": lambda torch: torch.tensor([1, 2]).double(),
     "zeros(2, dtype=float32)": lambda torch: torch.zeros(2, dtype=torch.float32),
     "full_like(int, 2.5)": lambda torch: torch.full_like(torch.tensor([1, 2]), 2.5),
+    "int + 0-d float32": lambda torch: torch.tensor([2]) + torch.tensor(1.5, dtype=torch.float32),
+    "F.pad(int, value=0.5)": lambda torch: torch.nn.functional.pad(torch.tensor([1, 2]), (1, 1), value=0.5),
+    "one_hot": lambda torch: torch.nn.functional.one_hot(torch.tensor([0, 1])),
+    "multinomial": lambda torch: torch.multinomial(torch.ones(2), 1),
+    "randint_like(float32)": lambda torch: torch.randint_like(torch.ones(2, dtype=torch.float32), 3),
+    # a NumPy float32 among Python floats: promoted with the default (float32 under float16)
+    "tensor([np.float32(1.5), 2.0])": lambda torch: torch.tensor([np.float32(1.5), 2.0]),
 }
 
 
@@ -159,6 +187,17 @@ def test_refused_as_torch_refuses(value):
     assert tg.get_default_dtype() is tg.float32   # nothing changed
     with pytest.raises(TypeError, match="missing 1 required positional argument"):
         tg.set_default_dtype()
+
+
+def test_the_suite_restores_the_defaults():
+    """tests/conftest.py's autouse fixture runs every test inside ``default_dtypes_kept``."""
+    from conftest import default_dtypes_kept
+    assert tg.get_default_dtype() is tg.float32 and torch.get_default_dtype() is torch.float32
+    with default_dtypes_kept():
+        _both("float64")
+        assert tg.tensor(1.5).dtype == tg.float64 and torch.tensor(1.5).dtype == torch.float64
+    assert tg.get_default_dtype() is tg.float32 and torch.get_default_dtype() is torch.float32
+    assert tg.tensor(1.5).dtype == tg.float32 and tg.zeros(1).dtype == tg.float32
 
 
 def test_set_default_dtype_is_public_and_import_changes_nothing():
