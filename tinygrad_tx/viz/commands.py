@@ -126,6 +126,8 @@ def register_study_commands(commands) -> None:
 
     from .experiments import register_claim_plots   # plot seq-cost, plot grad-distance: section 1 measured
     register_claim_plots(pictures, debug_flag)
+    from .model_claims import register_model_plots   # plot name-models, plot digits-data
+    register_model_plots(pictures, debug_flag)
 
 
 def _model_flags(p, default_out, **defaults):
