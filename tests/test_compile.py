@@ -262,3 +262,21 @@ def test_torch_compile_under_run_is_this_compile(tmp_path, capsys):
         "print(type(step).__name__, step.last is not None, losses[2].item() < losses[0].item())\n")
     assert run_file(str(script)) == 0
     assert capsys.readouterr().out.strip() == "CompiledFunction True True"
+
+
+def test_a_replaced_parameter_is_a_failed_guard():
+    """``model.hidden.weight = Parameter(...)`` between calls: the program recorded for the old
+    parameter is not replayed on it; a new one is recorded (results as eager's)."""
+    x = tg.tensor(np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32))
+    outs = []
+    for compiled in (False, True):
+        model, _ = _mlp(0.0)
+        fwd = tg.compile(model) if compiled else model
+        with tg.no_grad():
+            first = fwd(x)._data.copy()
+            fwd(x)
+            model[0].weight = nn.Parameter(tg.tensor(np.ones((12, 5), dtype=np.float32)))
+            outs.append((first, fwd(x)._data.copy()))
+        if compiled:
+            assert [len(p) for p in fwd.programs.values()] == [2]
+    assert np.array_equal(outs[0][0], outs[1][0]) and np.array_equal(outs[0][1], outs[1][1])

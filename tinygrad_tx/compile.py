@@ -198,7 +198,7 @@ class _Recorder:
         self.lines.append(line)
 
     def param_name(self, t) -> str:
-        for m, _ in self.modules.values():
+        for m, _, _ in self.modules.values():
             for n, p in list(m.named_parameters()) + list(m.named_buffers()):
                 if p is t:
                     return _identifier(n)
@@ -403,7 +403,7 @@ class _Recorder:
     @guarded
     def module_called(self, module):
         if id(module) not in self.modules:
-            self.modules[id(module)] = (module, module.training)
+            self.modules[id(module)] = (module, module.training, _members(module))
 
     @guarded
     def readout(self, t, what):
@@ -627,6 +627,12 @@ def _free_when_dead(lines, ret) -> list:
     return out
 
 
+def _members(module) -> tuple:
+    """Which tensors a module holds (by identity): a parameter or buffer replaced since the
+    recording (``model.weight = Parameter(...)``) is a failed guard, not a stale read."""
+    return tuple(map(id, module._parameters.values())) + tuple(map(id, module._buffers.values()))
+
+
 def _holds_tensor(data) -> bool:
     stack = [data]
     while stack:
@@ -677,12 +683,12 @@ class _Program:
         self.namespace = ns           # the names the code reads (Function classes, parameters, constants)
         exec(builtins.compile(code, "<tinygrad_tx.compile>", "exec"), ns)
         self.run = ns["program"]
-        self.modules = [(m, t) for m, t in modules.values()]
+        self.modules = list(modules.values())
         self.live = list(live.values())
 
     def guards_hold(self) -> bool:
-        for m, training in self.modules:
-            if m.training != training:
+        for m, training, members in self.modules:
+            if m.training != training or _members(m) != members:
                 return False
         for t, shape, dtype, requires_grad in self.live:
             d = t._data
