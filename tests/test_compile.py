@@ -192,13 +192,19 @@ def _refusal_cases():
     def graph_result(x):
         return x * w
 
+    def clip_grads(x):     # the in-place scaling of .grad is not a recorded call: refused
+        w.grad = None
+        (x * w).sum().backward()
+        nn.utils.clip_grad_norm_([w], 0.5)
+        return w.grad * 1.0
+
     return {"item": item_in_middle, "bool": branch_on_value, "tolist": tolist, "numpy": numpy_of_value,
             "inplace": inplace_edit, "randn": random_factory, "compare": compare_made_outside, "hook": hook,
-            "graph result": graph_result}, w
+            "graph result": graph_result, "clip grads": clip_grads}, w
 
 
 @pytest.mark.parametrize("case", ["item", "bool", "tolist", "numpy", "inplace", "randn", "compare", "hook",
-                                  "graph result"])
+                                  "graph result", "clip grads"])
 def test_what_cannot_be_replayed_falls_back_to_eager_with_one_warning(case):
     rng = np.random.default_rng(0)
     xs = [tg.tensor(rng.standard_normal((2, 3)) * s) for s in (1.0, -1.0, 1.0, -1.0)]

@@ -410,17 +410,34 @@ class _Recorder:
         raise _Refuse(f"{what} reads a value into Python (data-dependent code cannot be replayed; return "
                       "the tensor instead)")
 
+    def _inside_recorded_call(self, t) -> bool:
+        """Whether an in-place write to ``t`` (or its ``.grad = None``) is the work of a recorded
+        call -- the optimizer's step or zero_grad on its own parameters, or the engine's ``.grad``
+        accumulation -- found on the Python stack, and so replayed by that call."""
+        if self.opaque is not None and id(t) in self.opaque[1]:
+            codes = (self.opaque[2],)
+        elif self.bw is not None and any(t is leaf._grad for leaf, _ in self.bw["leaves"].values()):
+            codes = (_engine._accumulate.__code__,)
+        else:
+            return False
+        f = sys._getframe(3)
+        for _ in range(12):
+            if f is None:
+                return False
+            if f.f_code in codes:
+                return True
+            f = f.f_back
+        return False
+
     @guarded
     def bump(self, t):
-        if self.opaque is not None and id(t) in self.opaque[1]:
-            return
-        if self.bw is not None and any(t is leaf._grad for leaf, _ in self.bw["leaves"].values()):
+        if self._inside_recorded_call(t):
             return
         raise _Refuse(f"an in-place edit of a tensor of shape {tuple(t.shape)}")
 
     @guarded
     def grad_set(self, t, value):
-        if self.opaque is not None and id(t) in self.opaque[1] and value is None:
+        if value is None and self._inside_recorded_call(t):
             return
         if value is not None:
             raise _Refuse("a .grad is assigned a tensor")
@@ -443,7 +460,7 @@ class _Recorder:
                       else list(obj.parameters()))
             if not arg:
                 params += [p.grad for p in params if p.grad is not None]
-        self.opaque = (obj, {id(p) for p in params})
+        self.opaque = (obj, {id(p) for p in params}, getattr(type(obj), method).__code__)
 
     # ------------------------------------------------------------------ hooks: the backward
     @guarded
