@@ -1,4 +1,7 @@
-"""Layer normalization: a fused Function with the closed-form backward, and its composite."""
+"""Layer normalization: ``layer_norm`` (the fused ``LayerNormFn``, its closed-form backward
+derived in the docstring) and ``layer_norm_composite``. The other normalizations have a file
+each: ``batch_norm.py``, ``rms_norm.py``, ``instance_norm.py`` (instance and group norm); the
+plain closed forms are ``closed_form.LayerNormClosedForm`` and ``BatchNormClosedForm``."""
 from __future__ import annotations
 
 import numbers
