@@ -192,6 +192,16 @@ def _refusal_cases():
     def graph_result(x):
         return x * w
 
+    kept = []
+
+    def keeps_a_tensor(x):     # a computed tensor stored outside the function: a side effect
+        y = x * w
+        kept.append(y)
+        return y.detach() * 1.0
+
+    def contains(x):
+        return x * 2.0 if 0.5 in (x * 1.0) else x * 3.0
+
     def clip_grads(x):     # the in-place scaling of .grad is not a recorded call: refused
         w.grad = None
         (x * w).sum().backward()
@@ -200,11 +210,12 @@ def _refusal_cases():
 
     return {"item": item_in_middle, "bool": branch_on_value, "tolist": tolist, "numpy": numpy_of_value,
             "inplace": inplace_edit, "randn": random_factory, "compare": compare_made_outside, "hook": hook,
-            "graph result": graph_result, "clip grads": clip_grads}, w
+            "graph result": graph_result, "clip grads": clip_grads, "kept": keeps_a_tensor,
+            "contains": contains}, w
 
 
 @pytest.mark.parametrize("case", ["item", "bool", "tolist", "numpy", "inplace", "randn", "compare", "hook",
-                                  "graph result", "clip grads"])
+                                  "graph result", "clip grads", "kept", "contains"])
 def test_what_cannot_be_replayed_falls_back_to_eager_with_one_warning(case):
     rng = np.random.default_rng(0)
     xs = [tg.tensor(rng.standard_normal((2, 3)) * s) for s in (1.0, -1.0, 1.0, -1.0)]
@@ -286,3 +297,27 @@ def test_a_replaced_parameter_is_a_failed_guard():
         if compiled:
             assert [len(p) for p in fwd.programs.values()] == [2]
     assert np.array_equal(outs[0][0], outs[1][0]) and np.array_equal(outs[0][1], outs[1][1])
+
+
+def test_a_replay_checks_its_inputs_as_eager_does():
+    """The GPT's token-id check is re-run by the replay: an id out of range raises there too
+    (np.take would wrap a negative id round silently)."""
+    model, opt = _gpt("fused", 0.0)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = model(x, y)[1]
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = tg.compile(step)
+    (x, y), = _gpt_batches(1)
+    fn(x, y)
+    fn(x, y)
+    assert "check_token_ids(" in fn.code
+    bad = tg.tensor(np.where(x._data == 0, -1, x._data))
+    with pytest.raises(ValueError, match="idx"):
+        step(bad, y)
+    with pytest.raises(ValueError, match="idx"):
+        fn(bad, y)

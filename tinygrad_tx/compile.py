@@ -22,22 +22,27 @@ What cannot be replayed is refused while recording, and the call finishes eagerl
 into Python (``.item()``, ``bool(t)``, ``.tolist()``, ``.numpy()``), an in-place edit, random
 numbers drawn outside a Function (other than a dropout mask, which is drawn again each call from
 the same generator, in the same order), a tensor made from data the recorder cannot trace, hooks,
-``create_graph``, a graph reaching nodes made before the call, or a result that still carries a
-graph. A refused function is retried once (a cache filled on the first call); after the second
+``create_graph``, a graph reaching nodes made before the call, a result that still carries a
+graph, or a computed tensor kept outside the call (an attribute, a list, a cache). A refused function is retried once (a cache filled on the first call); after the second
 refusal it stays eager, and a warning names the reason once (``fullgraph=True`` raises instead).
 
-Not seen by the recorder, and so not replayed: Python side effects (printing, appending to a
-list, an LR scheduler's ``step()`` inside the function: keep those outside it), and a Python
-number read from elsewhere than the arguments (a global) -- pass such numbers as arguments.
+Not seen by the recorder, and so not replayed: Python side effects that keep no tensor (printing,
+an LR scheduler's ``step()`` inside the function -- an optimizer whose hyperparameters changed
+during the recording is refused, but keep schedulers outside), a Python number read from
+elsewhere than the arguments (a global: pass such numbers as arguments), and checks that library
+code makes on an array's values without reading them through a Tensor (``GPTLanguageModel``'s
+token-id range check runs on the recorded call only).
 """
 from __future__ import annotations
 
 import ast
 import builtins
 import functools
+import gc
 import inspect
 import re
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -361,7 +366,9 @@ class _Recorder:
         self.names[id(out._data)] = name
         return out
 
-    def draw(self, fn, *args):
+    def rerun(self, fn, *args):
+        """A call the replay makes again, at the same place: a dropout mask's draw (from the same
+        generator, so the masks come in eager's order), a check of the inputs' values."""
         try:
             self.event()
             srcs = ", ".join(self.arg(a) for a in args)
@@ -376,6 +383,9 @@ class _Recorder:
         if self.refused is not None:
             return out
         self.gen = self._generator_state()
+        if out is None:
+            self.emit(f"{self.fn_name(fn)}({srcs})", "forward")
+            return out
         name = self.fresh(fn.__name__)
         self.emit(f"{name} = {self.fn_name(fn)}({srcs})", "forward")
         self.keep.append(out)
@@ -575,6 +585,7 @@ class _Recorder:
                 raise _Refuse("an optimizer's hyperparameters changed inside the function (an LR "
                               "scheduler's step?): keep that outside the compiled function")
         ret = self.output(result)
+        self.check_escapes(result)
         body = ["def program(ARGS):"]
         if self.prologue:
             body.append("    # inputs and parameters (read each call)")
@@ -582,6 +593,20 @@ class _Recorder:
         body += ["    " + line for line in _free_when_dead(self.lines, ret)]
         body.append(f"    return {ret}")
         return "\n".join(body) + "\n"
+
+    def check_escapes(self, result):
+        """Refuse when a tensor computed in the call is kept outside it -- assigned to an
+        attribute (``self.state = h``, a module buffer) or put in a list or dict that lives on (a
+        closure's, a global, an attribute's): the replay makes new arrays but repeats no such
+        assignment."""
+        made = [t for t in self.keep if isinstance(t, Tensor) and id(t._data) in self.names
+                and id(t) not in self.live and id(t) not in self.inputs and id(t) not in self.consts]
+        if not made:
+            return
+        for r in gc.get_referrers(*made):
+            if r is not self.keep and r is not made and _user_storage(r):
+                raise _Refuse(f"a tensor computed in the function is kept outside it (in a {type(r).__name__}: "
+                              "an attribute, a list, a cache): the replay would not repeat that assignment")
 
     def output(self, x) -> str:
         if isinstance(x, Tensor):
@@ -642,6 +667,25 @@ def _free_when_dead(lines, ret) -> list:
         dead = sorted(n for n in uses[i] if last[n] == i and n in defined and n not in keep and n != "_")
         out.append(line + (f"; del {', '.join(dead)}" if dead else ""))
     return out
+
+
+def _user_storage(r, depth: int = 2) -> bool:
+    """Whether ``r`` is where user code keeps values between calls: an object's attribute dict, a
+    module's parameters or buffers, a global namespace, or a list/dict held by one of those or by
+    a closure cell."""
+    if not isinstance(r, (dict, list, set)) or depth == 0:
+        return False
+    if isinstance(r, dict) and "__builtins__" in r:
+        return True
+    for o in gc.get_referrers(r):
+        if isinstance(o, types.CellType):
+            return True
+        if isinstance(r, dict) and (getattr(o, "__dict__", None) is r or r is getattr(o, "_buffers", None)
+                                    or r is getattr(o, "_parameters", None)):
+            return True
+        if isinstance(o, (dict, list)) and o is not r and _user_storage(o, depth - 1):
+            return True
+    return False
 
 
 def _members(module) -> tuple:

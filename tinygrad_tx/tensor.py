@@ -442,6 +442,8 @@ class Tensor:
         elif not isinstance(element, (numbers.Number, np.generic, np.ndarray)):
             raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
                                f"{type(element).__name__}")
+        if _recording.recorder is not None:
+            _recording.recorder.readout(self, "`in` on a tensor")
         return bool(np.any(self._data == element))
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -467,6 +469,8 @@ class Tensor:
             fn = _dispatch.UFUNCS.get(ufunc.__name__)
             if fn is not None:
                 return fn(*inputs)
+        if _recording.recorder is not None:
+            _recording.recorder.readout(self, f"np.{ufunc.__name__} (no Tensor twin) on a tensor")
         inputs = [x._data if isinstance(x, Tensor) else x for x in inputs]
         if "out" in kwargs:
             kwargs["out"] = tuple(x._data if isinstance(x, Tensor) else x for x in kwargs["out"])

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd import recording as _recording
+
 
 def check_heads(d_model: int, n_heads: int) -> int:
     """``d_model`` must split evenly into ``n_heads`` heads; returns the head size d_k."""
@@ -29,6 +31,8 @@ def check_seq_len(T: int, block_size: int, name: str = "sequence") -> None:
 
 def check_token_ids(ids: np.ndarray, vocab_size: int, name: str = "idx", ndim=(2,)) -> None:
     """Integer dtype, the expected rank, every id in [0, vocab_size)."""
+    if _recording.recorder is not None:   # tinygrad_tx.compile: the replay checks each call's ids too
+        return _recording.recorder.rerun(check_token_ids, ids, vocab_size, name, ndim)
     ids = np.asarray(ids)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
@@ -47,6 +51,8 @@ def check_targets(targets: np.ndarray, logits_shape, vocab_size: int, ignore_ind
                   name: str = "targets") -> None:
     """Class-index targets: integer ids in [0, vocab_size) or ``ignore_index``; shape checked by
     the caller's rule."""
+    if _recording.recorder is not None:
+        return _recording.recorder.rerun(check_targets, targets, logits_shape, vocab_size, ignore_index, name)
     targets = np.asarray(targets)
     if targets.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integer class ids, got dtype {targets.dtype}")
