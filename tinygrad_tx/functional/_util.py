@@ -99,7 +99,7 @@ def keep_mask(shape, p: float, generator) -> np.ndarray:
     gives them the same mask.
     """
     if _recording.recorder is not None:   # tinygrad_tx.compile records the draw, to redo it each call
-        return _recording.recorder.draw(keep_mask, shape, p, generator)
+        return _recording.recorder.rerun(keep_mask, shape, p, generator)
     if generator is None:
         generator = default_generator()
     if not isinstance(generator, np.random.Generator):
