@@ -321,3 +321,26 @@ def test_a_replay_checks_its_inputs_as_eager_does():
         step(bad, y)
     with pytest.raises(ValueError, match="idx"):
         fn(bad, y)
+
+
+def test_reading_a_gradient_after_backward_replays():
+    """The squared norm of the gradients, computed in the step after backward: the program reads
+    each parameter's .grad where the step reads it."""
+    batches = _mlp_batches(4)
+    results = []
+    for compiled in (False, True):
+        model, opt = _mlp(0.0)
+
+        def step(x, y):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            norm2 = sum((p.grad * p.grad).sum() for p in model.parameters())
+            opt.step()
+            return norm2
+
+        fn = tg.compile(step) if compiled else step
+        results.append([fn(x, y)._data.copy() for x, y in batches])
+        if compiled:
+            assert fn.eager_reason is None and ".grad._data" in fn.code
+    for u, v in zip(*results):
+        assert np.array_equal(u, v)

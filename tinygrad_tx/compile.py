@@ -164,6 +164,7 @@ class _Recorder:
         self.modules = {}                # id(module) -> (module, training)
         self.live = {}                   # id(tensor) -> (tensor, shape, dtype, requires_grad)
         self.reduced_ids = set()
+        self.leaf_grads = {}             # id(a leaf's .grad Tensor) -> the leaf, in the program
         self.bw = None                   # the open backward pass
         self.opaque = None               # (object, ids of its parameters) right after zero_grad/step
         self.hyper = []                  # (optimizer, hyperparameters at its step)
@@ -223,6 +224,9 @@ class _Recorder:
             k = self.inputs[key]
             name = self.arg_names[k]
             self.prologue.append(f"{name} = ARGS[{k}]._data" if tensor is not None else f"{name} = ARGS[{k}]")
+        elif tensor is not None and id(tensor) in self.leaf_grads:
+            name = self.fresh("grad")           # a leaf's .grad, read where the program reads it
+            self.emit(f"{name} = {self.leaf_grads[id(tensor)]}.grad._data", "forward")
         elif tensor is not None and id(tensor) in self.made:
             how = self.made[id(tensor)]
             if how[0] == "const":
@@ -576,6 +580,7 @@ class _Recorder:
                 raise _Refuse("a hook (register_hook) on a leaf")
             name = f"dense({name})" if _SUMS else name
             self.emit(f"accumulate_grad({self.leaf_src(leaf)}, {name})", "backward")
+            self.leaf_grads[id(leaf._grad)] = self.leaf_src(leaf)
 
     # ------------------------------------------------------------------ the end
     def finish(self, result):
