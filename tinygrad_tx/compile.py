@@ -333,6 +333,8 @@ class _Recorder:
     # ------------------------------------------------------------------ hooks: the forward
     def apply(self, cls, args, kwargs):
         try:
+            if self.bw is not None and _on_stack(_engine.run_backward.__code__):
+                raise _Refuse("a hook (register_hook) runs tensor code inside the backward pass")
             self.event()
             srcs = [self.arg(a) for a in args]
             kws = [f"{k}={self.arg(v)}" for k, v in kwargs.items()]
@@ -434,14 +436,7 @@ class _Recorder:
             codes = (_engine._accumulate.__code__,)
         else:
             return False
-        f = sys._getframe(3)
-        for _ in range(12):
-            if f is None:
-                return False
-            if f.f_code in codes:
-                return True
-            f = f.f_back
-        return False
+        return _on_stack(codes[0])
 
     @guarded
     def bump(self, t):
@@ -638,6 +633,17 @@ class _Recorder:
             raise _Refuse("a Python float result (computed from a tensor's value?)")
         lit = _literal(x)
         return lit if lit is not None else self.const(x, "K")
+
+
+def _on_stack(code, depth: int = 16) -> bool:
+    f = sys._getframe(2)
+    for _ in range(depth):
+        if f is None:
+            return False
+        if f.f_code is code:
+            return True
+        f = f.f_back
+    return False
 
 
 def _index_src(index) -> str:

@@ -715,7 +715,7 @@ class Tensor:
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def logical_not(self):
-        return _adopt(np.logical_not(self._data))
+        return _adopt(_recording.call(np.logical_not, self._data))
     # & | ^ ~ are bitwise, as torch's: ops/binary.py binds them
 
     # ------------------------------------------------------------------ pointwise math
@@ -1147,9 +1147,10 @@ def _dims_arg(dims):
 def _compare(npfn, s, o):
     """A comparison in the operands' result type, as torch's (no gradient; a bool result)."""
     if type(o) in _FLOAT_KEEPS and s._data.dtype.kind == "f":   # the fast path: NumPy 2
-        return _adopt(npfn(s._data, o))   # compares a float array with a number in its dtype
+        return _adopt(_recording.call(npfn, s._data, o))   # a float array against a number in its dtype
     a, b = _promote_pair(s, _as_operand(o, s))
-    return _adopt(_E._binary(npfn.__name__, npfn, a._data, b._data if isinstance(b, Tensor) else b))
+    b = b._data if isinstance(b, Tensor) else b
+    return _adopt(_recording.call(_E._binary, npfn.__name__, npfn, a._data, b))
 
 
 # ============================================================================ module-level functions

@@ -8,3 +8,9 @@ gradients, tensor creation, reading a value into Python, in-place edits, the opt
 place costs one ``if recording.recorder is not None`` test when nothing is recorded.
 """
 recorder = None
+
+
+def call(fn, *args):
+    """``fn(*args)``: an array computation the library makes outside a Function (a comparison's
+    mask), recorded while a call is recorded so that the replay repeats it."""
+    return fn(*args) if recorder is None else recorder.rerun(fn, *args)
