@@ -114,14 +114,7 @@ def _made_by_factory(depth: int = 8) -> bool:
     global _FACTORY_CODES
     if _FACTORY_CODES is None:
         _FACTORY_CODES = _deterministic_factories()
-    f = sys._getframe(2)
-    for _ in range(depth):
-        if f is None:
-            return False
-        if f.f_code in _FACTORY_CODES:
-            return True
-        f = f.f_back
-    return False
+    return _on_stack(_FACTORY_CODES, depth)
 
 
 def _identifier(text: str) -> str:
@@ -333,7 +326,7 @@ class _Recorder:
     # ------------------------------------------------------------------ hooks: the forward
     def apply(self, cls, args, kwargs):
         try:
-            if self.bw is not None and _on_stack(_engine.run_backward.__code__):
+            if self.bw is not None and _on_stack((_engine.run_backward.__code__,)):
                 raise _Refuse("a hook (register_hook) runs tensor code inside the backward pass")
             self.event()
             srcs = [self.arg(a) for a in args]
@@ -436,7 +429,7 @@ class _Recorder:
             codes = (_engine._accumulate.__code__,)
         else:
             return False
-        return _on_stack(codes[0])
+        return _on_stack(codes)
 
     @guarded
     def bump(self, t):
@@ -635,12 +628,13 @@ class _Recorder:
         return lit if lit is not None else self.const(x, "K")
 
 
-def _on_stack(code, depth: int = 16) -> bool:
+def _on_stack(codes, depth: int = 16) -> bool:
+    """Whether one of the functions whose code objects are ``codes`` is among the callers."""
     f = sys._getframe(2)
     for _ in range(depth):
         if f is None:
             return False
-        if f.f_code is code:
+        if f.f_code in codes:
             return True
         f = f.f_back
     return False
