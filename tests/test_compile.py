@@ -3,6 +3,7 @@ parameters after N AdamW steps, dropout included), retraces when a guard changes
 cannot replay (falling back to eager with one warning), and ``code`` is the program it runs."""
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -264,6 +265,11 @@ def test_forward_under_no_grad_and_module_compile():
         for _ in range(3):
             assert np.array_equal(model(x)._data, twin(x)._data)
     assert model.forward.last is not None
+    clone = copy.deepcopy(model)          # its own programs, over its own parameters
+    clone[0].weight._data[...] = 0.5
+    with tg.no_grad():
+        assert np.array_equal(clone(x)._data, clone.forward.fn(x)._data)
+        assert not np.array_equal(clone(x)._data, model(x)._data)
 
 
 def test_torch_compile_under_run_is_this_compile(tmp_path, capsys):

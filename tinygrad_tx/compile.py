@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import functools
 import gc
 import inspect
@@ -784,6 +785,12 @@ class CompiledFunction:
             raise RuntimeError("nothing recorded yet: call the compiled function once"
                                + (f" (it runs eagerly: {self.eager_reason})" if self.eager_reason else ""))
         return self.last.code
+
+    def __deepcopy__(self, memo):
+        """A copy (``copy.deepcopy(model)`` after ``model.compile()``) records its own programs: the
+        recorded ones read the original's parameters."""
+        return CompiledFunction(copy.deepcopy(self.fn, memo), fullgraph=self.fullgraph,
+                                max_programs=self.max_programs)
 
     def __getattr__(self, name):   # a compiled module keeps its attributes (torch's OptimizedModule)
         if name == "fn":
