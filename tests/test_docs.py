@@ -10,7 +10,7 @@
   must be printed by a block of its own section, rounded as the prose rounds it, unless
   ``NOT_PRINTED`` says where it comes from instead; the numbers quoted from the long runs
   behind the pictures are in ``LONG_RUNS`` and checked against those runs when
-  ``TINYGRAD_TX_DOCS_LONG=1`` (about a minute of CPU);
+  ``TINYGRAD_TX_DOCS_LONG=1`` (minutes; plot digits-data about half an hour);
 * every ``path``, ``function`` reference (a backticked repository path followed by a
   backticked name) must name a file that exists and a def/class in it, and every image
   must exist;
@@ -78,6 +78,10 @@ LONG_RUNS = {
     "docs/images/compare.png": ["3.8e-16"],
     "tinygrad-tx plot grad-distance --data names.txt -o docs/images/grad_distance.png":
         ["2.074", "2.116", "2.179", "0.46", "0.61", "0.58", "0.74", "1.04", "0.92"],
+    "tinygrad-tx plot name-models --data names.txt -o docs/images/name_models.png":   # 6-7 minutes
+        ["2.164", "16.5", "2.226", "2.422", "2.473", "2.451"],
+    "tinygrad-tx plot digits-data -o docs/images/digits_data.png":   # about half an hour
+        ["91.3", "97.1", "51.4", "84.2"],
 }
 # makemore's names.txt, for a long run that names it (skipped when absent)
 NAMES_TXT = ROOT.parent / "shared" / "data" / "names.txt"
@@ -222,7 +226,8 @@ def test_prose_numbers_are_checked():
 
 
 @pytest.mark.skipif(os.environ.get("TINYGRAD_TX_DOCS_LONG") != "1",
-                    reason="the long runs behind the pictures take about a minute: TINYGRAD_TX_DOCS_LONG=1")
+                    reason="the long runs behind the pictures take minutes (plot digits-data half an hour): "
+                           "TINYGRAD_TX_DOCS_LONG=1")
 @pytest.mark.parametrize("command", sorted(LONG_RUNS))
 def test_numbers_quoted_from_the_long_runs(command, tmp_path):
     text = " ".join((ROOT / "docs" / "tour.md").read_text().split())
@@ -298,6 +303,11 @@ PICTURES = {
     "grad_distance.png": ("tinygrad-tx plot grad-distance --data names.txt -o docs/images/grad_distance.png",
                           "docs/images/grad_distance.png",
                           ["--steps", "2", "--length", "3", "--names", "2", "--batch-size", "4"]),
+    "name_models.png": ("tinygrad-tx plot name-models --data names.txt -o docs/images/name_models.png",
+                        "docs/images/name_models.png", ["--steps", "2", "--eval-every", "1", "--models", "bigram",
+                                                        "rnn"]),
+    "digits_data.png": ("tinygrad-tx plot digits-data -o docs/images/digits_data.png", "docs/images/digits_data.png",
+                        ["--sizes", "10", "0", "--seeds", "1", "--steps", "2"]),
     # the benchmark's plots: the full run times for minutes; --replot draws them from its results.json
     "bench_ratio.png": ("tinygrad-tx bench", "bench/results/ratio.png", None),
     "bench_section11.png": ("tinygrad-tx bench", "bench/results/scaling_section11.png", None),
