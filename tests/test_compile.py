@@ -181,8 +181,8 @@ def _refusal_cases():
     def random_factory(x):
         return x + tg.randn(*x.shape, dtype=x.dtype)
 
-    def invert(x):       # ~mask is made outside a Function and not recorded
-        return (x * 2.0).masked_fill(~(x > 0), 0.0)
+    def isclose(x):      # isclose's mask is made outside a Function and not recorded
+        return (x * 2.0).masked_fill(x.isclose(x * 1.0), 0.0)
 
     def hook(x):
         y = (x * w)
@@ -210,14 +210,14 @@ def _refusal_cases():
         return w.grad * 1.0
 
     return {"item": item_in_middle, "bool": branch_on_value, "tolist": tolist, "numpy": numpy_of_value,
-            "inplace": inplace_edit, "randn": random_factory, "invert": invert, "hook": hook,
+            "inplace": inplace_edit, "randn": random_factory, "isclose": isclose, "hook": hook,
             "graph result": graph_result, "clip grads": clip_grads, "kept": keeps_a_tensor,
             "contains": contains}, w
 
 
 REASONS = {"item": "reads a value", "bool": "reads a value", "tolist": "reads a value", "numpy": "reads a value",
            "contains": "reads a value", "inplace": "in-place", "clip grads": "in-place", "randn": "random numbers",
-           "invert": "made inside the function", "hook": "hook", "graph result": "carries a graph",
+           "isclose": "made inside the function", "hook": "hook", "graph result": "carries a graph",
            "kept": "kept outside"}
 
 
@@ -360,13 +360,12 @@ def test_reading_a_gradient_after_backward_replays():
 
 def test_a_mask_compared_from_the_input_is_recomputed():
     """``masked_fill(x > 0, 0)``: the comparison is made outside a Function; the replay repeats it
-    on each call's input (it is not frozen), as logical_not. (``~mask``, bitwise ops and isclose, in
-    ops/compare.py, are still refused.)"""
+    on each call's input (it is not frozen), as ``~mask`` and ``&``. (isclose is still refused.)"""
     w = nn.Parameter(tg.tensor(np.linspace(-1, 1, 6).reshape(2, 3)))
 
     def f(x):
         y = x * w
-        return y.masked_fill(x > 0, 0.0) + y.masked_fill((y < 0.25).logical_not(), 1.0)
+        return y.masked_fill(x > 0, 0.0) + y.masked_fill(~(y < 0.25) & (x != 0), 1.0)
 
     fn = tg.compile(f)
     rng = np.random.default_rng(0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import ArrayFunction
+from ..autograd import recording as _recording
 from .. import dtypes
 from ..tensor import Tensor, _adopt, _as_operand, _promote_pair, _to_dtype
 from . import elementwise as _E
@@ -147,7 +148,8 @@ def _integer_bits(op, npfn):
             if x.dtype.kind not in "iub":
                 raise TypeError(f"{op}: only integer and bool tensors, got dtype {x.dtype}")
         a, b = _promote_pair(self, _as_operand(other, self))   # torch's result type: uint8 & 3 is uint8
-        return _adopt(_E._binary(op, npfn, a._data, b._data if isinstance(b, Tensor) else b))
+        b = b._data if isinstance(b, Tensor) else b
+        return _adopt(_recording.call(_E._binary, op, npfn, a._data, b))   # recorded by tinygrad_tx.compile
     method.__name__ = op
     return method
 
@@ -158,14 +160,14 @@ def logical(npfn):
         if not isinstance(other, Tensor):   # torch's logical_and(t, True) is a TypeError
             raise TypeError(f"{npfn.__name__}(): argument 'other' (position 1) must be Tensor, not "
                             f"{type(other).__name__} ({other!r})")
-        return _adopt(_E._binary(npfn.__name__, npfn, self._data, other._data))
+        return _adopt(_recording.call(_E._binary, npfn.__name__, npfn, self._data, other._data))
     return method
 
 
 def bitwise_not(self):
     if self._data.dtype.kind not in "iub":
         raise TypeError(f"bitwise_not (~): only integer and bool tensors, got dtype {self._data.dtype}")
-    return _adopt(np.invert(self._data))
+    return _adopt(_recording.call(np.invert, self._data))
 
 
 bitwise_and = _integer_bits("bitwise_and", np.bitwise_and)
