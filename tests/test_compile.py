@@ -203,6 +203,10 @@ def _refusal_cases():
     def contains(x):
         return x * 2.0 if 0.5 in (x * 1.0) else x * 3.0
 
+    def repeat_by_sign(x):     # repeats read from a tensor's values by library code (a broadcast view)
+        flat = x.reshape(-1)
+        return flat.repeat_interleave((flat > 0).long()) * 1.0
+
     def clip_grads(x):     # the in-place scaling of .grad is not a recorded call: refused
         w.grad = None
         (x * w).sum().backward()
@@ -212,13 +216,13 @@ def _refusal_cases():
     return {"item": item_in_middle, "bool": branch_on_value, "tolist": tolist, "numpy": numpy_of_value,
             "inplace": inplace_edit, "randn": random_factory, "isclose": isclose, "hook": hook,
             "graph result": graph_result, "clip grads": clip_grads, "kept": keeps_a_tensor,
-            "contains": contains}, w
+            "contains": contains, "repeat_interleave": repeat_by_sign}, w
 
 
 REASONS = {"item": "reads a value", "bool": "reads a value", "tolist": "reads a value", "numpy": "reads a value",
            "contains": "reads a value", "inplace": "in-place", "clip grads": "in-place", "randn": "random numbers",
            "isclose": "made inside the function", "hook": "hook", "graph result": "carries a graph",
-           "kept": "kept outside"}
+           "kept": "kept outside", "repeat_interleave": "NumPy array"}
 
 
 @pytest.mark.parametrize("case", sorted(REASONS))

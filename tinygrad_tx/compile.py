@@ -244,8 +244,10 @@ class _Recorder:
             self.ns["T_" + name] = tensor
             self.keep.append(tensor)
             self.prologue.append(f"{name} = T_{name}._data")
-        elif not array.flags.writeable or array.ndim == 0:
-            name = self.const(array, "C")       # a read-only array (a causal mask), a number as an array
+        elif array.ndim == 0 or not array.flags.writeable and array.base is None:
+            # a number as a 0-d array (x * 2.0); a read-only array that owns its memory (a causal
+            # mask). Not a read-only view (np.broadcast_to of values read from a tensor).
+            name = self.const(array, "C")
         else:
             raise _Refuse(f"a writeable NumPy array of shape {tuple(array.shape)} computed in Python is "
                           "passed to an op: it cannot be traced (pass it as an argument, or as a Tensor)")
