@@ -830,19 +830,20 @@ class CompiledFunction:
         if recorder.refused is not None:
             self.refusals += 1
             if self.refusals >= 2 or self.fullgraph:
-                self._give_up(recorder.refused)
+                self._give_up(recorder.refused, stacklevel=4)
             return result
         program = _Program(code, recorder.ns, recorder.modules, recorder.live)
         self.programs.setdefault(key, []).append(program)
         self.last = program
         return result
 
-    def _give_up(self, reason):
+    def _give_up(self, reason, stacklevel=3):
         self.eager_reason = reason
-        message = f"tinygrad_tx.compile: {getattr(self.fn, '__qualname__', self.fn)!s} runs eagerly: {reason}"
+        name = getattr(self.fn, "__qualname__", None) or type(self.fn).__name__
+        message = f"tinygrad_tx.compile: {name} runs eagerly: {reason}"
         if self.fullgraph:
             raise CompileRefused(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)   # at the caller's line
 
 
 def _argument_names(fn, n, flat) -> list:
