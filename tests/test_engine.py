@@ -297,8 +297,8 @@ def test_no_grad_records_no_saved_memory():
 @pytest.mark.parametrize("data", [[1, 2], np.array([1, 2], dtype=np.int32), [True, False]])
 def test_requires_grad_on_non_float_raises_type_error(data):
     with pytest.raises(TypeError, match="floating point"):
-        tg.Tensor(data, requires_grad=True)
-    t = tg.Tensor(data)
+        tg.tensor(data, requires_grad=True)
+    t = tg.tensor(data)
     with pytest.raises(TypeError, match="floating point"):
         t.requires_grad_()
     with pytest.raises(RuntimeError):  # torch refuses as well

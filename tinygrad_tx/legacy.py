@@ -1,6 +1,16 @@
-"""torch's legacy names that teaching code still writes: the typed constructors
-``FloatTensor``/``LongTensor``/... (calls and ``isinstance`` checks), ``autograd.Variable`` and
-``torch.range``.
+"""torch's legacy names that teaching code still writes: ``torch.Tensor(...)`` called as a
+constructor, the typed constructors ``FloatTensor``/``LongTensor``/... (calls and ``isinstance``
+checks), ``autograd.Variable`` and ``torch.range``.
+
+* ``Tensor(...)`` given sizes, a Python sequence, a Tensor or nothing is torch's legacy
+  ``torch.Tensor(...)`` (``tensor_constructor``): ``Tensor(2, 3)`` / ``Tensor(torch.Size([2,
+  3]))`` a new (2, 3) tensor of the default float (torch leaves it uninitialised; here it is
+  zeros), ``Tensor([1, 2])`` the data in the default float (``tensor([1., 2.])``), ``Tensor()``
+  an empty one of shape (0,), ``Tensor(t)`` an alias of ``t`` whatever its dtype. A Python
+  number (``Tensor(3.5)``), ``dtype=`` or ``requires_grad=`` is torch's TypeError.
+  NumPy data (an array or a NumPy scalar) keeps ``torch.tensor``'s rules here -- the array's
+  dtype, ``dtype=`` and ``requires_grad=`` accepted -- where torch's legacy constructor would
+  convert it to the default float: the engine and its tests build every tensor that way.
 
 * ``FloatTensor(2, 3)`` is a new (2, 3) float32 tensor (torch leaves it uninitialised; here it
   is zeros), ``FloatTensor([1, 2])`` holds the data as float32, ``FloatTensor()`` is empty
@@ -23,7 +33,7 @@ import numpy as np
 
 from . import dtypes as _dtypes
 from ._factory_args import leaf, resolve_dtype
-from .tensor import Tensor
+from .tensor import _NO_DATA, Tensor
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
            "CharTensor", "ByteTensor", "BoolTensor", "Variable", "legacy_range"]
@@ -57,42 +67,74 @@ class _LegacyTensorType(type):
         return False
 
     def __call__(cls, *args, device=None, **kwargs):
-        name = cls.__name__
-        if kwargs:
-            raise TypeError(f"{name}(): unexpected keyword argument(s) {', '.join(sorted(kwargs))} "
-                            f"(the legacy constructors take sizes or data, and device=); use "
-                            f"tinygrad_tx.tensor(data, dtype=..., requires_grad=...)")
-        if device is not None and str(device) != "cpu":
-            from .device import device as _device_cls
-            _device_cls(device)               # an unknown device string raises there
-            raise RuntimeError(f"{name}(): device={device!r}: tinygrad_tx runs on the cpu only")
-        dt = cls._np_dtype
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            other = args[0]
-            if other._data.dtype != dt:
-                raise TypeError(f"{name}(): expected a tensor of dtype {dt}, got one of dtype "
-                                f"{other._data.dtype}; cast it with .to({dt.name}) or .type({name!r})")
-            return other[...]                 # an alias (a view), as torch's: gradients flow through
-        if len(args) == 1 and isinstance(args[0], (tuple, list)) and args[0] and type(args[0]).__name__ == "Size":
-            args = tuple(args[0])
-        if _is_size(args):                    # FloatTensor(), FloatTensor(2, 3)
-            shape = tuple(int(a) for a in args) if args else (0,)
-            if any(s < 0 for s in shape):
-                raise RuntimeError(f"{name}(): trying to create tensor with negative dimension: "
-                                   f"sizes {shape}")
-            return leaf(np.zeros(shape, dtype=dt))
-        if len(args) != 1:
-            raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got arguments of types "
-                            f"({', '.join(type(a).__name__ for a in args)})")
-        data = args[0]
-        if isinstance(data, (str, bytes)):
-            raise TypeError(f"{name}(): invalid data type {type(data).__name__!r} (data={data!r})")
-        if not isinstance(data, (list, tuple, np.ndarray)):
-            raise TypeError(f"{name}(): data must be a sequence (got {type(data).__name__}: {data!r})")
-        from .factories import tensor
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # a nested one-element Tensor copied: no copy warning
-            return tensor(data, dtype=getattr(_dtypes, dt.name))
+        return construct(cls.__name__, cls._np_dtype, args, device, kwargs)
+
+
+_STATE = tuple(name for name in Tensor.__slots__ if name != "__weakref__")
+
+
+def tensor_constructor(self: Tensor, data, sizes: tuple, requires_grad, dtype, device) -> None:
+    """``Tensor(...)`` called as torch's legacy constructor ``torch.Tensor(...)`` (anything but
+    NumPy data, which keeps ``torch.tensor``'s rules here): fills ``self`` with the tensor
+    :func:`construct` builds. ``dtype=``/``requires_grad=`` are not arguments of that
+    constructor (torch raises; so does this)."""
+    kwargs = {k: v for k, v in (("requires_grad", requires_grad), ("dtype", dtype))
+              if v is not None and v is not False}
+    args = sizes if data is _NO_DATA else (data, *sizes)
+    made = construct("Tensor", None, args, device, kwargs)
+    for name in _STATE:
+        setattr(self, name, getattr(made, name))
+
+
+def construct(name: str, dt, args: tuple, device, kwargs: dict) -> Tensor:
+    """torch's legacy constructors, ``FloatTensor(...)`` & co. (``dt`` their dtype) and
+    ``torch.Tensor(...)`` (``dt`` None: the default float, and a Tensor of any dtype aliased):
+    sizes (ints or a ``torch.Size``) give a new tensor of zeros (torch leaves it uninitialised),
+    no arguments an empty one of shape (0,), one sequence its data in the dtype, one Tensor an
+    alias of it (a view: gradients flow through, as torch's ``AliasBackward``)."""
+    if kwargs:
+        given = ", ".join(f"{k}={v}" for k, v in sorted(kwargs.items()))
+        raise TypeError(f"{name}(): unexpected keyword argument(s) {given} (the legacy constructors take "
+                        f"sizes or data, and device=); use tinygrad_tx.tensor(data, dtype=..., requires_grad=...)")
+    if device is not None and str(device) != "cpu":
+        from .device import device as _device_cls
+        _device_cls(device)               # an unknown device string raises there
+        raise RuntimeError(f"{name}(): device={device!r}: tinygrad_tx runs on the cpu only")
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        other = args[0]
+        if dt is not None and other._data.dtype != dt:
+            raise TypeError(f"{name}(): expected a tensor of dtype {dt}, got one of dtype "
+                            f"{other._data.dtype}; cast it with .to({dt.name}) or .type({name!r})")
+        if device is not None:
+            raise RuntimeError(f"Legacy tensor constructor of the form {name}(tensor, device={device!r}) is "
+                               f"not supported. Use tinygrad_tx.tensor(...) or tinygrad_tx.as_tensor(...) instead.")
+        return other[...]                 # an alias (a view), as torch's: gradients flow through
+    dt = _dtypes.default_float() if dt is None else dt
+    if len(args) == 1 and isinstance(args[0], (tuple, list)) and type(args[0]).__name__ == "Size":
+        return _new_of_size(name, tuple(args[0]), dt)   # torch.Size([2, 3]); Size([]) is 0-d
+    if _is_size(args):                    # FloatTensor(), FloatTensor(2, 3)
+        return _new_of_size(name, args if args else (0,), dt)
+    if len(args) != 1:
+        raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got arguments of types "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    data = args[0]
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"{name}(): invalid data type {type(data).__name__!r} (data={data!r})")
+    if isinstance(data, range):
+        data = list(data)
+    if not isinstance(data, (list, tuple, np.ndarray)):
+        raise TypeError(f"{name}(): data must be a sequence (got {type(data).__name__}: {data!r})")
+    from .factories import tensor
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # a nested one-element Tensor copied: no copy warning
+        return tensor(data, dtype=getattr(_dtypes, dt.name))
+
+
+def _new_of_size(name: str, sizes: tuple, dt) -> Tensor:
+    shape = tuple(int(a) for a in sizes)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"{name}(): trying to create tensor with negative dimension: sizes {shape}")
+    return leaf(np.zeros(shape, dtype=dt))
 
 
 def _legacy_class(name: str, np_name: str):

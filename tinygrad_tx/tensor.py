@@ -117,6 +117,17 @@ class _View:
         self.base, self.steps, self.version = base, steps, version
 
 
+class _NoData:
+    """``Tensor()``'s missing ``data`` (``torch.Tensor()`` is an empty float tensor)."""
+
+    def __repr__(self) -> str:
+        return "<no data>"
+
+
+_NO_DATA = _NoData()
+_NUMPY_DATA = (np.ndarray, np.generic)   # data that keeps torch.tensor's rules in Tensor(...)
+
+
 class Tensor:
     """An n-dimensional array that can record the operations applied to it.
 
@@ -127,36 +138,48 @@ class Tensor:
     The array is ``_data`` (``.numpy()`` returns it); ``.data`` is a Tensor sharing it whose
     in-place changes autograd does not see (as torch's ``.data``); ``.grad`` is a Tensor or None.
 
-    ``Tensor(a)`` copies ``a`` (as ``torch.tensor`` does: editing ``a`` afterwards leaves the
-    tensor alone); ``tinygrad_tx.from_numpy(a)`` shares its memory, ``as_tensor`` shares when
-    the dtype allows. A subclass (``nn.Parameter``) wraps a Tensor's or array's memory without
-    copying, as ``torch.nn.Parameter`` does. Complex data is refused (TypeError): every
-    backward here is written for real inputs.
+    ``Tensor(a)`` of a NumPy array copies ``a`` and keeps its dtype (as ``torch.tensor`` does:
+    editing ``a`` afterwards leaves the tensor alone); ``tinygrad_tx.from_numpy(a)`` shares its
+    memory, ``as_tensor`` shares when the dtype allows. A known difference: torch's legacy
+    ``torch.Tensor(a)`` converts an array to the default float (float32); use
+    ``Tensor(a.astype(np.float32))`` or ``tinygrad_tx.tensor(a, dtype=...)`` for that. Anything
+    else follows torch's legacy constructor (``legacy.py``): ``Tensor(2, 3)`` is a new (2, 3)
+    tensor of the default float (zeros; torch leaves it uninitialised), ``Tensor([1, 2])``
+    ``tensor([1., 2.])``, ``Tensor()`` empty, ``Tensor(t)`` an alias of ``t``.
+
+    A subclass (``nn.Parameter``) wraps a Tensor's or array's memory without copying, as
+    ``torch.nn.Parameter`` does. Complex data is refused (TypeError): every backward here is
+    written for real inputs.
     """
 
     __slots__ = ("_data", "_grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
                  "_vc", "_view", "__weakref__")
     __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected ops
 
-    def __init__(self, data, requires_grad: bool = False, dtype=None, device=None):
+    def __init__(self, data=_NO_DATA, *sizes, requires_grad: bool = False, dtype=None, device=None):
         if device is not None:
             _device.check(device)
         dtype = dtypes.resolve(dtype)
-        if type(self) is not Tensor and isinstance(data, (Tensor, np.ndarray)) and dtype is None:
-            # a subclass (nn.Parameter) wraps the array it is given, as torch.nn.Parameter does
-            self._data = _wrapped(data)
+        if sizes or (type(self) is Tensor and not isinstance(data, _NUMPY_DATA)):
+            # Tensor(2, 3), Tensor([1, 2]), Tensor(t), Tensor(): torch.Tensor's legacy rules (legacy.py)
+            from .legacy import tensor_constructor
+            tensor_constructor(self, data, sizes, requires_grad, dtype, device)
         else:
-            self._data = _to_array(data, dtype)
-        self._grad = None
-        self._ctx = None
-        self._retains_grad = False
-        self._hooks = ()
-        self._name = None
-        self._vc = None
-        self._view = None
-        self._requires_grad = False
-        if requires_grad:
-            self.requires_grad = True
+            if type(self) is not Tensor and isinstance(data, (Tensor, np.ndarray)) and dtype is None:
+                # a subclass (nn.Parameter) wraps the array it is given, as torch.nn.Parameter does
+                self._data = _wrapped(data)
+            else:
+                self._data = _to_array(data, dtype)
+            self._grad = None
+            self._ctx = None
+            self._retains_grad = False
+            self._hooks = ()
+            self._name = None
+            self._vc = None
+            self._view = None
+            self._requires_grad = False
+            if requires_grad:
+                self.requires_grad = True
         if _recording.recorder is not None:   # tinygrad_tx.compile: a tensor made outside a Function
             _recording.recorder.created(self, data, dtype)
 
@@ -988,8 +1011,10 @@ def _as_operand(x, like: Tensor):
     ``like`` is unused (kept for the op modules that pass it)."""
     if isinstance(x, Tensor) or isinstance(x, _SCALARS):
         return x
-    if isinstance(x, (np.ndarray, list, tuple)):
+    if isinstance(x, np.ndarray):
         return Tensor(x)
+    if isinstance(x, (list, tuple)):     # as torch.tensor makes it (ints int64), not torch.Tensor(list)
+        return Tensor(_to_array(x))
     if isinstance(x, complex):
         raise TypeError(dtypes.COMPLEX_REFUSED.format(what=f"the scalar {x!r}"))
     raise TypeError(f"unsupported operand type {type(x).__name__} for a Tensor operation")
@@ -1098,8 +1123,10 @@ def _reflected(fn, self, other):
 def _matmul_operand(o) -> "Tensor":
     if isinstance(o, Tensor):
         return o
-    if isinstance(o, (np.ndarray, list, tuple)):
+    if isinstance(o, np.ndarray):
         return Tensor(o)
+    if isinstance(o, (list, tuple)):     # as torch.tensor makes it (ints int64), not torch.Tensor(list)
+        return Tensor(_to_array(o))
     raise TypeError(f"matmul: argument 'other' must be a Tensor, not {type(o).__name__} ({o!r})")
 
 

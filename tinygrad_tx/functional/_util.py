@@ -21,8 +21,11 @@ def as_tensor(x, op: str, name: str) -> Tensor:
     """``x`` as a Tensor (arrays and Python numbers are wrapped; Tensors pass through)."""
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, (np.ndarray, np.generic, list, tuple, float, int)) and not isinstance(x, bool):
+    if isinstance(x, (np.ndarray, np.generic)):
         return Tensor(x)
+    if isinstance(x, (list, tuple, float, int)) and not isinstance(x, bool):
+        from ..factories import tensor    # torch.tensor's rules (Tensor(3) is torch.Tensor's size 3)
+        return tensor(x)
     raise TypeError(f"{op}: {name} must be a Tensor, got {type(x).__name__}")
 
 
