@@ -633,6 +633,31 @@ def test_state_dict_round_trip_ours_torch_ours(kind):
         assert back.token_embedding.weight is not back.mlm_head.weight
 
 
+MORE_BUILDERS = {
+    "CNN": lambda lib: lib.CNN(8, 1, 3, 2, 3),
+    "RecurrentLM": lambda lib: lib.RecurrentLM(11, 4, 6, 5, 2, "lstm"),
+    "BagOfWordsLM": lambda lib: lib.BagOfWordsLM(11, 4, 6, 5, 1),
+    "WaveNetLM": lambda lib: lib.WaveNetLM(11, 4, 6, 2, 2),
+}
+
+
+@pytest.mark.parametrize("default", ["float64", "float32"])
+@pytest.mark.parametrize("kind", [*MODEL_BUILDERS, *MORE_BUILDERS])
+@pytest.mark.cpu_only(reason="dtypes of freshly built models, nothing computed")
+def test_parameters_and_buffers_take_the_default_dtype_as_the_twins(kind, default):
+    """Built under ``set_default_dtype``, every parameter and buffer (the non-persistent causal
+    mask included) has the dtype its torch twin's has: ViT's cls_token/pos_embedding and the
+    GPT causal mask follow the default float; the bigram counts stay int32."""
+    build = {**MODEL_BUILDERS, **MORE_BUILDERS}[kind]
+    tg.set_default_dtype(getattr(tg, default))
+    torch.set_default_dtype(getattr(torch, default))
+    ours, twin = build(M), build(R)
+
+    def dtypes_of(model):
+        return {n: np.dtype(str(t.dtype).split(".")[-1]) for n, t in [*model.named_parameters(), *model.named_buffers()]}
+    assert dtypes_of(ours) == dtypes_of(twin)
+
+
 @given(vocab=st.integers(2, 20), hw=heads_and_width(), n_layers=st.integers(0, 3), block_size=st.integers(1, 9),
        seed=seeds)
 def test_gpt_state_dict_round_trip_random_configs(vocab, hw, n_layers, block_size, seed):

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import functional as F
 from .. import nn
+from ..dtypes import default_float
 from ..ops.flash_attention import flash_attention
 from ..factories import arange
 from ..tensor import Tensor, _adopt
@@ -115,7 +116,7 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(dropout)
 
         # Causal mask buffer, not saved in the state dict (persistent=False)
-        mask = np.tril(np.ones((block_size, block_size), dtype=np.float32)).reshape(1, 1, block_size, block_size)
+        mask = np.tril(np.ones((block_size, block_size), dtype=default_float())).reshape(1, 1, block_size, block_size)
         mask.flags.writeable = False   # a constant: lets forward reuse what it derives from it
         self.register_buffer("causal_mask", _adopt(mask), persistent=False)  # no copy: stays read-only
 

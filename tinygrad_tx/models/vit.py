@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import functional as F
 from .. import nn
+from ..dtypes import default_float
 from ..tensor import Tensor, cat
 from .gpt import as_targets
 from .inputs import as_pair, check_heads, check_image, check_patch_grid
@@ -51,8 +52,8 @@ class ViT(nn.Module):
         self.num_classes = num_classes
         self.patch_embed = PatchEmbedding(image_size, patch_size, in_channels, d_model)
         n = self.patch_embed.num_patches
-        self.cls_token = nn.Parameter(np.zeros((1, 1, d_model), dtype=np.float32))
-        self.pos_embedding = nn.Parameter(np.zeros((1, n + 1, d_model), dtype=np.float32))
+        self.cls_token = nn.Parameter(np.zeros((1, 1, d_model), dtype=default_float()))
+        self.pos_embedding = nn.Parameter(np.zeros((1, n + 1, d_model), dtype=default_float()))
         nn.init.normal_(self.pos_embedding, std=0.02)
         self.dropout = nn.Dropout(dropout)
         self.blocks = nn.Sequential(*[EncoderBlock(d_model, n_heads, dropout, attn_impl) for _ in range(n_layers)])
