@@ -10,7 +10,7 @@
   must be printed by a block of its own section, rounded as the prose rounds it, unless
   ``NOT_PRINTED`` says where it comes from instead; the numbers quoted from the long runs
   behind the pictures are in ``LONG_RUNS`` and checked against those runs when
-  ``TINYGRAD_TX_DOCS_LONG=1`` (minutes; plot digits-data about half an hour);
+  ``TINYGRAD_TX_DOCS_LONG=1`` (minutes; plot digits-data 10-30 of them);
 * every ``path``, ``function`` reference (a backticked repository path followed by a
   backticked name) must name a file that exists and a def/class in it, and every image
   must exist;
@@ -80,7 +80,7 @@ LONG_RUNS = {
         ["2.074", "2.116", "2.179", "0.46", "0.61", "0.58", "0.74", "1.04", "0.92"],
     "tinygrad-tx plot name-models --data names.txt -o docs/images/name_models.png":   # 6-7 minutes
         ["2.164", "16.5", "2.226", "2.422", "2.473", "2.451"],
-    "tinygrad-tx plot digits-data -o docs/images/digits_data.png":   # about half an hour
+    "tinygrad-tx plot digits-data -o docs/images/digits_data.png":   # 10-30 minutes
         ["91.3", "97.1", "51.4", "84.2"],
 }
 # makemore's names.txt, for a long run that names it (skipped when absent)
@@ -226,7 +226,7 @@ def test_prose_numbers_are_checked():
 
 
 @pytest.mark.skipif(os.environ.get("TINYGRAD_TX_DOCS_LONG") != "1",
-                    reason="the long runs behind the pictures take minutes (plot digits-data half an hour): "
+                    reason="the long runs behind the pictures take minutes (plot digits-data 10-30): "
                            "TINYGRAD_TX_DOCS_LONG=1")
 @pytest.mark.parametrize("command", sorted(LONG_RUNS))
 def test_numbers_quoted_from_the_long_runs(command, tmp_path):
