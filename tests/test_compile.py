@@ -378,3 +378,262 @@ def test_a_mask_compared_from_the_input_is_recomputed():
             x = tg.tensor(rng.standard_normal((2, 3)))
             assert np.array_equal(fn(x)._data, f(x)._data)
     assert fn.eager_reason is None and "greater" in fn.code
+
+
+# ---------------------------------------------------------------------------- Python values read by name
+
+SCALE = 1.0          # a global number the step below reads (test_a_global_number_is_a_guard)
+
+
+def _scaled_step(model, opt, x):
+    opt.zero_grad()
+    loss = (model(x) ** 2).mean() * SCALE
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _linear_and_sgd():
+    tg.manual_seed(0)
+    model = nn.Linear(3, 2)
+    return model, optim.SGD(model.parameters(), lr=0.1)
+
+
+X3 = tg.tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))
+
+
+def _both(make_step, settings):
+    """Eager and compiled runs of ``make_step() -> (step, set_value, model)``: before each call
+    ``set_value(s)`` for s in ``settings``; the losses and final parameters of each, and the
+    compiled function."""
+    runs = []
+    for compiled in (False, True):
+        step, set_value, model = make_step()
+        fn = tg.compile(step) if compiled else step
+        losses = []
+        for s in settings:
+            set_value(s)
+            losses.append(fn()._data.copy())
+        runs.append((losses, [p._data.copy() for p in model.parameters()], fn))
+    (eager, eager_params, _), (comp, comp_params, fn) = runs
+    for u, v in zip(eager + eager_params, comp + comp_params):
+        assert np.array_equal(u, v), (u, v)
+    assert fn.eager_reason is None
+    return fn
+
+
+def _programs(fn):
+    return sum(map(len, fn.programs.values()))
+
+
+def test_a_global_number_is_a_guard():
+    """The issue's reproduction: a global number read by a function the step calls was frozen at
+    the first call; now a changed value records a new program (an unchanged one replays)."""
+    global SCALE
+
+    def make():
+        model, opt = _linear_and_sgd()
+
+        def set_scale(s):
+            global SCALE
+            SCALE = s
+        return (lambda: _scaled_step(model, opt, X3)), set_scale, model
+
+    try:
+        fn = _both(make, [1.0, 2.0, 3.0, 3.0, 1.0])
+    finally:
+        SCALE = 1.0
+    assert _programs(fn) == 3                      # 1.0, 2.0, 3.0; then replays
+
+
+def test_a_closure_number_is_a_guard():
+    def make():
+        model, opt = _linear_and_sgd()
+        scale = 1.0
+
+        def step():
+            opt.zero_grad()
+            loss = (model(X3) ** 2).mean() * scale
+            loss.backward()
+            opt.step()
+            return loss
+
+        def set_scale(s):
+            nonlocal scale
+            scale = s
+        return step, set_scale, model
+
+    fn = _both(make, [1.0, 0.5, 0.5, 2.0])
+    assert _programs(fn) == 3
+
+
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+        self.scale = 1.0
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+class _Outer(nn.Module):
+    """Reads a number of its child through ``self`` in forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = _Scaled()
+        self.drop = nn.Dropout(0.0)
+
+    def forward(self, x):
+        return self.drop(self.inner.lin(x)) / self.inner.scale
+
+
+@pytest.mark.parametrize("where", ["attribute", "child attribute", "dropout p", "eps"])
+def test_a_module_number_is_a_guard(where):
+    """``model.scale = ...`` between calls (the module compiled, or a step calling it); a child's
+    number read through ``self`` in forward; a library module's number (a dropout's p, a layer
+    norm's eps): each equal to eager at every call."""
+    def make():
+        tg.manual_seed(0)
+        model = _Scaled() if where == "attribute" else _Outer()
+        if where == "eps":
+            model.inner.lin = nn.Sequential(nn.Linear(3, 2), nn.LayerNorm(2))
+        opt = optim.SGD(model.parameters(), lr=0.1)
+
+        def set_value(v):
+            tg.manual_seed(1)           # the same dropout masks in both runs
+            if where == "attribute":
+                model.scale = v
+            elif where == "child attribute":
+                model.inner.scale = v
+            elif where == "dropout p":
+                model.drop.p = v - 1.0
+            else:
+                model.inner.lin[1].eps = v
+        return (lambda: _scaled_step(model, opt, X3)), set_value, model
+
+    fn = _both(make, [1.0, 1.5, 1.5, 1.25, 1.0])
+    assert _programs(fn) == 3
+
+
+def test_an_unchanged_value_does_not_record_again():
+    """Globals, closure numbers, module attributes and small dicts of numbers all read by name and
+    all unchanged: one program, replayed."""
+    model = _Outer()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    cfg = {"weight": 0.5}
+
+    def step():
+        return _scaled_step(model, opt, X3).detach() * cfg["weight"]
+
+    fn = tg.compile(step)
+    for _ in range(5):
+        fn()
+    assert _programs(fn) == 1 and fn.eager_reason is None
+    assert fn.last.reads.changed() is None
+    cfg["weight"] = 0.25                  # a small dict of numbers is compared by value
+    assert fn.last.reads.changed() is not None
+
+
+def test_a_global_tensor_is_read_live_and_rebinding_it_records_again():
+    """A tensor the function reads by name (not an argument): an in-place change is read by the
+    replay; the name bound to another tensor is a failed guard."""
+    def make():
+        model, opt = _linear_and_sgd()
+        x = tg.tensor(X3._data.copy())
+
+        def step():
+            opt.zero_grad()
+            loss = (model(x) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        def set_x(s):
+            nonlocal x
+            if s == "edit":
+                with tg.no_grad():
+                    x.mul_(2.0)
+            elif s == "rebind":
+                x = tg.tensor(X3._data * 3.0)
+        return step, set_x, model
+
+    fn = _both(make, [None, "edit", None, "rebind", None])
+    assert _programs(fn) == 2                      # the edit is read live; the new tensor retraces
+
+
+def test_a_number_changed_inside_the_call_is_refused():
+    """A counter incremented by the function: the replay would not repeat the increment, so the
+    function runs eagerly (with one warning naming it)."""
+    calls = 0
+
+    def step(x):
+        nonlocal calls
+        calls += 1
+        return x * 2.0
+
+    fn = tg.compile(step)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            fn(X3)
+    assert calls == 3 and fn.eager_reason is not None and "`calls`" in fn.eager_reason
+    assert "changed during the call" in fn.eager_reason and len(caught) == 1
+
+
+def test_a_number_changing_at_every_call_gives_up_naming_it():
+    """A value that differs at every call (read from a small dict of numbers): each call records
+    a new program, correct each time; past ``max_programs`` it runs eagerly, naming the value."""
+    state = {"lr": 1.0}
+
+    def step(x):
+        return x * state["lr"]
+
+    fn = CompiledFunction(step, max_programs=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(5):
+            state["lr"] = float(k)
+            assert np.array_equal(fn(X3)._data, step(X3)._data)
+    assert fn.eager_reason is not None and "`state`" in fn.eager_reason, fn.eager_reason
+    assert len(caught) == 1
+
+
+def test_an_object_attribute_read_by_name_is_a_guard():
+    """``cfg.scale`` on a plain object the function reads by name."""
+    import types
+
+    def make():
+        model, opt = _linear_and_sgd()
+        cfg = types.SimpleNamespace(scale=1.0, name="run")
+
+        def step():
+            opt.zero_grad()
+            loss = (model(X3) ** 2).mean() * cfg.scale
+            loss.backward()
+            opt.step()
+            return loss
+
+        def set_scale(s):
+            cfg.scale = s
+        return step, set_scale, model
+
+    fn = _both(make, [1.0, 2.0, 2.0, 0.5])
+    assert _programs(fn) == 3
+
+
+def test_an_lr_scheduler_outside_keeps_one_program():
+    """The optimizer's hyperparameters are read live by its replayed ``step()``: a scheduler
+    stepped between calls changes the learning rate without a new recording."""
+    def make():
+        model, opt = _linear_and_sgd()
+        sched = optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+
+        def set_value(k):
+            if k:
+                sched.step()
+        return (lambda: _scaled_step(model, opt, X3)), set_value, model
+
+    fn = _both(make, [0, 1, 1, 1])
+    assert _programs(fn) == 1

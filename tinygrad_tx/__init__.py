@@ -25,7 +25,7 @@ globals().update(_bind())   # every op module's FUNCTIONS (tinygrad_tx.sin, ...)
 from . import accelerator, backends, cuda, distributions, functional, linalg, nn, optim, random, utils  # noqa: E402
 from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi: Python floats, as torch's)
 from .serialization import load, save  # noqa: E402  (torch.save / torch.load, no pickle danger)
-from .compile import compile  # noqa: E402,A004  (torch.compile: record once, replay; compile.py)
+from .compile import compile  # noqa: E402,A004  (torch.compile: record once, replay; compile/)
 
 __version__ = "0.1.0"
 

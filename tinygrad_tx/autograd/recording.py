@@ -1,7 +1,7 @@
 """The one slot through which the engine tells ``tinygrad_tx.compile`` what a call runs.
 
 ``recorder`` is None except while a compiled function's first call is being recorded
-(``tinygrad_tx/compile.py``); then it is that call's recorder, and the few places that run or
+(the ``tinygrad_tx/compile/`` package); then it is that call's recorder, and the few places that run or
 create arrays outside it (``ArrayFunction.apply``, ``run_backward``, the reduction of broadcast
 gradients, tensor creation, reading a value into Python, in-place edits, the optimizers'
 ``step``/``zero_grad``, a module call, a dropout mask's draw) hand it what they do. Each such

@@ -1,63 +1,25 @@
-"""``tinygrad_tx.compile``: run a function once with the engine, then replay what it ran.
-
-The first call of a compiled function (a model's forward, or a whole training step: forward,
-``backward()``, ``optimizer.step()``, ``zero_grad()``) runs eagerly while a :class:`_Recorder`
-writes down every NumPy-level step the engine takes: each Function's ``forward``, each node's
-``backward`` in the engine's order, the reduction of a broadcast gradient, each sum of two
-gradients that reach the same value, each leaf's ``.grad`` accumulation, the optimizer's
-``step()`` and ``zero_grad()``, and each dropout mask drawn. What it wrote down is a Python
-function, one line per step, with the values named after the ops that made them::
-
-    ctx3 = Ctx(True, True); matmul_3 = MatMul.forward(ctx3, relu_2, fc2_weight_t)
-    ...
-    g_relu_2, g_fc2_weight_t = MatMul.backward(ctx3, g_matmul_3)
-
-Later calls whose guards hold (the arguments' shapes, dtypes and ``requires_grad``, the Python
-numbers among them, grad mode, the default dtype, each module's ``training`` flag, each
-parameter's shape and dtype) run that function: the same Function code eager runs, in the same
-order, on the same arrays -- so the results are bit-identical to eager -- with no Tensor, graph
-node, version counter or saved-memory bookkeeping. ``compiled.code`` is its source.
-
-What cannot be replayed is refused while recording, and the call finishes eagerly: a value read
-into Python (``.item()``, ``bool(t)``, ``.tolist()``, ``.numpy()``), an in-place edit, random
-numbers drawn outside a Function (other than a dropout mask, which is drawn again each call from
-the same generator, in the same order), a tensor made from data the recorder cannot trace, hooks,
-``create_graph``, a graph reaching nodes made before the call, a result that still carries a
-graph, or a computed tensor kept outside the call (an attribute, a list, a cache). A refused function is retried once (a cache filled on the first call); after the second
-refusal it stays eager, and a warning names the reason once (``fullgraph=True`` raises instead).
-
-Not seen by the recorder, and so not replayed: Python side effects that keep no tensor (printing,
-an LR scheduler's ``step()`` inside the function -- an optimizer whose hyperparameters changed
-during the recording is refused, but keep schedulers outside), a Python number read from
-elsewhere than the arguments (a global: pass such numbers as arguments), and checks that library
-code makes on an array's values without reading them through a Tensor (``GPTLanguageModel``'s
-token-id range check runs on the recorded call only).
-"""
+"""The recorder of ``tinygrad_tx.compile``: each hook of ``autograd/recording.py`` lands in one
+method of :class:`_Recorder`, which writes that step of the call as a line of the program (see the
+package docstring), or refuses what a replay could not repeat."""
 from __future__ import annotations
 
-import ast
-import builtins
-import copy
 import functools
 import gc
-import inspect
 import re
 import sys
 import types
-import warnings
 
 import numpy as np
 
-from . import dtypes as _dtypes
-from .autograd import anomaly as _anomaly
-from .autograd import engine as _engine
-from .autograd import recording as _recording
-from .autograd.broadcast import reduce_grad_to_input
-from .autograd.function import Context, _as_array, _NoGradContext
-from .autograd.grad_mode import _state as _grad_mode
-from .tensor import Tensor, _to_array, default_generator
-
-__all__ = ["compile", "CompiledFunction", "CompileRefused", "Ctx"]
+from ..autograd import anomaly as _anomaly
+from ..autograd import engine as _engine
+from ..autograd import recording as _recording
+from ..autograd.broadcast import reduce_grad_to_input
+from ..autograd.function import Context, _as_array, _NoGradContext
+from ..autograd.grad_mode import _state as _grad_mode
+from ..tensor import Tensor, _to_array, default_generator
+from .guards import NameReads, _members
+from .program import _SUMS, Ctx, _free_when_dead, _identifier, _index_src, _literal, accumulate_grad, one
 
 
 class CompileRefused(RuntimeError):
@@ -68,40 +30,8 @@ class _Refuse(Exception):
     pass
 
 
-class Ctx:
-    """A Function's ctx in a replay: what its forward saves, read by its backward; no graph."""
-
-    __slots__ = ("needs_input_grad", "_saved", "__dict__")
-
-    def __init__(self, *needs_input_grad):
-        self.needs_input_grad = needs_input_grad
-        self._saved = ()
-
-    def save_for_backward(self, *arrays):
-        self._saved = arrays
-
-    @property
-    def saved_tensors(self):
-        return self._saved
-
-
-def one(result):
-    """The one gradient of a one-input Function's backward (which may return it in a tuple)."""
-    return result[0] if isinstance(result, tuple) else result
-
-
-# Where the engine sums a tensor's gradient terms through helpers (``add_term``, and ``dense`` for the
-# sum's plain array), the program calls the same ones; where it writes ``total + term``, so does the program.
-_SUMS = getattr(_engine, "add_term", None) is not None and getattr(_engine, "dense", None) is not None
-
-
-def accumulate_grad(leaf, g):
-    """``leaf.grad += g`` as the engine does it (``engine._accumulate``)."""
-    _engine._accumulate(leaf, g)
-
-
 def _deterministic_factories() -> set:
-    from . import factories as f
+    from .. import factories as f
     names = ("arange", "zeros", "ones", "full", "eye", "zeros_like", "ones_like", "full_like", "linspace")
     return {getattr(f, n).__code__ for n in names if hasattr(getattr(f, n, None), "__code__")}
 
@@ -116,20 +46,6 @@ def _made_by_factory(depth: int = 8) -> bool:
     if _FACTORY_CODES is None:
         _FACTORY_CODES = _deterministic_factories()
     return _on_stack(_FACTORY_CODES, depth)
-
-
-def _identifier(text: str) -> str:
-    s = re.sub(r"\W+", "_", text).strip("_").lower()
-    return s if s and not s[0].isdigit() else "p_" + s
-
-
-def _literal(x):
-    """Python source for a simple constant, or None."""
-    if x is None or isinstance(x, (bool, int, str)) and type(x) in (bool, int, str):
-        return repr(x)
-    if type(x) is float and np.isfinite(x):
-        return repr(x)
-    return None
 
 
 class _Recorder:
@@ -163,6 +79,7 @@ class _Recorder:
         self.opaque = None               # (object, ids of its parameters) right after zero_grad/step
         self.hyper = []                  # (optimizer, hyperparameters at its step)
         self.refused = None
+        self.reads = NameReads()         # the Python values read by name, as they were (guards.py)
         self.counter = 0
         self.gen = self._generator_state()
 
@@ -416,6 +333,7 @@ class _Recorder:
     def module_called(self, module):
         if id(module) not in self.modules:
             self.modules[id(module)] = (module, module.training, _members(module))
+            self.reads.add_module(module)
 
     @guarded
     def readout(self, t, what):
@@ -643,40 +561,6 @@ def _on_stack(codes, depth: int = 16) -> bool:
     return False
 
 
-def _index_src(index) -> str:
-    if isinstance(index, tuple):
-        return ", ".join(_index_src(i) for i in index) + ("," if len(index) == 1 else "")
-    if isinstance(index, slice):
-        parts = ["" if v is None else repr(v) for v in (index.start, index.stop, index.step)]
-        return ":".join(parts[:2]) + (f":{parts[2]}" if parts[2] else "")
-    return "..." if index is Ellipsis else repr(index)
-
-
-def _free_when_dead(lines, ret) -> list:
-    """``lines`` with ``del`` appended where values are used for the last time, so that the replay
-    frees activations and gradients as eager does (eager drops a node's saved arrays once its
-    backward has run): each array lives until its last use, not until the call returns."""
-    uses = []
-    last = {}
-    for i, line in enumerate(lines):
-        names = set()
-        if not line.startswith("#"):
-            names = {n.id for n in ast.walk(ast.parse(line)) if isinstance(n, ast.Name)}
-        uses.append(names)
-        for n in names:
-            last[n] = i
-    keep = {n.id for n in ast.walk(ast.parse(ret)) if isinstance(n, ast.Name)}
-    defined = set()
-    out = []
-    for i, line in enumerate(lines):
-        if not line.startswith("#"):
-            defined |= {t.id for n in ast.walk(ast.parse(line)) if isinstance(n, (ast.Assign,))
-                        for t in ast.walk(n.targets[0]) if isinstance(t, ast.Name)}
-        dead = sorted(n for n in uses[i] if last[n] == i and n in defined and n not in keep and n != "_")
-        out.append(line + (f"; del {', '.join(dead)}" if dead else ""))
-    return out
-
-
 def _user_storage(r, depth: int = 2) -> bool:
     """Whether ``r`` is where user code keeps values between calls: an object's attribute dict, a
     module's parameters or buffers, a global namespace, or a list/dict held by one of those or by
@@ -696,12 +580,6 @@ def _user_storage(r, depth: int = 2) -> bool:
     return False
 
 
-def _members(module) -> tuple:
-    """Which tensors a module holds (by identity): a parameter or buffer replaced since the
-    recording (``model.weight = Parameter(...)``) is a failed guard, not a stale read."""
-    return tuple(map(id, module._parameters.values())) + tuple(map(id, module._buffers.values()))
-
-
 def _holds_tensor(data) -> bool:
     stack = [data]
     while stack:
@@ -715,165 +593,3 @@ def _holds_tensor(data) -> bool:
 
 def _hyperparameters(opt) -> list:
     return [{k: v for k, v in g.items() if k not in ("params", "param_names")} for g in opt.param_groups]
-
-
-# ---------------------------------------------------------------------------- the compiled function
-
-def _flatten(args, kwargs):
-    """The call's arguments as a flat list, and a key of what the program depends on."""
-    flat, key = [], []
-    stack = [("k", tuple(sorted(kwargs.items()))), ("a", args)]
-    while stack:
-        tag, x = stack.pop()
-        if isinstance(x, Tensor):
-            flat.append(x)
-            key.append(("T", x._data.shape, x._data.dtype, x._requires_grad, x._ctx is None))
-        elif isinstance(x, np.ndarray):
-            flat.append(x)
-            key.append(("N", x.shape, x.dtype))
-        elif isinstance(x, (tuple, list)):
-            key.append((tag, type(x), len(x)))
-            stack.extend(("i", v) for v in reversed(x))
-        elif isinstance(x, dict):
-            key.append((tag, dict, tuple(x)))
-            stack.extend(("i", v) for v in reversed(list(x.values())))
-        elif x is None or isinstance(x, (bool, int, float, str)):
-            key.append((type(x), x))
-        else:
-            flat.append(x)
-            key.append(("O", id(x)))
-    key.append((_grad_mode.enabled, _dtypes.default_float()))
-    return flat, tuple(key)
-
-
-class _Program:
-    def __init__(self, code, ns, modules, live):
-        self.code = code
-        self.namespace = ns           # the names the code reads (Function classes, parameters, constants)
-        exec(builtins.compile(code, "<tinygrad_tx.compile>", "exec"), ns)
-        self.run = ns["program"]
-        self.modules = list(modules.values())
-        self.live = list(live.values())
-
-    def guards_hold(self) -> bool:
-        for m, training, members in self.modules:
-            if m.training != training or _members(m) != members:
-                return False
-        for t, shape, dtype, requires_grad in self.live:
-            d = t._data
-            if d.shape != shape or d.dtype != dtype or t._requires_grad != requires_grad:
-                return False
-        return True
-
-
-class CompiledFunction:
-    """``fn`` recorded on its first call and replayed on later calls with the same guards (see
-    the module docstring). ``code`` is the program last recorded, as Python source."""
-
-    def __init__(self, fn, *, fullgraph: bool = False, max_programs: int = 8):
-        self.fn = fn
-        self.fullgraph = fullgraph
-        self.max_programs = max_programs
-        self.programs = {}
-        self.last = None
-        self.refusals = 0
-        self.eager_reason = None
-        functools.update_wrapper(self, fn, updated=())
-
-    @property
-    def code(self) -> str:
-        """The Python source of the last recorded program (what the replay runs)."""
-        if self.last is None:
-            raise RuntimeError("nothing recorded yet: call the compiled function once"
-                               + (f" (it runs eagerly: {self.eager_reason})" if self.eager_reason else ""))
-        return self.last.code
-
-    def __deepcopy__(self, memo):
-        """A copy (``copy.deepcopy(model)`` after ``model.compile()``) records its own programs: the
-        recorded ones read the original's parameters."""
-        return CompiledFunction(copy.deepcopy(self.fn, memo), fullgraph=self.fullgraph,
-                                max_programs=self.max_programs)
-
-    def __getattr__(self, name):   # a compiled module keeps its attributes (torch's OptimizedModule)
-        if name == "fn":
-            raise AttributeError(name)
-        return getattr(self.fn, name)
-
-    def __call__(self, *args, **kwargs):
-        if self.eager_reason is not None or _recording.recorder is not None:
-            return self.fn(*args, **kwargs)      # eager; or inside another recording, which sees every op
-        flat, key = _flatten(args, kwargs)
-        if not _anomaly._state.enabled:
-            for program in self.programs.get(key, ()):
-                if program.guards_hold():
-                    self.last = program
-                    return program.run(flat)
-        if sum(map(len, self.programs.values())) >= self.max_programs:
-            self._give_up(f"more than {self.max_programs} different guards (shapes, flags) were met")
-            return self.fn(*args, **kwargs)
-        return self._record(args, kwargs, flat, key)
-
-    def _record(self, args, kwargs, flat, key):
-        recorder = _Recorder(flat, _argument_names(self.fn, len(flat), flat))
-        _recording.recorder = recorder
-        try:
-            result = self.fn(*args, **kwargs)
-            if _recording.recorder is recorder:
-                try:
-                    code = recorder.finish(result)
-                except _Refuse as e:
-                    recorder.refuse(str(e))
-        finally:
-            _recording.recorder = None
-            if recorder.node in _engine._backward_observers:
-                _engine._backward_observers.remove(recorder.node)
-        if recorder.refused is not None:
-            self.refusals += 1
-            if self.refusals >= 2 or self.fullgraph:
-                self._give_up(recorder.refused, stacklevel=4)
-            return result
-        program = _Program(code, recorder.ns, recorder.modules, recorder.live)
-        self.programs.setdefault(key, []).append(program)
-        self.last = program
-        return result
-
-    def _give_up(self, reason, stacklevel=3):
-        self.eager_reason = reason
-        name = getattr(self.fn, "__qualname__", None) or type(self.fn).__name__
-        message = f"tinygrad_tx.compile: {name} runs eagerly: {reason}"
-        if self.fullgraph:
-            raise CompileRefused(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)   # at the caller's line
-
-
-def _argument_names(fn, n, flat) -> list:
-    """Names for the flattened arguments: the parameter names where the call is plain."""
-    try:
-        params = [p.name for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    names = []
-    for k in range(n):
-        base = _identifier(params[k]) if k < len(params) else f"arg{k}"
-        names.append(base if base not in names else f"{base}_{k}")
-    return names
-
-
-def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, mode=None, options=None,
-            disable: bool = False):
-    """``torch.compile``'s signature: ``fn`` (a function or a Module) recorded on its first call and
-    replayed after (:class:`CompiledFunction`; the module docstring says what is guarded and what
-    is refused). ``fullgraph=True`` raises :class:`CompileRefused` instead of falling back to eager;
-    ``dynamic``, ``backend``, ``mode`` and ``options`` are accepted and ignored (there is one
-    backend: the engine's own NumPy kernels, in eager's order). ``disable=True`` returns ``model``.
-    Used as ``@compile`` or ``@compile(...)``."""
-    if model is None:
-        return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-                                 options=options, disable=disable)
-    if disable:
-        return model
-    if not callable(model):
-        raise TypeError(f"compile: expected a function or a Module, got {type(model).__name__}")
-    return CompiledFunction(model, fullgraph=fullgraph)
-

@@ -1,0 +1,230 @@
+"""What a recorded program of ``tinygrad_tx.compile`` depends on besides its code, checked before
+each replay: the call's arguments (:func:`_flatten`'s key), each module's tensors (:func:`_members`)."""
+from __future__ import annotations
+
+import functools
+import sys
+import types
+from collections.abc import Mapping
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..autograd.grad_mode import _state as _grad_mode
+from ..tensor import Tensor
+
+
+def _members(module) -> tuple:
+    """Which tensors a module holds (by identity): a parameter or buffer replaced since the
+    recording (``model.weight = Parameter(...)``) is a failed guard, not a stale read."""
+    return tuple(map(id, module._parameters.values())) + tuple(map(id, module._buffers.values()))
+
+
+def _flatten(args, kwargs):
+    """The call's arguments as a flat list, and a key of what the program depends on."""
+    flat, key = [], []
+    stack = [("k", tuple(sorted(kwargs.items()))), ("a", args)]
+    while stack:
+        tag, x = stack.pop()
+        if isinstance(x, Tensor):
+            flat.append(x)
+            key.append(("T", x._data.shape, x._data.dtype, x._requires_grad, x._ctx is None))
+        elif isinstance(x, np.ndarray):
+            flat.append(x)
+            key.append(("N", x.shape, x.dtype))
+        elif isinstance(x, (tuple, list)):
+            key.append((tag, type(x), len(x)))
+            stack.extend(("i", v) for v in reversed(x))
+        elif isinstance(x, dict):
+            key.append((tag, dict, tuple(x)))
+            stack.extend(("i", v) for v in reversed(list(x.values())))
+        elif x is None or isinstance(x, (bool, int, float, str)):
+            key.append((type(x), x))
+        else:
+            flat.append(x)
+            key.append(("O", id(x)))
+    key.append((_grad_mode.enabled, _dtypes.default_float()))
+    return flat, tuple(key)
+
+
+# ---------------------------------------------------------------------------- Python values read by name
+
+_VALUE_TYPES = (bool, int, float, complex, str, bytes, type(None))
+_MISSING = object()
+_DEPTH = 4                      # how many calls deep functions reached by name are followed
+_LIBRARY_ROOTS = {"tinygrad_tx", "numpy", "torch", "scipy", "builtins"}
+_LIBRARY_DIRS = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+
+
+def _value(v):
+    """``v`` as a guard compares it by value (a copy of a small container of numbers), or
+    ``_MISSING`` where it is compared by identity."""
+    t = type(v)
+    if t in _VALUE_TYPES or isinstance(v, np.generic):
+        return v
+    if t in (tuple, list, dict) and len(v) <= 16 and all(type(x) in _VALUE_TYPES
+                                                         for x in (v.values() if t is dict else v)):
+        return v if t is tuple else t(v)
+    return _MISSING
+
+
+def _library(obj) -> bool:
+    """Whether a function or class is library code (this package, NumPy, the standard library,
+    site-packages): its globals are the library's, not the user's, and are not followed."""
+    module = getattr(obj, "__module__", None) or ""
+    if module.split(".")[0] in _LIBRARY_ROOTS:
+        return True
+    code = getattr(obj, "__code__", None)
+    path = code.co_filename if code is not None else getattr(sys.modules.get(module), "__file__", None)
+    return (path or "").startswith(_LIBRARY_DIRS)
+
+
+def _codes(code):
+    """``code`` and the code objects nested in it (inner functions, lambdas, comprehensions)."""
+    out, stack = [], [code]
+    while stack:
+        c = stack.pop()
+        out.append(c)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return out
+
+
+class NameReads:
+    """The Python values a compiled function can read by name, as they were when it was recorded
+    -- a recorded program holds the numbers it was computed with, and the objects it reads --
+    checked before each replay (:meth:`holds`; a change records a new program):
+
+    * the globals and closure variables named in its code (``co_names``, ``co_freevars``, nested
+      code included), and in the code of the Python functions and user classes' methods it reaches
+      by those names, :data:`_DEPTH` calls deep (library code is not followed);
+    * the attributes named in that code of the Python modules and user objects reached by name
+      (``config.scale``, ``cfg.lr``);
+    * every module reached by name or called in the recording (its whole tree): its number
+      attributes (``self.temperature``, a dropout's ``p``, a norm's ``eps``), its tensor
+      attributes, its children (by identity), its hooks.
+
+    Numbers, strings, None, and small tuples/lists/dicts of those are compared by value; anything
+    else (a tensor, a module, a function) by identity. What a program reads live needs no guard:
+    a tensor's values (read each call), an optimizer's hyperparameters (its ``step()`` is replayed
+    as a call)."""
+
+    def __init__(self):
+        self.by_value = []      # (namespace dict, key, value)
+        self.by_identity = []   # (namespace dict, key, object)
+        self.cells = []         # (closure cell, value or _MISSING, object)
+        self.labels = {}        # id(namespace or cell), key -> what the user calls it
+        self._seen = set()
+        self._modules = set()
+
+    # ------------------------------------------------------------------ collecting
+    def add(self, space, key, v, label):
+        if (id(space), key) in self._seen:
+            return
+        self._seen.add((id(space), key))
+        self.labels[id(space), key] = label
+        if isinstance(space, types.CellType):
+            self.cells.append((space, _value(v), v))
+            return
+        value = _value(v)
+        if value is _MISSING:
+            self.by_identity.append((space, key, v))
+        else:
+            self.by_value.append((space, key, value))
+
+    def add_module(self, module):
+        """One module's own attributes (its children are added when they are reached)."""
+        if id(module) in self._modules:
+            return
+        self._modules.add(id(module))
+        d = module.__dict__
+        name = type(module).__name__
+        for k, v in d.items():
+            if k == "training" or k.startswith("__"):
+                continue          # ``training`` is guarded where each module is called
+            if _value(v) is not _MISSING or isinstance(v, (Tensor, np.ndarray)):
+                self.add(d, k, v, f"{name}.{k}")
+        children = d.get("_modules") or {}
+        for k, child in children.items():
+            self.add(children, k, child, f"{name}.{k}")
+
+    def collect(self, roots):
+        """Walk from ``roots`` (``(object, label)`` pairs: the compiled function, its arguments)."""
+        seen, names, spaces, scanned = set(), set(), [], set()
+        work = [(obj, 0, label) for obj, label in roots]
+        while work:
+            while work:
+                obj, depth, label = work.pop()
+                if id(obj) in seen or isinstance(obj, (Tensor, np.ndarray)) or _value(obj) is not _MISSING:
+                    continue
+                seen.add(id(obj))
+                work += self._reach(obj, depth, label, names, spaces)
+            for obj, depth, label in spaces:      # attributes read by name (names grows as code is read)
+                d = getattr(obj, "__dict__", None)
+                for k in names.intersection(d) if isinstance(d, Mapping) else ():
+                    if (id(obj), k) not in scanned:
+                        scanned.add((id(obj), k))
+                        self.add(d, k, d[k], f"{label}.{k}")
+                        if depth < _DEPTH:
+                            work.append((d[k], depth + 1, f"{label}.{k}"))
+
+    def _reach(self, obj, depth, label, names, spaces) -> list:
+        """What the walk reaches from one object: more objects to visit."""
+        from . import CompiledFunction
+        from ..nn.module import Module
+        if isinstance(obj, CompiledFunction):
+            return [(obj.fn, depth, label)]
+        if isinstance(obj, types.MethodType):
+            return [(obj.__self__, depth, label), (obj.__func__, depth, label)]
+        if isinstance(obj, functools.partial):
+            return [(x, depth, label) for x in (obj.func, *obj.args, *obj.keywords.values())]
+        if isinstance(obj, Module):
+            for m in obj.modules():
+                self.add_module(m)
+            classes = {type(m) for m in obj.modules()}
+            return [(f, depth + 1, c.__qualname__) for c in classes for f in vars(c).values()
+                    if isinstance(f, types.FunctionType) and not _library(f)]
+        if isinstance(obj, types.FunctionType):
+            if _library(obj):
+                return []
+            out = []
+            for code in _codes(obj.__code__):
+                names.update(code.co_names)
+                for k in code.co_names:
+                    if k in obj.__globals__:
+                        self.add(obj.__globals__, k, obj.__globals__[k], f"the global `{k}`")
+                        out.append((obj.__globals__[k], depth + 1, k))
+            for k, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
+                try:
+                    v = cell.cell_contents
+                except ValueError:
+                    continue
+                self.add(cell, None, v, f"the closure variable `{k}` (of {obj.__qualname__})")
+                out.append((v, depth + 1, k))
+            return out if depth < _DEPTH else []
+        if isinstance(obj, (types.ModuleType, type)) or hasattr(obj, "__dict__"):
+            spaces.append((obj, depth, label))
+            cls = obj if isinstance(obj, type) else type(obj)
+            if not isinstance(obj, types.ModuleType) and not _library(cls):
+                return [(f, depth + 1, cls.__qualname__) for f in vars(cls).values()
+                        if isinstance(f, types.FunctionType) and not _library(f)]
+        return []
+
+    # ------------------------------------------------------------------ checking
+    def changed(self):
+        """None while every value is as recorded; else the name of one that is not. Run before
+        each replay: a dict read and a comparison per value."""
+        for d, k, v in self.by_value:
+            x = d.get(k, _MISSING)
+            if x is not v and (type(x) is not type(v) or x != v):
+                return self.labels[id(d), k]
+        for d, k, v in self.by_identity:
+            if d.get(k, _MISSING) is not v:
+                return self.labels[id(d), k]
+        for cell, value, v in self.cells:
+            try:
+                x = cell.cell_contents
+            except ValueError:       # the variable was deleted
+                return self.labels[id(cell), None]
+            if x is not v if value is _MISSING else x is not value and (type(x) is not type(value) or x != value):
+                return self.labels[id(cell), None]
+        return None
