@@ -637,3 +637,17 @@ def test_an_lr_scheduler_outside_keeps_one_program():
 
     fn = _both(make, [0, 1, 1, 1])
     assert _programs(fn) == 1
+
+
+def test_an_attribute_name_is_not_a_global_guard():
+    """``opt.step()`` names the attribute ``step``, not a global: a global loop counter ``step``
+    changing at every call is no guard (one program)."""
+    model, opt = _linear_and_sgd()
+    ns = {"model": model, "opt": opt, "X3": X3, "step": 0}
+    exec("def train():\n    opt.zero_grad()\n    loss = (model(X3) ** 2).mean()\n    loss.backward()\n"
+         "    opt.step()\n    return loss\n", ns)
+    fn = tg.compile(ns["train"])
+    for k in range(4):
+        ns["step"] = k
+        fn()
+    assert _programs(fn) == 1 and fn.eager_reason is None

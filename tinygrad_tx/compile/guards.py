@@ -2,6 +2,7 @@
 each replay: the call's arguments (:func:`_flatten`'s key), each module's tensors (:func:`_members`)."""
 from __future__ import annotations
 
+import dis
 import functools
 import sys
 import types
@@ -79,14 +80,24 @@ def _library(obj) -> bool:
     return (path or "").startswith(_LIBRARY_DIRS)
 
 
-def _codes(code):
-    """``code`` and the code objects nested in it (inner functions, lambdas, comprehensions)."""
-    out, stack = [], [code]
+_GLOBAL_OPS = {"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"}
+_ATTRIBUTE_OPS = {"LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR", "DELETE_ATTR", "LOAD_SUPER_ATTR"}
+
+
+def _names(code):
+    """The global names and the attribute names that ``code`` and the code nested in it (inner
+    functions, lambdas, comprehensions) use -- told apart by the bytecode, so that ``opt.step()``
+    does not make a global ``step`` (a loop counter) a guard."""
+    globals_, attributes, stack = set(), set(), [code]
     while stack:
         c = stack.pop()
-        out.append(c)
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    return out
+        for ins in dis.get_instructions(c):
+            if ins.opname in _GLOBAL_OPS:
+                globals_.add(ins.argval)
+            elif ins.opname in _ATTRIBUTE_OPS:
+                attributes.add(ins.argval)
+    return globals_, attributes
 
 
 class NameReads:
@@ -94,7 +105,7 @@ class NameReads:
     -- a recorded program holds the numbers it was computed with, and the objects it reads --
     checked before each replay (:meth:`holds`; a change records a new program):
 
-    * the globals and closure variables named in its code (``co_names``, ``co_freevars``, nested
+    * the globals and closure variables its code names (``LOAD_GLOBAL``, ``co_freevars``, nested
       code included), and in the code of the Python functions and user classes' methods it reaches
       by those names, :data:`_DEPTH` calls deep (library code is not followed);
     * the attributes named in that code of the Python modules and user objects reached by name
@@ -187,12 +198,11 @@ class NameReads:
             if _library(obj):
                 return []
             out = []
-            for code in _codes(obj.__code__):
-                names.update(code.co_names)
-                for k in code.co_names:
-                    if k in obj.__globals__:
-                        self.add(obj.__globals__, k, obj.__globals__[k], f"the global `{k}`")
-                        out.append((obj.__globals__[k], depth + 1, k))
+            globals_, attributes = _names(obj.__code__)
+            names.update(attributes)
+            for k in sorted(globals_.intersection(obj.__globals__)):
+                self.add(obj.__globals__, k, obj.__globals__[k], f"the global `{k}`")
+                out.append((obj.__globals__[k], depth + 1, k))
             for k, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
                 try:
                     v = cell.cell_contents
