@@ -651,3 +651,35 @@ def test_an_attribute_name_is_not_a_global_guard():
         ns["step"] = k
         fn()
     assert _programs(fn) == 1 and fn.eager_reason is None
+
+
+def test_a_tensor_from_an_iterator_runs_eagerly():
+    """A batch taken with ``next(it)`` inside the step is a new tensor at every call that no name
+    holds: read live it would replay the first batch forever (it did: losses 0.127, 0.102, ...
+    against eager's 0.200, 0.160, ...). It is refused, and every call equals eager."""
+    rng = np.random.default_rng(0)
+    batches = [tg.tensor(rng.standard_normal((4, 3)).astype(np.float32)) for _ in range(4)]
+
+    def run(compiled):
+        tg.manual_seed(0)
+        m = nn.Linear(3, 2)
+        o = optim.SGD(m.parameters(), lr=0.1)
+        it = iter(batches)
+
+        def step():
+            x = next(it)
+            o.zero_grad()
+            loss = (m(x) ** 2).mean()
+            loss.backward()
+            o.step()
+            return loss
+
+        fn = tg.compile(step) if compiled else step
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            losses = [fn().item() for _ in batches]
+        return losses, fn
+
+    (eager, _), (compiled, fn) = run(False), run(True)
+    assert compiled == eager
+    assert fn.eager_reason is not None and "cannot repeat" in fn.eager_reason, fn.eager_reason

@@ -41,8 +41,10 @@ repeat the change. The check costs about 25 us per call on the tutorial GPT step
 a 17-25 ms step). Still frozen at the recording, as in any tracing jit: a number reached another
 way -- an item of a large or nested container changed in place (``cfg["opt"]["lr"]``), the result
 of a library object's method (``scheduler.get_last_lr()``), an attribute named by a computed
-string (``getattr(obj, name)``) -- and a tensor taken from an iterator (``next(batches)``): pass
-such values as arguments (a number as a tensor, if it changes at every call).
+string (``getattr(obj, name)``): pass such values as arguments (a number as a tensor, if it
+changes at every call). A tensor made before the call is read live only when it is a parameter or
+buffer of a module the call ran, or read by a guarded name; one reached otherwise (``next(batches)``,
+an item of a list) makes the call run eagerly.
 
 Not seen by the recorder, and so not replayed: Python side effects that keep no tensor (printing,
 an LR scheduler's ``step()`` inside the function -- an optimizer whose hyperparameters changed

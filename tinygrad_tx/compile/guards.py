@@ -219,6 +219,12 @@ class NameReads:
                         if isinstance(f, types.FunctionType) and not _library(f)]
         return []
 
+    def tensors(self) -> set:
+        """ids of the tensors read by name: the replay may read them live (``changed`` sees the
+        name rebound)."""
+        objs = [v for _, _, v in self.by_identity] + [v for _, _, v in self.cells]
+        return {id(v) for v in objs if isinstance(v, Tensor)}
+
     # ------------------------------------------------------------------ checking
     def changed(self):
         """None while every value is as recorded; else the name of one that is not. Run before
