@@ -384,8 +384,8 @@ OUT_OF_SCOPE = (
     (r"^torch\.(cuda|mps|xpu|backends\.(cudnn|cuda|mps))\b|\bcuda\b|^Tensor\.(pin_memory|is_pinned)$|pin_memory=|"
      r"GradScaler|autocast|^torch\.amp\b|^torch\.set_float32_matmul_precision$|non_blocking=",
      "CUDA kernels / devices / mixed precision"),
-    (r"^torch\.(compile|_dynamo|_inductor|jit|fx|export|onnx)\b|^torch\.nn\.Module\.compile$",
-     "torch.compile / TorchScript / export internals"),
+    (r"^torch\.(_dynamo|_inductor|jit|fx|export|onnx)\b",
+     "torch.compile internals / TorchScript / export (torch.compile itself is tinygrad_tx.compile)"),
     (r"^torch\.(distributed|multiprocessing)\b|^torch\.nn\.parallel\b|DataParallel|^Tensor\.share_memory_$|"
      r"^Module\.share_memory$",
      "distributed / multiprocessing"),
