@@ -18,6 +18,7 @@ import tinygrad_tx as tg
 import tinygrad_tx.nn.functional as F
 from tinygrad_tx.autograd import ArrayFunction
 from tinygrad_tx.autograd.function import op_name
+from reference.testing import DEVICE
 from tinygrad_tx.exercises import solutions
 from tinygrad_tx.exercises.ladder import LADDER
 from tinygrad_tx.nn import Module
@@ -84,7 +85,7 @@ CASES = {   # op: (ours or torch's functional module, tensor) -> output
 def test_grad_fn_is_named_as_torchs(op):
     """A renamed Function's node keeps torch's name: ``SoftmaxFn`` records ``SoftmaxBackward0``."""
     ours = CASES[op](F, tg.tensor(X, requires_grad=True)).grad_fn
-    theirs = CASES[op](TF, torch.tensor(X, requires_grad=True)).grad_fn
+    theirs = CASES[op](TF, torch.tensor(X, requires_grad=True, device=DEVICE)).grad_fn
     assert ours.name() == theirs.name() and repr(ours).startswith(f"<{theirs.name()} object")
     assert ours.fn.__name__ in (op_name(ours.fn), op_name(ours.fn) + "Fn")
     seen, todo = [], [ours]             # next_functions still walks down to the leaf

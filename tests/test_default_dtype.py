@@ -19,6 +19,7 @@ import torch
 
 import tinygrad_tx as tg
 from tinygrad_tx import torch_shim
+from reference.testing import DEVICE
 
 DEFAULTS = ("float64", "float16", "float32")
 
@@ -170,7 +171,7 @@ def test_get_default_dtype_and_repr(default):
     # the repr names a dtype only where it is not the default, as torch's does
     for dt in ("float32", "float64"):
         assert ("dtype=" in repr(tg.ones(2, dtype=getattr(tg, dt)))) == \
-               ("dtype=" in repr(torch.ones(2, dtype=getattr(torch, dt)))), (default, dt)
+               ("dtype=" in repr(torch.ones(2, dtype=getattr(torch, dt), device=DEVICE))), (default, dt)
 
 
 @pytest.mark.parametrize("value", ["int64", "int32", "bool", "uint8", "complex64", "float64 name", "python float",
@@ -195,7 +196,7 @@ def test_the_suite_restores_the_defaults():
     assert tg.get_default_dtype() is tg.float32 and torch.get_default_dtype() is torch.float32
     with default_dtypes_kept():
         _both("float64")
-        assert tg.tensor(1.5).dtype == tg.float64 and torch.tensor(1.5).dtype == torch.float64
+        assert tg.tensor(1.5).dtype == tg.float64 and torch.tensor(1.5, device=DEVICE).dtype == torch.float64
     assert tg.get_default_dtype() is tg.float32 and torch.get_default_dtype() is torch.float32
     assert tg.tensor(1.5).dtype == tg.float32 and tg.zeros(1).dtype == tg.float32
 

@@ -15,7 +15,7 @@ from hypothesis import given, strategies as st
 import tinygrad_tx as tg
 from tinygrad_tx.autograd.accumulate import SliceGrad
 from tinygrad_tx.ops.movement import GetItem
-from reference.testing import F64_RTOL, assert_close, assert_nontrivial, check_double_parity, check_parity
+from reference.testing import DEVICE, F64_RTOL, assert_close, assert_nontrivial, check_double_parity, check_parity
 
 B, T, C = 3, 7, 4
 
@@ -98,7 +98,7 @@ def test_indexing_backward_returns_a_slice_gradient():
 
 
 def _torch_leaf(a):
-    return torch.tensor(a, requires_grad=True)
+    return torch.tensor(a, requires_grad=True, device=DEVICE)
 
 
 def test_hooks_and_retain_grad_see_dense_arrays():
@@ -118,7 +118,7 @@ def test_hooks_and_retain_grad_see_dense_arrays():
         x.register_hook(hook("x"))
         y.retain_grad()
         out = m.stack([y[:, t] for t in range(T)], 0) + y[:, -1]
-        out.backward(m.tensor(g) if m is tg else torch.tensor(g))
+        out.backward(m.tensor(g) if m is tg else torch.tensor(g, device=DEVICE))
         return x.grad, y.grad
 
     ours, theirs = run(tg, tg.tensor(a, requires_grad=True)), run(torch, _torch_leaf(a))
@@ -179,7 +179,7 @@ def test_no_array_the_engine_does_not_own_is_written():
     np.testing.assert_array_equal(g, kept)
     xt = _torch_leaf(a)
     yt = xt.reshape(B, T, C)
-    (yt + 0.5 * torch.stack([yt[:, t] for t in range(T)], 1)).backward(torch.tensor(g))
+    (yt + 0.5 * torch.stack([yt[:, t] for t in range(T)], 1)).backward(torch.tensor(g, device=DEVICE))
     assert_close(x.grad._data, xt.grad.numpy(), rtol=F64_RTOL, name="aliased first term")
 
 

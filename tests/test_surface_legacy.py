@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import tinygrad_tx as tg
 from tinygrad_tx.legacy import Variable, legacy_range
+from reference.testing import DEVICE
 
 NAMES = ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
          "ByteTensor", "BoolTensor"]
@@ -182,11 +183,11 @@ def test_tensor_of_a_tensor_passes_the_gradient_through():
     through a non-trivial function of the alias."""
     rng = np.random.default_rng(0)
     x, g = rng.standard_normal(4), rng.standard_normal(4)
-    ours, theirs = tg.Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ours, theirs = tg.Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True, device=DEVICE)
     a, b = tg.Tensor(ours), torch.Tensor(theirs)
     assert a.requires_grad and not a.is_leaf and b.requires_grad and not b.is_leaf
     (ga,) = tg.autograd.grad(a.sin() * a, ours, tg.Tensor(g))
-    (gb,) = torch.autograd.grad(b.sin() * b, theirs, torch.tensor(g))
+    (gb,) = torch.autograd.grad(b.sin() * b, theirs, torch.tensor(g, device=DEVICE))
     np.testing.assert_allclose(ga.numpy(), gb.numpy(), rtol=1e-12)
 
 
