@@ -119,7 +119,7 @@ def run_torch(pb, init, grads, dtype, scales=None):
             opt.step()
         if scales is not None:
             for i, p in enumerate(params):
-                scales[i] = max(scales[i], float(p.detach().abs().max()) if p.numel() else 0.0)
+                scales[i] = max(scales.get(i, 0.0), float(p.detach().abs().max()) if p.numel() else 0.0)
                 for k, v in opt.state.get(p, {}).items():   # and each state array's (exp_avg, ...)
                     if isinstance(v, torch.Tensor) and v.is_floating_point() and k != "step" and v.numel():
                         scales[(i, k)] = max(scales.get((i, k), 0.0), float(v.abs().max()))
@@ -195,7 +195,7 @@ def update_conditioning(pb, init32, grads32, oracle):
 def check_optimizer(pb):
     init64, grads64 = make_data(pb, np.float64)
     ours, our_opt = run_ours(pb, init64, grads64, np.float64)
-    scales = dict.fromkeys(range(len(init64)), 0.0)
+    scales = {}
     ref, ref_opt = run_torch(pb, init64, grads64, np.float64, scales=scales)
     for i, (o, r) in enumerate(zip(ours, ref)):
         scale = scales[i]
