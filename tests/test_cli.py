@@ -674,3 +674,24 @@ def test_resume_command_replaces_an_earlier_resume_and_quotes():
     assert cli.resume_command(["train", "gpt", "--resume", "old", "--out", "a b/m.safetensors"], "a b/m.safetensors") \
         == "tinygrad-tx train gpt --out 'a b/m.safetensors' --resume 'a b/m.safetensors'"
     assert cli.resume_command(["train", "vit", "--resume=old"], "x") == "tinygrad-tx train vit --resume x"
+
+
+def test_automatic_threads_leave_the_busy_cores_alone(monkeypatch):
+    """--threads 0 (the default) uses the CPUs this process may use less the load already on them,
+    at least 1; OMP_NUM_THREADS wins when set; the run's thread line says why."""
+    import os
+    from tinygrad_tx.training import loop
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    for load, want in ((0.2, 4), (1.4, 3), (3.6, 1), (9.0, 1)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        n, why = loop.automatic_threads()
+        assert n == want and f"load average {load:.1f}" in why, (load, n, why)
+    assert "threads: 1 for elementwise work" in loop.thread_report(0)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert loop.automatic_threads() == (3, "OMP_NUM_THREADS=3")
+    from tinygrad_tx import parallel
+    before = parallel.get_num_threads()
+    with loop.thread_limit(0):
+        assert parallel.get_num_threads() == 3
+    assert parallel.get_num_threads() == before

@@ -61,7 +61,7 @@ class TrainConfig:
                                     "batches, print both loss curves and plot them (dropout forced to 0)")
     compare_every: int = _f(10, "with --compare-torch: print the two losses every N steps", min=1)
     threads: int = _f(0, "threads for NumPy's BLAS and tinygrad_tx's elementwise pool while training "
-                         "(0 = leave them: OMP_NUM_THREADS, else the CPUs); 1 is steadiest on a shared machine",
+                         "(0 = automatic: OMP_NUM_THREADS if set, else the CPUs less the load average, at least 1)",
                       min=0)
 
     def __post_init__(self):
