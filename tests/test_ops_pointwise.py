@@ -673,3 +673,17 @@ def test_atan2_gradient_at_the_origin_is_zero_as_torchs():
         want = torch.autograd.grad(torch.atan2(ta, tb).sum(), (ta, tb))
         for got, w in zip((a.grad, b.grad), want):
             np.testing.assert_array_equal(got.numpy(), w.cpu().numpy())
+
+
+def test_sinc_float32_gradient_near_zero_is_correctly_rounded():
+    """sinc'(x) = (t cos t - sin t)/(π x²) cancels for small |x| (the numerator is about -t³/3):
+    in float32 it was 67 ulps off at x = 0.0673 (a fresh dev run, 0-d, seed 1845; torch's, the same
+    formula, 13). Evaluated in float64 and rounded once, every one of 20,000 draws is within an ulp."""
+    x = (np.random.default_rng(0).standard_normal(20_000) * 0.3).astype(np.float32)
+    t = tg.tensor(x, requires_grad=True)
+    tg.sinc(t).backward(tg.tensor(np.ones_like(x)))
+    exact = torch.tensor(x.astype(np.float64), requires_grad=True, device=DEVICE)
+    torch.sinc(exact).backward(torch.ones_like(exact))
+    want = exact.grad.cpu().numpy()
+    assert np.max(np.abs(t.grad.numpy() - want) / np.abs(want)) < 1.2e-7
+    test_unary_parity.hypothesis.inner_test(np.float32, (), 1845, False)
