@@ -85,6 +85,13 @@ def test_unary_parity(dtype, shape, seed, layout):
     for name in PARITY_UNARY:
         domain, kw = SMOOTH_UNARY[name]
         x = draw(shape, seed, domain, layout)
+        if name == "sinc" and dtype == np.float32:
+            # torch's float32 sinc gradient (t cos t - sin t)/(π x²) cancels to exactly 0 for |x| below
+            # about 1.3e-4 (thorough profile, 0-d, seed 117: x = -3.8e-5, torch 0, exact 1.26e-4, ours
+            # right): an all-zero reference is a blind check, so float32 draws keep |x| >= 1e-3
+            x = x.copy(order="K")     # (keeps a transposed layout, and a 0-d array an array)
+            small = np.abs(x) < 1e-3
+            x[small] = np.where(x[small] < 0, -1e-3, 1e-3)
         check_parity(name, lambda t: getattr(tg, name)(t, **kw), lambda t: getattr(torch, name)(t, **kw),
                      [x], dtype, seed=seed)
 
