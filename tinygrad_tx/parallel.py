@@ -24,14 +24,22 @@ _threads: int | None = None
 _pool: ThreadPoolExecutor | None = None
 
 
-def _default_threads() -> int:
-    env = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if env.isdigit() and int(env) >= 1:
-        return int(env)
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask), at least 1."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def omp_num_threads() -> int | None:
+    """``OMP_NUM_THREADS`` when it is set to a positive integer, else None."""
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(env) if env.isdigit() and int(env) >= 1 else None
+
+
+def _default_threads() -> int:
+    return omp_num_threads() or available_cpus()
 
 
 def get_num_threads() -> int:

@@ -288,13 +288,10 @@ def automatic_threads() -> tuple:
     wins. Why: threads that wait for a busy core are worse than none -- at load 3.6 on 2 cores a
     tutorial GPT step took 68-159 ms with 2 BLAS threads and 23 ms with 1 (torch: 32-49 vs 15);
     on an idle machine every core is used."""
-    env = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if env.isdigit() and int(env) >= 1:
-        return int(env), f"OMP_NUM_THREADS={env}"
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
+    env = parallel.omp_num_threads()
+    if env is not None:
+        return env, f"OMP_NUM_THREADS={env}"
+    cpus = parallel.available_cpus()
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):  # pragma: no cover - no load average

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import functional as F
+from ..parallel import available_cpus
 from ..tensor import Tensor
 
 # --type -> the train gpt flags that size it (see the module docstring)
@@ -375,10 +376,7 @@ def plot_gradients(result: dict, path, title: str = "") -> Path:
 
 def load_line() -> str:
     """The load averages (1, 5, 15 minutes) and the CPUs this process may use."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cpus = os.cpu_count()
+    cpus = available_cpus()
     return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg()) + f" on {cpus} CPUs"
 
 
