@@ -50,7 +50,6 @@ def _one_hot_transposed(ids: np.ndarray, v: int, dtype):
     return scipy.sparse.csc_array((np.ones(n, dtype=dtype), ids, np.arange(n + 1)), shape=(v, n))
 
 
-
 def _index_add_by_product(shape, dim: int, index: np.ndarray, g: np.ndarray) -> np.ndarray:
     """zeros(shape) with g's slices added at ``index`` along ``dim``, as the product Mᵀ G (M the
     one-hot matrix of ``index``; ``_one_hot_transposed``). Why: ``np.add.at`` over whole slices is
