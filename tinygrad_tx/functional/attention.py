@@ -27,6 +27,7 @@ import numbers
 
 import numpy as np
 
+from .. import buffers
 from ..autograd import ArrayFunction
 from ..tensor import Tensor, where
 from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale
@@ -76,7 +77,9 @@ class ScaledDotProductAttention(ArrayFunction):
 
     @staticmethod
     def forward(ctx, q, k, v, attn_mask, *, scores_shape, is_causal, scale, keep, keep_scale_):
-        scores = np.matmul(q, np.swapaxes(k, -1, -2))
+        kt = np.swapaxes(k, -1, -2)
+        shape = np.broadcast_shapes(q.shape[:-2], kt.shape[:-2]) + (q.shape[-2], kt.shape[-1])
+        scores = np.matmul(q, kt, out=buffers.empty(shape, np.result_type(q, kt)))   # pooled
         if scores.shape != scores_shape:       # value has more batch dims than q and k
             scores = np.broadcast_to(scores, scores_shape).copy()
         scores *= scale

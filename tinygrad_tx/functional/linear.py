@@ -9,6 +9,7 @@ import numbers
 
 import numpy as np
 
+from .. import buffers
 from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_float
@@ -27,8 +28,10 @@ def _rows(a):
 
 def _affine(x, weight, bias):
     """x Wᵀ + b for x (..., in), W (out, in), b (out,) or None; ``x`` may be the 2-D rows
-    of the input (``_rows(x)``, which a forward saves for its backward)."""
-    y = _rows(x) @ weight.T
+    of the input (``_rows(x)``, which a forward saves for its backward). The result is written
+    into a pooled array (``buffers.empty``: no fresh pages to fault in at every step)."""
+    rows = _rows(x)
+    y = np.matmul(rows, weight.T, out=buffers.empty((rows.shape[0], weight.shape[0]), np.result_type(rows, weight)))
     if bias is not None:
         y += bias
     return y

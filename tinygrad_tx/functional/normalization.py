@@ -8,6 +8,7 @@ import numbers
 
 import numpy as np
 
+from .. import buffers
 from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, row_blocks
@@ -67,7 +68,7 @@ class LayerNormFn(ArrayFunction):
     def forward(ctx, x, weight, bias, *, ndim_normalized, eps):
         d = int(np.prod(x.shape[x.ndim - ndim_normalized:]))
         x2 = np.ascontiguousarray(x).reshape(-1, d)
-        y2 = np.empty_like(x2)
+        y2 = buffers.empty(x2.shape, x2.dtype)             # pooled: no fresh pages at every step
         saving = ctx.needs_input_grad[0] or ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
         rows_total = x2.shape[0]
         mu, dl, rstd = (np.empty(rows_total, x2.dtype) for _ in range(3))   # μ, δ, ρ per row

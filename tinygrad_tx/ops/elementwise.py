@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import buffers
 from ..autograd import ArrayFunction
 from .normal import gelu_float32
 
@@ -40,9 +41,25 @@ def check_broadcast(op, a, b):
             raise _broadcast_error(op, a, b) from None
 
 
+def _pooled_out(fn, a, b):
+    """A pooled output (``buffers.empty``) for a ufunc of two C-contiguous float arrays of one dtype
+    whose result is at least ``buffers.MIN_BYTES`` and has the larger one's shape (a residual
+    add, a bias, a scale); None otherwise (NumPy allocates, as in the plain ``fn(a, b)``)."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype or a.dtype.kind != "f":
+        return None
+    big, small = (a, b) if a.size >= b.size else (b, a)
+    if big.nbytes < buffers.MIN_BYTES or not (big.flags.c_contiguous and small.flags.c_contiguous) \
+            or small.ndim > big.ndim or not isinstance(fn, np.ufunc):
+        return None
+    if any(s != 1 and s != t for s, t in zip(small.shape[::-1], big.shape)):
+        return None
+    return buffers.empty(big.shape, big.dtype)
+
+
 def _binary(op, fn, a, b):
     try:
-        return fn(a, b)
+        out = _pooled_out(fn, a, b)
+        return fn(a, b) if out is None else fn(a, b, out=out)
     except ValueError:
         check_broadcast(op, a, b)   # the shapes' fault: our error; otherwise NumPy's stands
         raise
@@ -575,7 +592,9 @@ class Clone(ArrayFunction):
 
     @staticmethod
     def forward(ctx, x):
-        return x.copy()
+        out = buffers.empty(x.shape, x.dtype)   # a pooled array: no fresh pages at every step
+        np.copyto(out, x)
+        return out
 
     @staticmethod
     def backward(ctx, g):

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import buffers
 from ..parallel import parallel_chunks
 
 # t = 1/(1 + P|x|) and Q's coefficients c0..c8 (fitted by ``fit_tail_coefficients(8, 0.35)``).
@@ -123,11 +124,11 @@ def gelu_float32(x: np.ndarray, with_derivative: bool):
     each chunk walks its blocks with its own work arrays.
     """
     flat = np.ascontiguousarray(x).reshape(-1)
-    y = np.empty_like(flat)
-    d = np.empty_like(flat) if with_derivative else None
+    y = buffers.empty(flat.shape, np.float32)            # pooled arrays: no fresh pages at every call
+    d = buffers.empty(flat.shape, np.float32) if with_derivative else None
 
     def chunk(lo, hi):
-        work = np.empty((4, min(BLOCK, hi - lo)), dtype=np.float32)
+        work = buffers.empty((4, min(BLOCK, hi - lo)), np.float32)
         # x² may overflow to inf (then φ = 0, right) and φ underflow to 0; ±inf inputs give nan, as in torch
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             for start in range(lo, hi, BLOCK):

@@ -1,0 +1,126 @@
+"""The engine's array pool (``tinygrad_tx.buffers``): an array is handed out again only when
+nothing else references it, the pool stays within its bounds, and a training step computes
+exactly what it computes without the pool."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import tinygrad_tx as tg
+from tinygrad_tx import buffers
+from tinygrad_tx.models import GPTLanguageModel
+
+SHAPE = (128, 256)                     # 128 KiB of float32: above MIN_BYTES
+
+
+@pytest.fixture(autouse=True)
+def _empty_pool():
+    buffers.empty_cache()
+    yield
+    buffers.empty_cache()
+
+
+def test_a_free_array_is_reused_and_small_ones_are_not_pooled():
+    a = buffers.empty(SHAPE, np.float32)
+    assert a.shape == SHAPE and a.dtype == np.float32 and a.flags.c_contiguous
+    first = id(a)
+    del a
+    b = buffers.empty(SHAPE, np.float32)
+    assert id(b) == first                                   # the same array, no fresh pages
+    assert buffers.empty(SHAPE, np.float64) is not b        # dtype is part of the key
+    small = buffers.empty((4, 4), np.float32)
+    assert small.nbytes < buffers.MIN_BYTES and buffers.stats()["arrays"] == 2
+
+
+@pytest.mark.parametrize("holder", ["name", "view", "tensor", "torch", "memoryview"])
+def test_a_referenced_array_is_never_handed_out(holder):
+    a = buffers.empty(SHAPE, np.float32)
+    a[...] = 7.0
+    keep = {"name": lambda: a, "view": lambda: a[3:, ::2], "tensor": lambda: tg.from_numpy(a),
+            "torch": lambda: torch.from_numpy(a), "memoryview": lambda: memoryview(a)}[holder]()
+    del a
+    for _ in range(3):
+        b = buffers.empty(SHAPE, np.float32)
+        b[...] = -1.0                                       # would overwrite a shared array
+        view = np.asarray(keep.numpy() if isinstance(keep, (tg.Tensor, torch.Tensor)) else keep)
+        assert np.all(view == 7.0), f"{holder}: a referenced pooled array was handed out again"
+
+
+def test_an_array_saved_for_backward_is_never_handed_out():
+    """u = x + z comes from the pool; sin saves it; with the tensor u gone, only the graph holds
+    the array, and the backward still reads cos(x + z)."""
+    rng = np.random.default_rng(0)
+    x, z = (tg.from_numpy(rng.standard_normal(SHAPE).astype(np.float32)).requires_grad_() for _ in range(2))
+    u = x + z
+    expected = np.cos(u.detach().numpy())
+    v = u.sin()
+    del u
+    for _ in range(3):
+        buffers.empty(SHAPE, np.float32)[...] = -1.0
+    v.backward(np.ones(SHAPE, np.float32))
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+
+
+def test_bounds_and_empty_cache(monkeypatch):
+    monkeypatch.setattr(buffers, "MAX_ARRAYS", 3)
+    live = [buffers.empty(SHAPE, np.float32) for _ in range(5)]
+    assert buffers.stats()["arrays"] == 3                   # the rest are plain np.empty
+    monkeypatch.setattr(buffers, "MAX_BYTES", buffers.stats()["held_bytes"])
+    extra = buffers.empty((256, 256), np.float32)
+    assert buffers.stats()["shapes"] == 1 and extra.shape == (256, 256)
+    del live[0]
+    s = buffers.stats()
+    assert s["free_bytes"] == 128 * 256 * 4 and s["held_bytes"] == 3 * 128 * 256 * 4
+    assert buffers.empty_cache() == 128 * 256 * 4
+    assert buffers.stats() == {"held_bytes": 2 * 128 * 256 * 4, "free_bytes": 0, "arrays": 2, "shapes": 1}
+
+
+def test_threads_never_share_an_array():
+    errors = []
+
+    def work(value):
+        for _ in range(300):
+            a = buffers.empty(SHAPE, np.float32)
+            a.fill(value)
+            if not np.all(a == value):
+                errors.append(value)
+
+    threads = [threading.Thread(target=work, args=(float(v),)) for v in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def _train(steps):
+    tg.manual_seed(0)
+    model = GPTLanguageModel(27, d_model=64, n_heads=4, n_layers=2, block_size=16, dropout=0.1)
+    opt = tg.optim.AdamW(model.parameters(), lr=1e-2)
+    rng = np.random.default_rng(0)
+    idx, tgt = (tg.from_numpy(rng.integers(0, 27, size=(32, 16))) for _ in range(2))
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = model(idx, tgt)[1]
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().numpy().copy() for p in model.parameters()]
+
+
+def test_training_is_identical_with_and_without_the_pool(monkeypatch):
+    """A GPT (dropout on) trained 4 AdamW steps: losses and parameters bit-identical with the pool
+    and with every array from plain np.empty; once warm, a step adds no array to the pool."""
+    pooled = _train(4)
+    held = buffers.stats()["arrays"]
+    assert held > 10                                        # the forward's activations are pooled
+    _train(4)
+    assert buffers.stats()["arrays"] == held                # reused, not added to
+    monkeypatch.setattr(buffers, "MIN_BYTES", float("inf"))
+    plain = _train(4)
+    assert pooled[0] == plain[0]
+    assert all(np.array_equal(a, b) for a, b in zip(pooled[1], plain[1]))

@@ -1,0 +1,111 @@
+"""Reused arrays for the engine's large results: no page-fault tax, and nothing process-wide.
+
+Why: a training step makes the same activation-sized arrays at every step and frees them all
+when its graph is freed. glibc then returns the top of its heap to the OS (it trims once twice
+its mmap threshold is free there), so the next step's forward writes to fresh pages the kernel
+must fault in and zero, one fault per 4 KiB: ~2,270 faults and 2.7-3.8 ms of system time per
+tutorial GPT step (about 15 % of it), almost all of them in the forward (8.7 MB of activations).
+:mod:`tinygrad_tx.allocator` fixes that for the whole process by changing malloc's policy,
+which ``import tinygrad_tx`` must not do. This pool fixes it for the engine's own arrays only.
+
+How: :func:`empty` hands out arrays of at least ``MIN_BYTES`` from a list per (shape, dtype)
+and keeps a reference to each. An array is free again when that reference is the only one
+left: no Tensor, view (a view references its base), ``memoryview``, torch tensor made by
+``from_numpy``, saved-for-backward slot or user variable holds it (``sys.getrefcount``). So a
+pooled array is never handed out while anything can still read or write it, and nothing is
+released by hand. The pool keeps at most ``MAX_ARRAYS`` arrays per shape and ``MAX_BYTES`` in
+all; beyond that :func:`empty` is plain ``np.empty``. :func:`empty_cache` drops the free ones
+(``torch.cuda.empty_cache``'s counterpart), :func:`stats` reports what is held.
+
+Only the forward's hot outputs use it (Linear, GELU, LayerNorm, attention scores, clone, and
+large same-dtype binary ops): the backward's arrays fault little (96 faults per step), since
+they reuse the heap the forward's freed temporaries left.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+__all__ = ["empty", "empty_cache", "stats", "MIN_BYTES", "MAX_BYTES", "MAX_ARRAYS"]
+
+MIN_BYTES = 64 * 1024          # smaller arrays come from malloc's free lists, which are not trimmed
+MAX_BYTES = 256 * (1 << 20)    # the most the pool holds, live and free together
+MAX_ARRAYS = 64                # per (shape, dtype): the scan for a free one stays a few µs
+
+_lists: dict = {}              # (shape, dtype) -> [arrays]
+_cursor: dict = {}             # (shape, dtype) -> where the last free array was found
+_held = 0                      # bytes of all pooled arrays
+_lock = threading.Lock()
+_getrefcount = sys.getrefcount
+_FREE = 3                      # the pool's list, the loop's name and getrefcount's argument
+
+
+def empty(shape, dtype) -> np.ndarray:
+    """A C-contiguous array like ``np.empty(shape, dtype)``, reused from the pool when one of this
+    shape and dtype is no longer referenced anywhere else."""
+    global _held
+    dtype = np.dtype(dtype)
+    shape = tuple(shape)
+    n = dtype.itemsize
+    for s in shape:
+        n *= s
+    if n < MIN_BYTES:
+        return np.empty(shape, dtype)
+    key = (shape, dtype)
+    with _lock:
+        arrays = _lists.get(key, ())
+        count = len(arrays)
+        start = _cursor.get(key, 0)
+        for i in range(count):
+            j = start + i
+            if j >= count:
+                j -= count
+            a = arrays[j]
+            if _getrefcount(a) == _FREE:
+                _cursor[key] = j + 1 if j + 1 < count else 0
+                return a
+        a = np.empty(shape, dtype)
+        if count < MAX_ARRAYS and _held + n <= MAX_BYTES:
+            _lists.setdefault(key, []).append(a)
+            _held += n
+        return a
+
+
+def empty_cache() -> int:
+    """Drop the pooled arrays nothing else references (their memory goes back to malloc).
+    Returns the bytes dropped."""
+    global _held
+    dropped = 0
+    with _lock:
+        for key, arrays in list(_lists.items()):
+            keep = [a for a in arrays if _getrefcount(a) > _FREE]
+            dropped += sum(a.nbytes for a in arrays) - sum(a.nbytes for a in keep)
+            if keep:
+                _lists[key] = keep
+                _cursor[key] = 0
+            else:
+                del _lists[key]
+                _cursor.pop(key, None)
+        _held -= dropped
+    return dropped
+
+
+def stats() -> dict:
+    """``{"held_bytes", "free_bytes", "arrays", "shapes"}``: what the pool holds now."""
+    with _lock:
+        free = sum(a.nbytes for lst in _lists.values() for a in lst if _getrefcount(a) == _FREE)
+        count = sum(len(lst) for lst in _lists.values())
+        return {"held_bytes": _held, "free_bytes": free, "arrays": count, "shapes": len(_lists)}
+
+
+def _fresh_lock_in_child() -> None:
+    """A forked child may inherit the lock held by another thread of the parent: a new one."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_lock_in_child)
