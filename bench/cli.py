@@ -346,8 +346,10 @@ def parse_args(argv):
                     help="time nothing: redraw the report and plots of an earlier run's results.json into --out")
     ap.add_argument("--only", default="", help="comma-separated components (default: all); "
                     f"known: {', '.join(c.name for c in main_components())}")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"),
-                    help="directory for results.json, results.md and the PNG plots")
+    ap.add_argument("--out", default=None,
+                    help="directory for results.json, results.md and the PNG plots (default: a new folder "
+                         "per run, bench/results/run-YYYYmmdd-HHMMSS, with bench/results/latest pointing to it; "
+                         "--replot: the results.json's own folder)")
     ap.add_argument("--rounds", type=int, default=None, help="timing rounds per component")
     ap.add_argument("--attn-impl", choices=("naive", "fused", "flash"), default=None,
                     help="attention implementation in both twins' models (default: naive, the tutorial's code)")
@@ -403,9 +405,39 @@ def main(argv=None) -> int:
         return 1
 
 
+RESULTS_ROOT = Path(__file__).resolve().parent / "results"
+WRITTEN = ("results.json", "results.md") + report.PLOT_FILES
+
+
+def run_folder(out) -> Path:
+    """Where this run writes: ``--out`` as given, cleared of an earlier run's files (so no stale
+    plot lies beside new results), or by default a new ``bench/results/run-<time>`` folder, with
+    ``bench/results/latest`` pointing to it."""
+    if out is not None:
+        out_dir = Path(out)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in WRITTEN:
+            (out_dir / name).unlink(missing_ok=True)
+        return out_dir
+    stamp = datetime.datetime.now().strftime("run-%Y%m%d-%H%M%S")
+    out_dir, k = RESULTS_ROOT / stamp, 1
+    while out_dir.exists():
+        k += 1
+        out_dir = RESULTS_ROOT / f"{stamp}-{k}"
+    out_dir.mkdir(parents=True)
+    latest = RESULTS_ROOT / "latest"
+    try:
+        if latest.is_symlink() or latest.exists():
+            latest.unlink()
+        latest.symlink_to(out_dir.name, target_is_directory=True)
+    except OSError:
+        pass                          # no symlinks here (Windows without the privilege): the folder stands
+    return out_dir
+
+
 def _main(args) -> int:
     if args.replot:
-        return replot(args.replot, args.out)
+        return replot(args.replot, args.out if args.out is not None else Path(args.replot).resolve().parent)
     t_start = time.perf_counter()
     threads = thread_count(args)
     skip = {s for s in args.skip.split(",") if s}
@@ -420,8 +452,7 @@ def _main(args) -> int:
     else:
         names = [n for n in args.only.split(",") if n] or [c.name for c in main_components(args.quick)]
         check_names(names)
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = run_folder(args.out)
 
     log(f"bench: {threads} thread(s), {'quick' if args.quick else 'full'} run, results in {out_dir}")
     load = _loadavg()

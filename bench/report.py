@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 MB = 2 ** 20
+PLOT_FILES = ("time_per_component.png", "ratio.png", "scaling_section11.png", "flash_vs_naive.png")  # what plots() may write
 
 
 def _ms(s):

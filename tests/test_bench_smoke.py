@@ -66,3 +66,31 @@ def test_accuracy_errors_relative_and_structurally_zero_gradients():
 def test_unknown_component_is_rejected():
     with pytest.raises(SystemExit, match="unknown component"):
         cli.main(["--only", "no_such_thing"])
+
+
+def test_each_run_gets_its_own_folder(tmp_path, monkeypatch):
+    """By default every run writes into a new bench/results/run-<time> folder (``latest`` points
+    to the newest); an explicit --out is cleared of an earlier run's files first, so no stale plot
+    lies beside new results."""
+    monkeypatch.setattr(cli, "RESULTS_ROOT", tmp_path / "results")
+    first, second = cli.run_folder(None), cli.run_folder(None)
+    assert first != second and first.parent == second.parent == tmp_path / "results"
+    assert first.name.startswith("run-") and second.name.startswith(first.name[:len("run-YYYYmmdd")])
+    assert (tmp_path / "results" / "latest").resolve() == second.resolve()
+    out = tmp_path / "mine"
+    out.mkdir()
+    for name in ("results.json", "ratio.png", "flash_vs_naive.png", "notes.txt"):
+        (out / name).write_text("old")
+    assert cli.run_folder(str(out)) == out
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]     # only our own files are removed
+
+
+def test_replot_writes_beside_its_results_and_only_known_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    from test_docs import _bench_results
+    run = tmp_path / "run-1"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps(_bench_results()))
+    assert cli.main(["--replot", str(run / "results.json")]) == 0
+    written = {p.name for p in run.iterdir()} - {"results.json", "results.md"}
+    assert written and written <= set(cli.report.PLOT_FILES)

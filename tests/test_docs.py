@@ -309,8 +309,8 @@ PICTURES = {
     "digits_data.png": ("tinygrad-tx plot digits-data -o docs/images/digits_data.png", "docs/images/digits_data.png",
                         ["--sizes", "10", "0", "--seeds", "1", "--steps", "2"]),
     # the benchmark's plots: the full run times for minutes; --replot draws them from its results.json
-    "bench_ratio.png": ("tinygrad-tx bench", "bench/results/ratio.png", None),
-    "bench_section11.png": ("tinygrad-tx bench", "bench/results/scaling_section11.png", None),
+    "bench_ratio.png": ("tinygrad-tx bench", "bench/results/latest/ratio.png", None),
+    "bench_section11.png": ("tinygrad-tx bench", "bench/results/latest/scaling_section11.png", None),
 }
 DOCS_TEXT = " ".join((ROOT / "README.md").read_text().split() + [w for p in PAGES for w in p.read_text().split()])
 
@@ -351,7 +351,7 @@ def test_the_command_of_every_picture_still_runs(name, tmp_path):
     if cheap is None:                          # the benchmark: redraw from a results.json instead of timing
         results = tmp_path / "results.json"
         results.write_text(json.dumps(_bench_results()))
-        argv, cheap = ["bench", "--replot", str(results), "--out", str(tmp_path / "bench/results")], []
+        argv, cheap = ["bench", "--replot", str(results), "--out", str(tmp_path / "bench/results/latest")], []
     (tmp_path / "docs/images").mkdir(parents=True)
     old = os.getcwd()
     os.chdir(tmp_path)
