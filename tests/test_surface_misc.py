@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
-from reference.testing import check_parity
+from reference.testing import DEVICE, check_parity
 from tinygrad_tx import gradcheck
 from tinygrad_tx.testing.strategies import broadcastable_pair, seeds, values
 
@@ -179,3 +179,23 @@ def test_module_to_empty_and_assign():
     assert lin2.weight.dtype == tg.float32
     with pytest.raises(TypeError, match="assign must be a bool, got 'yes'"):
         lin2.load_state_dict(state, assign="yes")
+
+
+def test_size_behaves_as_torch_size():
+    """t.shape / t.size() are a Size (torch.Size): a tuple of ints with numel(); slicing, + and *
+    keep the type; equal to plain tuples; bad sizes are a TypeError naming the value."""
+    t, r = tg.zeros(2, 3, 4), torch.zeros(2, 3, 4, device=DEVICE)
+    for ours, theirs in [(t.shape, r.shape), (t.size(), r.size()), (t.shape[1:], r.shape[1:]),
+                         (t.shape + (5,), r.shape + (5,)), (t.shape * 2, r.shape * 2), (tg.Size([]), torch.Size([])),
+                         (tg.Size([True, 2]), torch.Size([True, 2]))]:
+        assert type(ours) is tg.Size and tuple(ours) == tuple(theirs) and ours.numel() == theirs.numel()
+    assert t.shape == (2, 3, 4) and (2, 3, 4) == t.shape and t.shape == tg.Size([2, 3, 4]) and t.size(-1) == 4
+    assert repr(t.shape) == "tinygrad_tx.Size([2, 3, 4])" and str(t.shape) == "(2, 3, 4)" and isinstance(t.shape[0], int)
+    assert np.zeros(t.shape).shape == (2, 3, 4) and tg.zeros(t.shape).shape == t.shape
+    import pickle
+    assert pickle.loads(pickle.dumps(t.shape)) == t.shape and type(pickle.loads(pickle.dumps(t.shape))) is tg.Size
+    for bad in ([1.5], 3, "ab", [None]):
+        with pytest.raises(TypeError):
+            torch.Size(bad)
+        with pytest.raises(TypeError, match="Size\\(\\): "):
+            tg.Size(bad)

@@ -15,6 +15,7 @@ from .dtypes import (bool, complex64, complex128, double, dtype, float, float16,
 from .ops.movement import IndexOutOfRange
 from .gradcheck import GradcheckError, gradcheck
 from .parallel import get_num_threads, set_num_threads
+from .size import Size
 from .tensor import Tensor, cat, matmul, maximum, minimum, stack, where
 
 from ._bind import bind as _bind
@@ -51,5 +52,5 @@ __all__ = [
     "GradcheckError", "SavedMemory", "gradcheck", "Tensor", "IndexOutOfRange", "arange", "cat", "enable_grad", "full",
     "get_num_threads", "is_grad_enabled", "manual_seed", "matmul", "maximum", "minimum", "no_grad", "ones", "ones_like",
     "rand", "randn", "set_grad_enabled", "set_num_threads", "stack", "tensor", "where", "zeros", "zeros_like",
-    "load", "save", "compile",
+    "load", "save", "compile", "Size",
 ]

@@ -22,6 +22,7 @@ import numpy as np
 from . import autograd, dtypes
 from . import device as _device
 from . import printing as _printing
+from .size import of as _size_of
 from .autograd import dispatch as _dispatch
 from .autograd import recording as _recording
 from .autograd import api as _autograd_api
@@ -363,7 +364,7 @@ class Tensor:
     # ------------------------------------------------------------------ array attributes
     @property
     def shape(self):
-        return self._data.shape
+        return _size_of(self._data.shape)
 
     @property
     def ndim(self) -> int:
@@ -395,7 +396,7 @@ class Tensor:
 
     def size(self, dim=None):
         if dim is None:
-            return self._data.shape
+            return _size_of(self._data.shape)
         return self._data.shape[_canonical_dim(dim, self.ndim)]
 
     def dim(self) -> int:

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from ..autograd.grad_mode import _state as _grad_mode
+from ..size import Size
 from ..tensor import Tensor
 
 
@@ -63,9 +64,9 @@ def _value(v):
     t = type(v)
     if t in _VALUE_TYPES or isinstance(v, np.generic):
         return v
-    if t in (tuple, list, dict) and len(v) <= 16 and all(type(x) in _VALUE_TYPES
+    if t in (tuple, list, dict, Size) and len(v) <= 16 and all(type(x) in _VALUE_TYPES
                                                          for x in (v.values() if t is dict else v)):
-        return v if t is tuple else t(v)
+        return v if t is tuple or t is Size else t(v)
     return _MISSING
 
 
