@@ -112,6 +112,10 @@ class OursBackend(_Backend):
     def AdamW(self):
         return importlib.import_module("tinygrad_tx.optim").AdamW
 
+    def compile(self, fn):
+        """``tinygrad_tx.compile`` (fullgraph: a step it cannot capture is an error, not eager)."""
+        return self.tg.compile(fn, fullgraph=True)
+
     def flash_attention(self, q, k, v, is_causal=False):
         from tinygrad_tx.ops.flash_attention import flash_attention
         return flash_attention(q, k, v, is_causal=is_causal)
@@ -220,6 +224,10 @@ class TorchBackend(_Backend):
     @property
     def AdamW(self):
         return self.torch.optim.AdamW
+
+    def compile(self, fn):
+        """``torch.compile`` (inductor; on the CPU it needs a C++ compiler, found at the first call)."""
+        return self.torch.compile(fn)
 
     def flash_attention(self, q, k, v, is_causal=False):
         """torch's fused scaled_dot_product_attention (a flash kernel on CPU and CUDA)."""

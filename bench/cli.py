@@ -59,6 +59,8 @@ def default_threads() -> int:
 
 
 CASE_TIMEOUT = 120.0   # --case-timeout: an ``ours`` (or torch) call that never returns stops the bench
+COMPILED_TARGETS = {"gpt_tutorial": 0.70, "gpt_large": 0.80}   # issue 18: JAX jit's level on this CPU
+COMPILE_TIMEOUT = 300.0  # more for a setup that also compiles the training step (torch.compile: 2-26 s measured)
 
 
 class Settings:
@@ -81,27 +83,37 @@ def log(msg: str):
 
 # --------------------------------------------------------------------------- interleaved timing
 
-def measure(contenders, settings: Settings, modes=MODES, seed=0):
+def measure(contenders, settings: Settings, modes=MODES, seed=0, compiled=()):
     """Time ``contenders`` = [(label, worker, component, cfg)] against each other.
 
     Each contender's case is built in its worker (key = label); after warm-up the
     rounds alternate between contenders (direction reversed every round), so slow
     drifts of the machine hit all of them alike. Returns {label: {...}}; a
-    contender whose setup failed gets {"error": ...}.
+    contender whose setup failed gets {"error": ...}. The contenders named in ``compiled``
+    also time mode ``compiled`` (a training step under their framework's compiler) where their
+    worker could build it; else their result says why (``compiled_error``).
     """
-    results, live, shapes = {}, [], {}
+    results, live, shapes, own_modes = {}, [], {}, {}
     limit = settings.case_timeout
     for label, worker, comp, cfg in contenders:
-        reply = worker.request("setup", key=label, component=comp, cfg=cfg, seed=seed, timeout=limit)
+        want = label in compiled
+        reply = worker.request("setup", key=label, component=comp, cfg=cfg, seed=seed, compiled=want,
+                               timeout=limit + (COMPILE_TIMEOUT if want else 0))
         if not reply.get("ok"):
             results[label] = {"error": reply.get("error")}
             continue
         shapes[label] = reply.get("out_shape")
+        c = reply.get("compiled") or {}
+        own_modes[label] = tuple(modes) + (("compiled",) if "compile_s" in c else ())
         results[label] = {"saved_bytes": reply["saved_bytes"], "first_fwdbwd_s": reply["first_fwdbwd_s"],
                           "saved_bytes_distinct": reply.get("saved_bytes_distinct"),
                           "flops_fwd": reply["flops_fwd"],
                           "flops_fwdbwd": reply["flops_fwdbwd"], "info": reply.get("info", {}),
-                          "times": {m: [] for m in modes}, "cpu_times": {m: [] for m in modes}}
+                          "times": {m: [] for m in own_modes[label]},
+                          "cpu_times": {m: [] for m in own_modes[label]}}
+        if want:
+            results[label]["compile_s" if "compile_s" in c else "compiled_error"] = \
+                c.get("compile_s", c.get("error", "this case has no training step to compile"))
         live.append((label, worker))
     reference = shapes.get("torch")
     wrong = {lb: sh for lb, sh in shapes.items() if reference is not None and sh is not None and sh != reference}
@@ -117,7 +129,7 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
     # warm-up, and the per-call estimate that sizes the rounds
     est = {}
     for label, worker in live:
-        for m in modes:
+        for m in own_modes[label]:
             if m == "fwdbwd" and settings.quick:
                 est[(label, m)] = max(results[label]["first_fwdbwd_s"], 1e-6)
                 continue
@@ -126,24 +138,33 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0):
     n = {k: int(min(settings.max_n, max(1, round(settings.round_s / v)))) for k, v in est.items()}
     per_round = sum(n[k] * est[k] for k in n)
     rounds = max(settings.min_rounds, min(settings.rounds, int(settings.case_budget_s / max(per_round, 1e-9))))
+    all_modes = tuple(modes) + (("compiled",) if any("compiled" in m for m in own_modes.values()) else ())
     for r in range(rounds):
         order = live if r % 2 == 0 else live[::-1]
-        for m in modes:
+        for m in all_modes:
             for label, worker in order:
+                if m not in own_modes[label]:
+                    continue
                 reply = worker.call("time", key=label, mode=m, n=n[(label, m)], timeout=limit * n[(label, m)])
                 results[label]["times"][m] += reply["times"]
                 results[label]["cpu_times"][m] += reply["cpu_times"]
     for label, worker in live:
         worker.call("release", key=label)
         res = results[label]
-        res["stats"] = {m: summarize(res["times"][m]) for m in modes}
-        res["cpu_stats"] = {m: summarize(res["cpu_times"][m]) for m in modes}
+        res["stats"] = {m: summarize(res["times"][m]) for m in own_modes[label]}
+        res["cpu_stats"] = {m: summarize(res["cpu_times"][m]) for m in own_modes[label]}
         res["rounds"] = rounds
     return results
 
 
 def gflops(flops, seconds):
     return None if not flops or not seconds else flops / seconds / 1e9
+
+
+def compiled_contenders(quick: bool) -> tuple:
+    """Who times the training steps compiled: ours always; torch.compile (2-26 s of compiling per
+    step on a 2-core machine) only in the full run."""
+    return ("ours",) if quick else ("ours", "torch")
 
 
 def run_components(workers, names, settings, attn_impl):
@@ -154,7 +175,8 @@ def run_components(workers, names, settings, attn_impl):
         if attn_impl and "attn_impl" in cfg and not comp.variant:
             cfg["attn_impl"] = attn_impl
         t0 = time.perf_counter()
-        res = measure([(w.label, w, name, cfg) for w in workers], settings)
+        compiled = compiled_contenders(settings.quick) if comp.kind == "train" else ()
+        res = measure([(w.label, w, name, cfg) for w in workers], settings, compiled=compiled)
         row = {"name": name, "kind": comp.kind, "doc": comp.doc, "config": cfg, "target": comp.target,
                "results": {}}
         for label, r in res.items():
@@ -167,6 +189,11 @@ def run_components(workers, names, settings, attn_impl):
                 "rounds": r["rounds"], "info": r["info"], "times": r["times"], "cpu": r["cpu_stats"],
                 "gflops_fwd": gflops(r["flops_fwd"], r["stats"]["fwd"]["median"]),
                 "gflops_fwdbwd": gflops(r["flops_fwdbwd"], r["stats"]["fwdbwd"]["median"])}
+            for k in ("compile_s", "compiled_error"):
+                if k in r:
+                    row["results"][label][k] = r[k]
+            if "compiled" in r["stats"]:
+                row["results"][label]["compiled"] = r["stats"]["compiled"]
             row["flops_fwd"], row["flops_fwdbwd"] = r["flops_fwd"], r["flops_fwdbwd"]
         ours, torch_ = row["results"].get("ours", {}), row["results"].get("torch", {})
         row["available"] = "fwd" in ours and "fwd" in torch_
@@ -178,8 +205,12 @@ def run_components(workers, names, settings, attn_impl):
             if "fwd" in row["results"].get("torch_cuda", {}):
                 cu = row["results"]["torch_cuda"]
                 row["ratio_cuda"] = {m: ratio(ours[m]["median"], cu[m]["median"]) for m in MODES}
+            teager = torch_["fwdbwd"]["median"]
+            row["ratio_compiled"] = {k: ratio(v["compiled"]["median"], teager)
+                                     for k, v in (("ours", ours), ("torch", torch_)) if "compiled" in v}
+            extra = "".join(f"  {k} compiled {v:.2f}" for k, v in row["ratio_compiled"].items())
             log(f"  {name:18s} f+b ours {ours['fwdbwd']['median'] * 1e3:9.2f} ms  torch "
-                f"{torch_['fwdbwd']['median'] * 1e3:9.2f} ms  ratio {row['ratio']['fwdbwd']:.2f}  "
+                f"{teager * 1e3:9.2f} ms  ratio {row['ratio']['fwdbwd']:.2f}{extra}  "
                 f"({time.perf_counter() - t0:.1f} s)")
         else:
             log(f"  {name:18s} unavailable: {(row['error'] or '').splitlines()[0] if row['error'] else '?'}")
@@ -311,6 +342,12 @@ def evaluate_targets(rows, accuracy, rss):
         value = row.get("ratio", {}).get("fwdbwd") if row.get("available") else None
         targets.append({"name": f"{row['name']} fwd+bwd time ours/torch-CPU", "value": value,
                         "limit": row["target"], "met": None if value is None else value <= row["target"]})
+    for row in rows:
+        limit = COMPILED_TARGETS.get(row["name"])
+        if limit is not None and "ours" in row.get("ratio_compiled", {}):
+            v = row["ratio_compiled"]["ours"]
+            targets.append({"name": f"{row['name']} compiled step time ours/torch-CPU eager", "value": v,
+                            "limit": limit, "met": v <= limit})
     for entry in (rss or [])[:1]:   # the first entry is the step the target is about
         v = entry.get("ratio_step_delta")
         targets.append({"name": f"{entry['component']} peak RSS of the training step (peak − after imports) "

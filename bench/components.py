@@ -43,6 +43,8 @@ class Case:
     flops: int | None = None              # analytic FLOPs of one forward
     train_flops: int | None = None        # analytic FLOPs of forward + backward (default 3 × flops)
     info: dict = field(default_factory=dict)
+    step_inputs: tuple = ()               # training steps: the step's inputs, passed as arguments ...
+    forward_on: Callable | None = None    # ... to forward_on(*step_inputs) -> loss (what a compiler traces)
 
     def fwdbwd_flops(self):
         if self.train_flops is not None:
@@ -279,10 +281,13 @@ def gpt_step(B, rng, c):
     targets = B.const(rng.integers(0, c["vocab"], size=(c["batch"], c["T"])))
     params = B.parameters(m)
     flops = gpt_train_flops(c["batch"], c["T"], c["d"], c["layers"], c["vocab"])
-    return Case(lambda: m(idx, targets)[1], params, optimizer=_adamw(B, params),
+    def loss(idx, targets):
+        return m(idx, targets)[1]
+
+    return Case(lambda: loss(idx, targets), params, optimizer=_adamw(B, params),
                 flops=flops // 3, train_flops=flops,
                 info={"params": int(sum(np.prod(tuple(p.shape)) for _, p in params)),
-                      "tokens": c["batch"] * c["T"]})
+                      "tokens": c["batch"] * c["T"]}, step_inputs=(idx, targets), forward_on=loss)
 
 
 for _size, _target in (("tiny", 0.5), ("tutorial", 0.85), ("large", 1.10)):

@@ -36,6 +36,38 @@ def _cfg(cfg):
     return ", ".join(f"{k}={'×'.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for k, v in cfg.items())
 
 
+def _compiled_section(rows) -> list:
+    """The training steps eager and compiled: ours (``tinygrad_tx.compile``) and torch
+    (``torch.compile``, full run only), each ratio against torch eager."""
+    steps = [r for r in rows if r.get("available") and any(
+        k in r["results"][f] for f in ("ours", "torch") for k in ("compiled", "compiled_error"))]
+    if not steps:
+        return []
+    out = ["## Training steps compiled", "",
+           "The same step (grads cleared, forward, backward, AdamW) under `tinygrad_tx.compile` (recorded at the "
+           "first call, replayed as a straight-line NumPy program) and `torch.compile` (inductor; `--quick` skips "
+           "it: 2-42 s of compiling per step measured here). Ratios: median / torch eager's median.", ""]
+    header = ["step", "ours eager", "ours compiled", "torch eager", "torch.compile", "ours eager ratio",
+              "**ours compiled ratio**", "torch.compile ratio", "compile s ours / torch"]
+    body = []
+    for r in steps:
+        ours, tor = r["results"]["ours"], r["results"]["torch"]
+        teager = tor["fwdbwd"]["median"]
+
+        def cell(side):
+            if "compiled" in side:
+                return _cell(side["compiled"])
+            return f"not run: {side['compiled_error'][:60]}" if "compiled_error" in side else "–"
+
+        def rat(side):
+            return _num(side["compiled"]["median"] / teager) if "compiled" in side else "–"
+
+        body.append([r["name"], _cell(ours["fwdbwd"]), cell(ours), _cell(tor["fwdbwd"]), cell(tor),
+                     _num(r["ratio"]["fwdbwd"]), f"**{rat(ours)}**", rat(tor),
+                     " / ".join(_num(s.get("compile_s"), ".1f") if "compile_s" in s else "–" for s in (ours, tor))])
+    return out + [_table(header, body), ""]
+
+
 def markdown(res) -> str:
     meta = res["meta"]
     out = ["# tinygrad_tx benchmark" + (" (quick)" if meta.get("quick") else ""), ""]
@@ -97,6 +129,7 @@ def markdown(res) -> str:
         out.append("")
         out.append("Configurations: " + "; ".join(f"`{r['name']}` {_cfg(r['config'])}" for r in rows) + ".")
         out.append("")
+        out += _compiled_section(rows)
 
     acc = res.get("accuracy") or {}
     if rows or acc:

@@ -37,8 +37,15 @@ def test_gpt_tiny_through_workers(tmp_path, capsys):
                                                    / row["results"]["torch"]["fwdbwd"]["median"])
     (target,) = res["targets"]
     assert target["name"].startswith("gpt_tiny fwd+bwd") and target["limit"] == 0.5
+    # the training step compiled: ours (tinygrad_tx.compile) in every run, torch.compile in the full run only
+    ours = row["results"]["ours"]
+    assert ours["compile_s"] > 0 and ours["compiled"]["n"] >= 2 and "compiled" not in row["results"]["torch"]
+    assert row["ratio_compiled"]["ours"] == pytest.approx(ours["compiled"]["median"]
+                                                          / row["results"]["torch"]["fwdbwd"]["median"])
+    assert cli.compiled_contenders(quick=False) == ("ours", "torch")
     md = (tmp_path / "results.md").read_text()
     assert "## Time per component" in md and "| gpt_tiny |" in md and "## Targets" in md
+    assert "## Training steps compiled" in md
     assert md in capsys.readouterr().out
 
 
