@@ -312,8 +312,12 @@ def vit_step(B, rng, c):
     params = B.parameters(m)
     n_tokens = (c["image"] // c["patch"]) ** 2 + 1
     flops = vit_train_flops(c["batch"], n_tokens, c["channels"] * c["patch"] ** 2, c["d"], c["layers"], c["classes"])
-    return Case(lambda: m(x, y)[1], params, optimizer=_adamw(B, params), flops=flops // 3, train_flops=flops,
-                info={"params": int(sum(np.prod(tuple(p.shape)) for _, p in params))})
+    def loss(x, y):
+        return m(x, y)[1]
+
+    return Case(lambda: loss(x, y), params, optimizer=_adamw(B, params), flops=flops // 3, train_flops=flops,
+                info={"params": int(sum(np.prod(tuple(p.shape)) for _, p in params))}, step_inputs=(x, y),
+                forward_on=loss)
 
 
 # =========================================================================== sweeps (section 11, flash vs naive)
