@@ -290,7 +290,12 @@ class Prod(ArrayFunction):
     y / x_i. With exactly one zero, at position k: every product of others except x_k's
     contains the zero, so dL/dx_i = 0 for i ≠ k and dL/dx_k = g · Π_{j≠k} x_j (the product
     of the nonzero elements). With two or more zeros every product of others contains a
-    zero: dL/dx = 0. Integer and bool inputs give int64 (no gradient)."""
+    zero: dL/dx = 0. Integer and bool inputs give int64 (no gradient).
+
+    The no-zero case is computed as g · (y / x), not (g · y) / x: a long product can be
+    subnormal (625 factors in [0.1, 2) give y ≈ 2e-40 in float32, 15 bits of precision), and
+    g · y rounds it again at subnormal precision, y / x usually far less. Measured on such a
+    draw: 2.7e-4 relative error against 3.0e-5 (torch's, and a float64 evaluation's)."""
 
     differentiable_backward = True
 
@@ -307,14 +312,14 @@ class Prod(ArrayFunction):
         x, y, g = saved_reduced(ctx, g)
         zero = x == 0
         if not zero.any():
-            return g * y / x
+            return g * (y / x)
         _zeros_once_differentiable("Prod")
         zeros = np.sum(zero, axis=ctx.axes, keepdims=True)
         dt = np.result_type(x)
         others = np.astype(np.prod(np.where(zero, 1, x), axis=ctx.axes, keepdims=True,
                                    dtype=accumulation_dtype(dt)), dt)
         with np.errstate(divide="ignore", invalid="ignore"):
-            no_zero = g * y / x
+            no_zero = g * (y / x)
         one_zero = np.where(zero, g * others, 0)
         return np.where(zeros == 0, no_zero, np.where(zeros == 1, one_zero, 0))
 
