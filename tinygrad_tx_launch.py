@@ -33,14 +33,33 @@ def _stop(signum, frame):
     raise Stopped(signum)
 
 
+def _stop_behind(error):
+    """The stop (a ``KeyboardInterrupt``: SIGINT, or SIGTERM's :class:`Stopped`) an error was raised
+    from, or None. A stop that lands inside a C extension's module initialisation reaches the
+    caller as that extension's error: SciPy's pybind11 modules raise ``ImportError('initialization
+    failed')`` from it (seen: 2 of 25 kills exited 1 instead of 130 / 143, one of them -6 when
+    the interpreter's shutdown then met the half-initialised module). Also used by
+    ``tinygrad_tx.cli.main`` for stops after the import."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
 def main(argv=None) -> int:
     """Import the command line under a SIGTERM handler, then run it; returns the exit status."""
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:   # an ignored SIGTERM (nohup) stays ignored
         signal.signal(signal.SIGTERM, _stop)
     try:
         from tinygrad_tx.cli import main as cli_main
-    except KeyboardInterrupt as e:
-        signum = getattr(e, "signum", signal.SIGINT)
+    except (KeyboardInterrupt, ImportError) as e:
+        stop = _stop_behind(e)
+        if stop is None:                 # a real import error: Python's own report
+            raise
+        signum = getattr(stop, "signum", signal.SIGINT)
         print(f"{PROG}: interrupted ({signal.Signals(signum).name}) while starting", file=sys.stderr, flush=True)
         # exit at once: a normal shutdown would finalise half-imported modules (NumPy's among them),
         # and Python then reports the interrupt again as its own -2 (measured: 3 in 25 kills)

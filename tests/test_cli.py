@@ -695,3 +695,54 @@ def test_automatic_threads_leave_the_busy_cores_alone(monkeypatch):
     with loop.thread_limit(0):
         assert parallel.get_num_threads() == 3
     assert parallel.get_num_threads() == before
+
+
+def test_a_stop_inside_an_extension_import_is_reported_as_a_stop(monkeypatch, capsys):
+    """A SIGTERM (or Ctrl-C) that lands while a SciPy extension module initialises reaches the
+    command as ImportError('initialization failed') raised from the stop (pybind11). It is the
+    stop: one line and 143, and the process leaves at once (a normal shutdown met the
+    half-initialised module: "Fatal Python error", status -6, seen in the kill experiment)."""
+    import signal
+
+    import tinygrad_tx_launch as launch
+
+    def interrupted_import(args):
+        try:
+            raise launch.Stopped(signal.SIGTERM)
+        except KeyboardInterrupt as stop:
+            raise ImportError("initialization failed") from stop
+
+    exits = []
+    monkeypatch.setattr(cli, "cmd_run", interrupted_import)
+    monkeypatch.setattr(cli.os, "_exit", exits.append)
+    assert cli.main(["run", "script.py"]) == 143
+    assert exits == [143]
+    assert capsys.readouterr().err.strip() == "tinygrad-tx: interrupted (SIGTERM)"
+    monkeypatch.setattr(cli, "cmd_run", lambda args: (_ for _ in ()).throw(ImportError("no module named x")))
+    assert cli.main(["run", "script.py"]) == 1                      # a real import error stays one
+    assert "error: no module named x" in capsys.readouterr().err
+
+
+def test_a_stop_turned_into_another_error_by_a_c_extension_is_a_stop(monkeypatch, capsys):
+    """Raised by training's handler inside matplotlib's C code, the stop came out as a TypeError
+    that does not keep it (kill experiment: exit 1). The handler remembers what it raised
+    (``signals.raised``), and the command reports the stop; a later run's real error is an error."""
+    import signal
+
+    from tinygrad_tx.training import signals
+
+    def stopped_in_c(args):
+        with signals.StopSignals() as stop:
+            try:
+                stop._handle(signal.SIGTERM, None)
+            except KeyboardInterrupt:
+                raise TypeError("affine_transform(): incompatible function arguments") from None
+
+    exits = []
+    monkeypatch.setattr(cli.os, "_exit", exits.append)
+    monkeypatch.setattr(cli, "cmd_run", stopped_in_c)
+    assert cli.main(["run", "script.py"]) == 143 and exits == [143]
+    assert capsys.readouterr().err.strip() == "tinygrad-tx: interrupted (SIGTERM)"
+    monkeypatch.setattr(cli, "cmd_run", lambda args: (_ for _ in ()).throw(TypeError("a real one")))
+    assert cli.main(["run", "script.py"]) == 1 and exits == [143]
+    assert "error: a real one" in capsys.readouterr().err

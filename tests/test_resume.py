@@ -367,7 +367,10 @@ def kill_experiment(n: int, workdir: Path, seed: int = 0) -> dict:
         # (SIGINT then prints Python's KeyboardInterrupt) or, on a loaded machine, while the
         # interpreter itself still starts, before Python has a SIGINT handler (no output at all)
         before_main = status == -signum and (signum != signal.SIGINT or b"KeyboardInterrupt" in err
-                                             or not err.strip())
+                                             or not err.strip()) \
+            or status == 1 and signum == signal.SIGINT and b"init_import_site" in err
+        # (the last: Python's own startup, importing `site`, met the Ctrl-C: it exits 1 with
+        # "Fatal Python error: init_import_site" before any code of the command exists)
         counts["ended_during_import"] += before_main and signum != signal.SIGKILL
         counts["exit_status_ok"] += status in (0, -9 if signum == signal.SIGKILL else 128 + signum) or before_main
         if out.parent.exists():

@@ -448,10 +448,37 @@ def main(argv=None) -> int:
         import signal
         signum = getattr(e, "signum", signal.SIGINT)
         print(f"{PROG}: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        if getattr(e, "inside_an_import", False):
+            # a module half initialised by the stop (a SciPy extension) can crash the interpreter's
+            # shutdown (seen: "Fatal Python error: PyThreadState_Get", status -6): leave at once,
+            # flushing what was written (the checkpoint, if any, is already on disk: atomic writes)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(128 + int(signum))
         return 128 + int(signum)
 
 
+def _stop_in(error):
+    """The stop behind an error, as a KeyboardInterrupt to re-raise, or None. A SIGINT or SIGTERM
+    that lands inside a C extension (SciPy's pybind11 modules while they initialise, matplotlib's
+    path code) comes out as that extension's error: ImportError('initialization failed') or a
+    RuntimeError raised from the stop, or a TypeError that does not even keep it (seen in the
+    kill experiment: such stops exited 1, once -6, instead of 130 / 143). So: a KeyboardInterrupt
+    in the error's chain, or the one training's handlers last raised (``signals.raised``). Such a
+    stop may leave a module half initialised, so main leaves at once (``inside_an_import``)."""
+    from tinygrad_tx_launch import _stop_behind   # installed beside the package (pyproject py-modules)
+    from .training import signals
+    stop = _stop_behind(error)
+    if stop is None and signals.raised is not None:
+        stop = signals.Interrupted(signals.raised)
+    if stop is not None:
+        stop.inside_an_import = True
+    return stop
+
+
 def _main(argv) -> int:
+    from .training import signals
+    signals.raised = None                       # this run's stops only (tests call main repeatedly)
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv
     from . import allocator
@@ -480,8 +507,11 @@ def _main(argv) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())   # Python's own flush at exit would raise again
         return 141                              # 128 + SIGPIPE, what a shell reports for it
-    except (ValueError, TypeError, OSError, ImportError, FloatingPointError) as e:
-        if debug:
+    except Exception as e:                     # noqa: BLE001 - a stop in disguise is told apart here
+        stop = _stop_in(e)
+        if stop is not None:                    # a stop, not an error: main reports it (130 / 143)
+            raise stop from None
+        if debug or not isinstance(e, (ValueError, TypeError, OSError, ImportError, FloatingPointError)):
             raise
         print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)
         return 1

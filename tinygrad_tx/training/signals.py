@@ -24,6 +24,7 @@ import threading
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _current: list["StopSignals"] = []
+raised: int | None = None   # the signal a block last raised Interrupted for (see StopSignals._handle)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -62,9 +63,14 @@ class StopSignals:
         return self.signum is not None
 
     def _handle(self, signum, frame):
+        global raised
         if self.armed and self.signum is None:
             self.signum = signum            # the loop saves at the end of this step
             return
+        # Remembered for the CLI: raised inside a C extension (matplotlib's, SciPy's), the stop
+        # can come out as that extension's own error (a TypeError naming its arguments, an
+        # ImportError or RuntimeError caused by it); the CLI reports it as the stop anyway.
+        raised = signum
         raise Interrupted(signum)
 
     def __enter__(self):
