@@ -237,3 +237,32 @@ def test_float16_floor_division_of_tensors_is_torchs():
                           (tt.div(tt.tensor(a), tt.tensor(b), rounding_mode="floor"),
                            torch.div(ta, tb, rounding_mode="floor"))):
             np.testing.assert_array_equal(got.numpy(), want.cpu().numpy(), err_msg=f"scale {scale}")
+
+
+def test_float16_with_the_wider_operand_first_is_torchs_bit_for_bit():
+    """torch's float32 precision for a number or a 0-d tensor is for its *second* operand: with a
+    0-d float32 tensor first (s * x16, s / x16, s // x16, div(s, x16, rounding_mode=)) or a number
+    first in a function call (mul(0.69, x16), floor_divide(0.69, x16)), it is rounded to float16
+    first. A fresh run met 1.82 // float16 [0.25, -0.26, 1.28]: ours -7, torch -8. Operators
+    with a number on the left stay torch's reflected forms (x16.__rmul__, reciprocal(x16) * n)."""
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-2, 2, 1000).astype(np.float16)
+    a[:3] = [0.25, -0.26, 1.28]
+    ta = torch.tensor(a, device=DEVICE)
+    for s in (1.82, -0.69, 2.7):
+        s32 = np.asarray(s, np.float32)
+        ours_s, torch_s = tt.tensor(s32), torch.tensor(s32, device=DEVICE)
+        cases = [(lambda x, y: x * y, ours_s, torch_s), (lambda x, y: x / y, ours_s, torch_s),
+                 (lambda x, y: x // y, ours_s, torch_s), (lambda x, y: x // y, s, s), (lambda x, y: x * y, s, s),
+                 (lambda x, y: x / y, s, s)]
+        for mode in ("floor", "trunc"):
+            cases.append((lambda x, y, m=mode: (tt if isinstance(y, tt.Tensor) else torch).div(x, y, rounding_mode=m),
+                          ours_s, torch_s))
+        for lib in (tt, torch):
+            cases.append((lambda x, y, lib=lib: (tt if isinstance(y, tt.Tensor) else torch).mul(x, y), s, s))
+            cases.append((lambda x, y: (tt if isinstance(y, tt.Tensor) else torch).floor_divide(x, y), s, s))
+        for k, (op, o, t) in enumerate(cases):
+            want = op(t, ta).cpu().numpy()
+            got = op(o, tt.tensor(a)).numpy()
+            assert got.dtype == want.dtype == np.float16, (k, s)
+            np.testing.assert_array_equal(got, want, err_msg=f"case {k}, s = {s}")

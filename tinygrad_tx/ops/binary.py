@@ -521,7 +521,7 @@ TENSOR_METHODS = {
     "xlogy": xlogy, "div": div, "divide": div, "true_divide": true_divide, "float_power": float_power,
     "isclose": isclose, "allclose": allclose, "equal": equal,
     "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
-    "add": add, "sub": sub, "subtract": sub, "multiply": lambda self, other: self * other,
+    "add": add, "sub": sub, "subtract": sub, "multiply": lambda self, other: _binary_op(_E.Mul, self, other),
     "greater": lambda self, other: self > other, "greater_equal": lambda self, other: self >= other,
     "less": lambda self, other: self < other, "less_equal": lambda self, other: self <= other,
     "not_equal": lambda self, other: self != other,
