@@ -114,17 +114,13 @@ class _Recorder:
             self.lines.append(f"# {section}")
         self.lines.append(line)
 
-    def owned(self, t) -> bool:
-        """Whether ``t`` is a parameter or buffer of a module the call ran (read live each call)."""
-        return any(p is t for m, _, _ in self.modules.values()
-                   for p in list(m.parameters()) + list(m.buffers()))
-
-    def param_name(self, t) -> str:
+    def param_name(self, t) -> str | None:
+        """``t``'s name in a module the call ran (a parameter or buffer, read live each call), or None."""
         for m, _, _ in self.modules.values():
             for n, p in list(m.named_parameters()) + list(m.named_buffers()):
                 if p is t:
                     return _identifier(n)
-        return "tensor"
+        return None
 
     def value(self, array, tensor=None) -> str:
         """The variable that holds ``array`` in the program (the tensor it came in, if any)."""
@@ -159,10 +155,11 @@ class _Recorder:
                 raise _Refuse("a tensor with a graph made before the call feeds an op (detach it, or compute "
                               "it inside the function)")
             name = self.param_name(tensor)
-            if not self.owned(tensor) and id(tensor) not in self.reads.tensors():
+            if name is None and id(tensor) not in self.reads.tensors():
                 raise _Refuse(f"a tensor of shape {tuple(array.shape)} made before the call reaches an op "
                               "by a route the replay cannot repeat (an iterator, a container, a method's "
                               "result): pass it as an argument, or keep it in a module or a global name")
+            name = name or "tensor"
             name = name if name not in self.taken else self.fresh(name)
             self.taken.add(name)
             self.live[id(tensor)] = (tensor, array.shape, array.dtype, tensor._requires_grad)

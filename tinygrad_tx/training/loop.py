@@ -369,17 +369,9 @@ def thread_report(threads: int = 0) -> str:
         pass
     else:
         return f"threads: {n} for elementwise work and BLAS (automatic: {why}; --threads N sets both)"
-    blas = None
-    try:
-        from threadpoolctl import threadpool_info
-        counts = sorted({i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"})
-        blas = ", ".join(map(str, counts)) or None
-    except ImportError:
-        pass
-    if blas is None:
-        env = next((f"{v}={os.environ[v]}" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-                    if os.environ.get(v)), None)
-        blas = env or "its default (all CPUs)"
+    env = next((f"{v}={os.environ[v]}" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+                if os.environ.get(v)), None)
+    blas = env or "its default (all CPUs)"
     return f"threads: {n} for elementwise work (automatic: {why}), BLAS {blas} (--threads N sets both)"
 
 
