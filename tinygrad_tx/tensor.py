@@ -1115,15 +1115,12 @@ def _half_opmath(fn, a, b, pa, pb, reflected=False):
     half = [isinstance(o, Tensor) and o._data.dtype == _F16 for o in (a, b)]
     if all(half):
         return fn.apply(pa, pb)
-    if reflected and half[0] and fn in (_E.Mul, _E.Div):
-        # b.__rmul__(x16) / b.__rtruediv__(x16) with b the wider 0-d tensor (x16 a NumPy array, or
-        # called by name): torch's mul(b, x16) and reciprocal(b) * x16, b first, so rounded first
-        return fn.apply(pa, pb) if fn is _E.Mul else _binary_op(_E.Mul, _E.Div.apply(*_promote_pair(1, b)), a)
-    if half[1] and (fn.__name__ in ("FloorDivide", "DivRounded") or not reflected):
-        return fn.apply(pa, pb)    # the wider operand first: rounded to float16 first, as torch's kernel does
-    if half[1]:
-        if fn is _E.Div:           # n / x16 is torch's reciprocal(x) * n: 1/x rounded, then the product
-            return _binary_op(_E.Mul, _E.Div.apply(*_promote_pair(1, b)), a)
+    if reflected and fn is _E.Mul:     # b.__rmul__(a) is torch's mul(b, a)
+        return _binary_op(_E.Mul, b, a)
+    if reflected and fn is _E.Div:     # b.__rtruediv__(a) is torch's reciprocal(b) * a: 1/b rounded, then the product
+        return _binary_op(_E.Mul, _E.Div.apply(*_promote_pair(1, b)), a)
+    if half[1]:                        # the wider operand first: rounded to float16 first, as torch's kernel does
+        return fn.apply(pa, pb)
     # a float16 operand exactly in float32; the other (a number or a wider 0-d tensor) from its
     # own value, not from its float16 rounding
     out = fn.apply(*[p._cast(_F32) if h else _to_dtype(o, _F32) for o, p, h in ((a, pa, half[0]), (b, pb, half[1]))])
