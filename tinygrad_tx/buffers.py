@@ -36,7 +36,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["empty", "empty_cache", "stats", "MIN_BYTES", "MAX_BYTES", "MAX_ARRAYS"]
+__all__ = ["empty", "matmul", "empty_cache", "stats", "MIN_BYTES", "MAX_BYTES", "MAX_ARRAYS"]
 
 MIN_BYTES = 64 * 1024          # smaller arrays come from malloc's free lists, which are not trimmed
 MAX_BYTES = 256 * (1 << 20)    # the most the pool holds, live and free together
@@ -79,6 +79,12 @@ def empty(shape, dtype) -> np.ndarray:
             _lists.setdefault(key, []).append(a)
             _held += n
         return a
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.matmul(a, b)`` of matrices (or stacks of them, broadcast) written into :func:`empty`."""
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    return np.matmul(a, b, out=empty(shape, np.result_type(a, b)))
 
 
 def empty_cache() -> int:

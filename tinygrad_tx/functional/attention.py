@@ -77,9 +77,7 @@ class ScaledDotProductAttention(ArrayFunction):
 
     @staticmethod
     def forward(ctx, q, k, v, attn_mask, *, scores_shape, is_causal, scale, keep, keep_scale_):
-        kt = np.swapaxes(k, -1, -2)
-        shape = np.broadcast_shapes(q.shape[:-2], kt.shape[:-2]) + (q.shape[-2], kt.shape[-1])
-        scores = np.matmul(q, kt, out=buffers.empty(shape, np.result_type(q, kt)))   # pooled
+        scores = buffers.matmul(q, np.swapaxes(k, -1, -2))   # q kᵀ, into a pooled array
         if scores.shape != scores_shape:       # value has more batch dims than q and k
             scores = np.broadcast_to(scores, scores_shape).copy()
         scores *= scale

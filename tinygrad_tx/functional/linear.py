@@ -29,9 +29,8 @@ def _rows(a):
 def _affine(x, weight, bias):
     """x Wᵀ + b for x (..., in), W (out, in), b (out,) or None; ``x`` may be the 2-D rows
     of the input (``_rows(x)``, which a forward saves for its backward). The result is written
-    into a pooled array (``buffers.empty``: no fresh pages to fault in at every step)."""
-    rows = _rows(x)
-    y = np.matmul(rows, weight.T, out=buffers.empty((rows.shape[0], weight.shape[0]), np.result_type(rows, weight)))
+    into a pooled array (``buffers.matmul``: no fresh pages to fault in at every step)."""
+    y = buffers.matmul(_rows(x), weight.T)
     if bias is not None:
         y += bias
     return y
