@@ -448,7 +448,7 @@ def main(argv=None) -> int:
         import signal
         signum = getattr(e, "signum", signal.SIGINT)
         print(f"{PROG}: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
-        if getattr(e, "inside_an_import", False):
+        if getattr(e, "exit_at_once", False):
             # a module half initialised by the stop (a SciPy extension) can crash the interpreter's
             # shutdown (seen: "Fatal Python error: PyThreadState_Get", status -6): leave at once,
             # flushing what was written (the checkpoint, if any, is already on disk: atomic writes)
@@ -465,14 +465,14 @@ def _stop_in(error):
     RuntimeError raised from the stop, or a TypeError that does not even keep it (seen in the
     kill experiment: such stops exited 1, once -6, instead of 130 / 143). So: a KeyboardInterrupt
     in the error's chain, or the one training's handlers last raised (``signals.raised``). Such a
-    stop may leave a module half initialised, so main leaves at once (``inside_an_import``)."""
+    stop may leave a module half initialised, so main leaves at once (``exit_at_once``)."""
     from tinygrad_tx_launch import _stop_behind   # installed beside the package (pyproject py-modules)
     from .training import signals
     stop = _stop_behind(error)
     if stop is None and signals.raised is not None:
         stop = signals.Interrupted(signals.raised)
     if stop is not None:
-        stop.inside_an_import = True
+        stop.exit_at_once = True
     return stop
 
 
