@@ -59,8 +59,20 @@ def test_float32_against_oracle_and_torch():
         assert rel.max() < 4e-6   # measured 2.1e-6: float32's x² inside exp (its conditioning)
 
 
-@pytest.mark.parametrize("n", [1, 7, normal.BLOCK - 1, normal.BLOCK, normal.BLOCK + 1, 3 * normal.BLOCK + 5])
-def test_blocks_match_one_shot(n):
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def thread_count(request):
+    """One thread walks ``normal.BLOCK``-element blocks, several threads ``PARALLEL_BLOCK``."""
+    old = tg.get_num_threads()
+    tg.set_num_threads(request.param)
+    yield request.param
+    tg.set_num_threads(old)
+
+
+_SIZES = sorted({n for b in (normal.BLOCK, normal.PARALLEL_BLOCK) for n in (b - 1, b, b + 1, 3 * b + 5)} | {1, 7})
+
+
+@pytest.mark.parametrize("n", _SIZES)
+def test_blocks_match_one_shot(n, thread_count):
     """Every block boundary gives what evaluating each element alone gives."""
     x = np.random.default_rng(n).standard_normal(n).astype(np.float32) * 4
     y, d = normal.gelu_float32(x, True)
