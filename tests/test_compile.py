@@ -97,6 +97,25 @@ def test_mlp_replays_and_a_new_batch_shape_retraces():
     assert len(compiled[3].programs) == 2          # batch 6, then batch 4 (then batch 6 again: replayed)
 
 
+def test_a_replayed_optimizer_step_moves_the_parameters_into_flat_buffers():
+    """The program frees its names of the parameters at their last use, so the replayed AdamW step
+    finds each parameter's array held by its Tensor alone and takes the fused path (one flat buffer
+    per group, as eager's second step does) rather than stepping parameter by parameter."""
+    model, opt = _mlp(0.0)
+
+    def step(x, y):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    fn = tg.compile(step, fullgraph=True)
+    for x, y in _mlp_batches(3):
+        fn(x, y)
+    assert len(opt._flat_states) == 1
+    flat = next(iter(opt._flat_states.values())).params
+    assert all(p._data.base is flat.data for p in model.parameters())
+
+
 def test_training_flag_is_a_guard():
     """model.eval() between calls changes the program (no dropout): a new one is recorded."""
     x = tg.tensor(np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32))

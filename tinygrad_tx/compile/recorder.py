@@ -506,11 +506,11 @@ class _Recorder:
                               "scheduler's step?): keep that outside the compiled function")
         ret = self.output(result)
         self.check_escapes(result)
-        body = ["def program(ARGS):"]
-        if self.prologue:
-            body.append("    # inputs and parameters (read each call)")
-            body += ["    " + line for line in self.prologue]
-        body += ["    " + line for line in _free_when_dead(self.lines, ret)]
+        # The names of the inputs and parameters are freed at their last use too: a parameter's
+        # array held to the end of the call would keep the optimizer's step from moving it into
+        # its flat buffer (``FlatParameters.movable``), so the step would run parameter by parameter.
+        head = ["# inputs and parameters (read each call)"] + self.prologue if self.prologue else []
+        body = ["def program(ARGS):"] + ["    " + line for line in _free_when_dead(head + self.lines, ret)]
         body.append(f"    return {ret}")
         return "\n".join(body) + "\n"
 
