@@ -327,7 +327,7 @@ def test_layer_norm_variance_overflow_alone_gives_zeros_as_torch():
     assert np.array_equal(y._data, ty.detach().numpy()) and np.array_equal(t.grad._data, tt.grad.numpy())
 
 
-@pytest.mark.parametrize("shape", [4.0, (4.0,), "4", None])
+@pytest.mark.parametrize("shape", [4.0, (4.0,), "4", None, True, (True,)])
 def test_layer_norm_normalized_shape_type_error_as_torch(shape):
     x = _n(2, 4)
     with pytest.raises(TypeError) as theirs:

@@ -183,22 +183,23 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal, scale, op, enable
         raise TypeError(f"{op}: enable_gqa must be a bool, got {enable_gqa!r}")
     if enable_gqa:
         k, v = _group_query_heads(q, k, v, op)
-    for name, t in (("query", q), ("key", k), ("value", v)):
-        if t.ndim < 2:
+    qs, ks, vs = q._data.shape, k._data.shape, v._data.shape   # plain tuples: this runs at every call
+    for name, shape in (("query", qs), ("key", ks), ("value", vs)):
+        if len(shape) < 2:
             raise ValueError(f"{op}: {name} must have at least 2 dimensions (..., length, features), "
-                             f"got shape {t.shape}")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"{op}: query features E={q.shape[-1]} (shape {q.shape}) must equal key "
-                         f"features {k.shape[-1]} (shape {k.shape})")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"{op}: key has S={k.shape[-2]} positions (shape {k.shape}) but value has "
-                         f"{v.shape[-2]} (shape {v.shape})")
+                             f"got shape {shape}")
+    if qs[-1] != ks[-1]:
+        raise ValueError(f"{op}: query features E={qs[-1]} (shape {qs}) must equal key "
+                         f"features {ks[-1]} (shape {ks})")
+    if ks[-2] != vs[-2]:
+        raise ValueError(f"{op}: key has S={ks[-2]} positions (shape {ks}) but value has "
+                         f"{vs[-2]} (shape {vs})")
     try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        batch = np.broadcast_shapes(qs[:-2], ks[:-2], vs[:-2])
     except ValueError:
-        raise ValueError(f"{op}: batch dimensions of query {q.shape}, key {k.shape} and value {v.shape} "
+        raise ValueError(f"{op}: batch dimensions of query {qs}, key {ks} and value {vs} "
                          f"do not broadcast") from None
-    scores_shape = batch + (q.shape[-2], k.shape[-2])
+    scores_shape = batch + (qs[-2], ks[-2])
     mask = None
     if attn_mask is not None:
         if is_causal:
@@ -224,7 +225,7 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal, scale, op, enable
     p = check_probability(op, "dropout_p", dropout_p)
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
         raise TypeError(f"{op}: scale must be a float or None, got {scale!r}")
-    scale = 1.0 / float(np.sqrt(q.shape[-1])) if scale is None else float(scale)
+    scale = 1.0 / float(np.sqrt(qs[-1])) if scale is None else float(scale)
     return q, k, v, mask, scores_shape, p, scale
 
 

@@ -76,13 +76,14 @@ def _check_linear(input, weight, bias, op):
     w = as_tensor(weight, op, "weight")
     b = None if bias is None else as_tensor(bias, op, "bias")
     check_float(op, input=x, weight=w, bias=b)
-    if w.ndim != 2:
-        raise ValueError(f"{op}: weight must be 2-D (out_features, in_features), got shape {w.shape}")
-    if x.ndim == 0 or x.shape[-1] != w.shape[1]:
-        raise ValueError(f"{op}: input of shape {x.shape} has {x.shape[-1] if x.ndim else 'no'} features "
-                         f"but weight of shape {w.shape} expects in_features={w.shape[1]}")
-    if b is not None and b.shape != (w.shape[0],):
-        raise ValueError(f"{op}: bias must have shape ({w.shape[0]},) (out_features), got {b.shape}")
+    xs, ws = x._data.shape, w._data.shape     # plain tuples: this check runs at every call
+    if len(ws) != 2:
+        raise ValueError(f"{op}: weight must be 2-D (out_features, in_features), got shape {ws}")
+    if not xs or xs[-1] != ws[1]:
+        raise ValueError(f"{op}: input of shape {xs} has {xs[-1] if xs else 'no'} features "
+                         f"but weight of shape {ws} expects in_features={ws[1]}")
+    if b is not None and b._data.shape != (ws[0],):
+        raise ValueError(f"{op}: bias must have shape ({ws[0]},) (out_features), got {b._data.shape}")
     return x, w, b
 
 

@@ -184,14 +184,18 @@ def _nan_where_torch_overflows(rstd: np.ndarray, mean: np.ndarray) -> None:
 def _normalized_shape(normalized_shape, op) -> tuple:
     """``normalized_shape`` as a tuple of ints: an int or a sequence of ints (torch's
     TypeError, naming the argument, for anything else — a float, a string, None)."""
-    if isinstance(normalized_shape, numbers.Integral):
+    if type(normalized_shape) is int:             # the usual call, without the ABC checks below
+        return (normalized_shape,)
+    if type(normalized_shape) is tuple and all(type(n) is int for n in normalized_shape):
+        return normalized_shape
+    if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
         return (int(normalized_shape),)
     if isinstance(normalized_shape, (str, bytes)) or not hasattr(normalized_shape, "__iter__"):
         raise TypeError(f"{op}(): argument 'normalized_shape' (position 2) must be tuple of ints, "
                         f"not {type(normalized_shape).__name__}")
     shape = tuple(normalized_shape)
     for pos, n in enumerate(shape):
-        if not isinstance(n, numbers.Integral):
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool):
             raise TypeError(f"{op}(): argument 'normalized_shape' (position 2) must be tuple of ints, "
                             f"but found element of type {type(n).__name__} at pos {pos}")
     return tuple(int(n) for n in shape)
@@ -206,11 +210,12 @@ def _check(input, normalized_shape, weight, bias, eps, op):
     if not shape or any(n < 1 for n in shape):
         raise ValueError(f"{op}: normalized_shape must be a non-empty sequence of positive ints, "
                          f"got {normalized_shape!r}")
-    if x.shape[x.ndim - len(shape):] != shape or x.ndim < len(shape):
-        raise ValueError(f"{op}: input of shape {x.shape} does not end with normalized_shape {shape}")
+    xs = x._data.shape                              # a plain tuple: this check runs at every call
+    if xs[len(xs) - len(shape):] != shape or len(xs) < len(shape):
+        raise ValueError(f"{op}: input of shape {xs} does not end with normalized_shape {shape}")
     for name, t in (("weight", w), ("bias", b)):
-        if t is not None and t.shape != shape:
-            raise ValueError(f"{op}: {name} has shape {t.shape} but normalized_shape is {shape}")
+        if t is not None and t._data.shape != shape:
+            raise ValueError(f"{op}: {name} has shape {t._data.shape} but normalized_shape is {shape}")
     if not eps > 0:
         raise ValueError(f"{op}: eps must be positive, got {eps}")
     return x, w, b, len(shape)
