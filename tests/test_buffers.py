@@ -125,3 +125,47 @@ def test_training_is_identical_with_and_without_the_pool(monkeypatch):
     plain = _train(4)
     assert pooled[0] == plain[0]
     assert all(np.array_equal(a, b) for a, b in zip(pooled[1], plain[1]))
+
+
+_LAYOUTS = {
+    "contiguous": lambda a: a,
+    "2-D transposed": lambda a: a.reshape(512, 256).T,
+    "last two transposed": lambda a: a.reshape(8, 128, 128).transpose(0, 2, 1),
+    "last axis moved first": lambda a: a.reshape(32, 64, 64).transpose(2, 0, 1),
+    "heads permuted (last axis stays)": lambda a: a.reshape(8, 16, 16, 64).transpose(0, 2, 1, 3),
+    "every other column": lambda a: a.reshape(256, 512)[:, ::2],
+    "flipped": lambda a: a.reshape(512, 256)[::-1].T,
+    "broadcast": lambda a: np.broadcast_to(a[:256], (512, 256)).T,
+    "ragged tiles": lambda a: a[:333 * 393].reshape(333, 393).T,
+    "0-d": lambda a: a[0, ...] if a.ndim else a,
+}
+
+
+@pytest.mark.parametrize("dtype", [None, np.float32, np.float16])
+@pytest.mark.parametrize("pooled", [True, False])
+@pytest.mark.parametrize("layout", sorted(_LAYOUTS))
+def test_copy_is_numpys_copy_for_every_layout(layout, pooled, dtype):
+    """``buffers.copy`` is ``np.array(x, dtype, order="C", copy=True)`` whatever the source's
+    layout: the tiled path (a large source whose fastest memory axis is not its last) included."""
+    base = np.random.default_rng(0).standard_normal(131072)
+    x = _LAYOUTS[layout](base)
+    want = np.array(x, dtype=dtype, order="C", copy=True)
+    got = buffers.copy(x, dtype, pooled=pooled)
+    assert got.flags.c_contiguous and got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want) and not np.shares_memory(got, x)
+    assert buffers._transposed(x) == (layout in ("2-D transposed", "last two transposed",
+                                                 "last axis moved first", "ragged tiles"))
+
+
+def test_a_transposed_gradient_reaches_grad_and_clone_unchanged():
+    """The engine's copies that take the tiled path: a leaf's first gradient arriving transposed
+    (``.grad`` is a fresh array, never a pooled one) and ``contiguous()`` of a transposed tensor."""
+    a = np.random.default_rng(1).standard_normal((300, 400)).astype(np.float32)
+    g = np.random.default_rng(2).standard_normal((400, 300)).astype(np.float32)
+    x = tg.tensor(a, requires_grad=True)
+    y = x.t().contiguous()
+    assert y._data.flags.c_contiguous and np.array_equal(y._data, a.T)
+    y.backward(tg.tensor(g))
+    assert np.array_equal(x.grad._data, g.T) and x.grad._data.flags.c_contiguous
+    held = {id(arr) for arrays in buffers._lists.values() for arr in arrays}
+    assert id(x.grad._data) not in held

@@ -36,7 +36,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["empty", "matmul", "empty_cache", "stats", "MIN_BYTES", "MAX_BYTES", "MAX_ARRAYS"]
+__all__ = ["empty", "matmul", "copy", "empty_cache", "stats", "MIN_BYTES", "MAX_BYTES", "MAX_ARRAYS"]
 
 MIN_BYTES = 64 * 1024          # smaller arrays come from malloc's free lists, which are not trimmed
 MAX_BYTES = 256 * (1 << 20)    # the most the pool holds, live and free together
@@ -85,6 +85,51 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``np.matmul(a, b)`` of matrices (or stacks of them, broadcast) written into :func:`empty`."""
     shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
     return np.matmul(a, b, out=empty(shape, np.result_type(a, b)))
+
+
+def copy(x, dtype=None, pooled: bool = True) -> np.ndarray:
+    """A C-contiguous copy of ``x`` (cast to ``dtype`` if given, as ``np.array(x, dtype)`` casts):
+    written into :func:`empty` when ``pooled``, else into a fresh array that is never handed out
+    again (a leaf's ``.grad``). Plainly ``np.array(x, dtype, order="C", copy=True)``; a transposed
+    source is copied tile by tile (:func:`_copy_tiled`)."""
+    x = np.asarray(x)
+    dtype = x.dtype if dtype is None else np.dtype(dtype)
+    out = empty(x.shape, dtype) if pooled else np.empty(x.shape, dtype)
+    if _transposed(x):
+        _copy_tiled(out, x)
+    else:
+        np.copyto(out, x, casting="unsafe")
+    return out
+
+
+# NumPy copies in the result's order, so from a transposed source (x.T, a permute that moves the
+# last axis) each element it reads is on another cache line. Copying 64 x 64 tiles keeps the lines
+# of a tile in cache while it is read: (1024, 1024) float32 x.T 6.9 -> 1.15 ms (torch 0.91), one
+# thread, medians, 2026-12-03. Small arrays fit in the cache whole and are copied plainly.
+_TILE = 64
+_TILED_MIN = 1 << 16           # elements
+
+
+def _transposed(x: np.ndarray) -> bool:
+    """Whether ``x`` is a large array whose fastest-varying memory axis is not its last one."""
+    if x.ndim < 2 or x.size < _TILED_MIN or x.strides[-1] == x.itemsize:
+        return False
+    strides = x.strides
+    if min(strides) <= 0:      # broadcast (stride 0) or flipped: NumPy's own copy
+        return False
+    return min(range(x.ndim), key=strides.__getitem__) != x.ndim - 1
+
+
+def _copy_tiled(out: np.ndarray, x: np.ndarray) -> None:
+    """``out[...] = x`` in tiles of ``_TILE`` along x's fastest memory axis and its last axis."""
+    k = min(range(x.ndim), key=x.strides.__getitem__)
+    index = [slice(None)] * x.ndim
+    for i in range(0, x.shape[k], _TILE):
+        index[k] = slice(i, i + _TILE)
+        for j in range(0, x.shape[-1], _TILE):
+            index[-1] = slice(j, j + _TILE)
+            tile = tuple(index)
+            np.copyto(out[tile], x[tile], casting="unsafe")
 
 
 def empty_cache() -> int:

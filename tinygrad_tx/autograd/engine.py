@@ -22,6 +22,7 @@ import heapq
 
 import numpy as np
 
+from .. import buffers
 from . import anomaly
 from . import recording as _recording
 from .accumulate import SliceGrad, add_term, dense
@@ -354,7 +355,7 @@ def _accumulate(t, g):
         t._grad = g if grad is None else grad + g
         return
     if grad is None:
-        t._grad = Tensor._from_op(np.array(g, dtype=t._data.dtype, copy=True), None)
+        t._grad = Tensor._from_op(buffers.copy(g, t._data.dtype, pooled=False), None)   # np.array(g, copy=True)
     elif grad._ctx is not None:
         t._grad = grad + Tensor._from_op(g, None)
     else:

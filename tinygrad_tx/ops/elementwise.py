@@ -592,9 +592,7 @@ class Clone(ArrayFunction):
 
     @staticmethod
     def forward(ctx, x):
-        out = buffers.empty(x.shape, x.dtype)   # a pooled array: no fresh pages at every step
-        np.copyto(out, x)
-        return out
+        return buffers.copy(x)   # into a pooled array (no fresh pages at every step); tiled if x is transposed
 
     @staticmethod
     def backward(ctx, g):
