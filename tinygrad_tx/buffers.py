@@ -15,7 +15,8 @@ left: no Tensor, view (a view references its base), ``memoryview``, torch tensor
 pooled array is never handed out while anything can still read or write it, and nothing is
 released by hand. The pool keeps at most ``MAX_ARRAYS`` arrays per shape and ``MAX_BYTES`` in
 all; beyond that :func:`empty` is plain ``np.empty``. :func:`empty_cache` drops the free ones
-(``torch.cuda.empty_cache``'s counterpart), :func:`stats` reports what is held.
+(``torch.cuda.empty_cache``'s counterpart), :func:`stats` reports what is held. :func:`matmul` and
+:func:`copy` write a product and a C-contiguous copy (tile by tile from a transposed source) into it.
 
 Only the forward's hot outputs use it (Linear, GELU, LayerNorm, attention scores, clone, and
 large same-dtype binary ops): the backward's arrays fault little (96 faults per step), since
