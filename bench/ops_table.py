@@ -160,9 +160,10 @@ REASONS = {
     "gelu(tanh)": "tanh taken through float64 (as tanh) plus ten passes for u, 1 ± t and the derivative",
     "silu": "sigmoid's passes plus x·σ forward; σ(1 + x(1 - σ)) backward in three more",
     "softplus": "log1p(exp(-abs(x))) + max(x, 0): four passes forward; sigmoid's backward",
-    "reshape": "the leaf's first gradient is copied into .grad (4 MB); torch's AccumulateGrad keeps the "
-               "incoming buffer when nothing else holds it, which our engine cannot prove (a backward "
-               "may hand one array to two inputs)",
+    "reshape": "the leaf's first gradient is copied into .grad (4 MB); torch keeps it: its reshape "
+               "backward gives a new view of the caller's gradient, AccumulateGrad finds that view "
+               "unshared and keeps it, so x.grad shares the caller's memory (g.zero_() then zeroes "
+               "x.grad, torch 2.13). Ours copies: .grad never aliases an array someone else holds",
     "cat": "the leaf-gradient copy as for reshape (two 4 MB copies), and the fresh 8 MB output "
            "page-faults on every call (NumPy keeps no cache of large blocks)",
     "gather": "np.take_along_axis forward and np.put_along_axis into zeros backward, with index "
