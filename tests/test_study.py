@@ -519,7 +519,7 @@ def test_speed_helpers_are_the_named_functions_a_fused_op_calls():
     names = lambda op: {getattr(h, "__wrapped__", h).__name__ for h in speed_helpers(EXPLAINABLE_OPS[op].function)}
     assert {"_softmax_unshifted", "_shift_rows_that_need_it", "row_sums"} <= names("softmax")
     assert {"_row_means", "_column_sums", "_drop_mean_rounding"} <= names("layer_norm")
-    assert names("scaled_dot_product_attention") == {"_causal_future"}     # ctx.keep_scale is no call
+    assert names("scaled_dot_product_attention") == {"_causal_future", "_key_sums"}   # ctx.keep_scale is no call
     assert "_one_hot_transposed" in names("embedding") and "causal_key_end" in names("flash_attention")
 
 
