@@ -92,14 +92,15 @@ def copy(x, dtype=None, pooled: bool = True) -> np.ndarray:
     """A C-contiguous copy of ``x`` (cast to ``dtype`` if given, as ``np.array(x, dtype)`` casts):
     written into :func:`empty` when ``pooled``, else into a fresh array that is never handed out
     again (a leaf's ``.grad``). Plainly ``np.array(x, dtype, order="C", copy=True)``; a transposed
-    source is copied tile by tile (:func:`_copy_tiled`)."""
+    source is copied tile by tile (:func:`_tile_axis`, :func:`_copy_tiled`)."""
     x = np.asarray(x)
     dtype = x.dtype if dtype is None else np.dtype(dtype)
     out = empty(x.shape, dtype) if pooled else np.empty(x.shape, dtype)
-    if _transposed(x):
-        _copy_tiled(out, x)
-    else:
+    k = _tile_axis(x)
+    if k is None:
         np.copyto(out, x, casting="unsafe")
+    else:
+        _copy_tiled(out, x, k)
     return out
 
 
@@ -111,19 +112,20 @@ _TILE = 64
 _TILED_MIN = 1 << 16           # elements
 
 
-def _transposed(x: np.ndarray) -> bool:
-    """Whether ``x`` is a large array whose fastest-varying memory axis is not its last one."""
+def _tile_axis(x: np.ndarray) -> int | None:
+    """For a large array whose fastest-varying memory axis is not its last one (a transposed
+    layout), that axis; else None (NumPy's own copy is fine)."""
     if x.ndim < 2 or x.size < _TILED_MIN or x.strides[-1] == x.itemsize:
-        return False
+        return None
     strides = x.strides
     if min(strides) <= 0:      # broadcast (stride 0) or flipped: NumPy's own copy
-        return False
-    return min(range(x.ndim), key=strides.__getitem__) != x.ndim - 1
+        return None
+    k = min(range(x.ndim), key=strides.__getitem__)
+    return None if k == x.ndim - 1 else k
 
 
-def _copy_tiled(out: np.ndarray, x: np.ndarray) -> None:
-    """``out[...] = x`` in tiles of ``_TILE`` along x's fastest memory axis and its last axis."""
-    k = min(range(x.ndim), key=x.strides.__getitem__)
+def _copy_tiled(out: np.ndarray, x: np.ndarray, k: int) -> None:
+    """``out[...] = x`` in tiles of ``_TILE`` along axis ``k`` (x's fastest memory axis) and the last axis."""
     index = [slice(None)] * x.ndim
     for i in range(0, x.shape[k], _TILE):
         index[k] = slice(i, i + _TILE)
