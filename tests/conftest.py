@@ -121,7 +121,7 @@ def _merged_report(config):
         pass
     d = _report_dir(config)
     if os.path.isdir(d):
-        for name in sorted(os.listdir(d)):
+        for name in sorted(n for n in os.listdir(d) if n.endswith(".json")):  # not table.txt
             with open(os.path.join(d, name)) as f:
                 entries += [tuple(e) for e in json.load(f)]
     for name, dtype, r in entries:
@@ -132,22 +132,52 @@ def _merged_report(config):
     return merged
 
 
+def _error_table(report, precision):
+    """The whole table, one line per (op, dtype): what the run compared and how far each side was."""
+    lines = []
+    if precision is not None:
+        lines.append(f"torch device {precision['device']}; {_precision_line(precision)}")
+    lines.append(f"{'op':38s} {'dtype':8s} {'calls':>6s} {'ours':>10s} {'torch':>10s}")
+    for (name, dtype), r in sorted(report.items()):
+        torch_err = f"{r['torch']:.2e}" if r["torch"] is not None else "-"
+        lines.append(f"{name:38s} {dtype:8s} {r['calls']:6d} {r['ours']:10.2e} {torch_err:>10s}")
+    return lines
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """A short summary of the worst errors on screen; the whole table (~1,200 lines) goes to
+    ``.pytest_error_reports/table.txt`` (and to ``$TINYGRAD_TX_ERROR_REPORT`` as JSON when set)."""
     report = _merged_report(config)
     if not report:
         return
     tr = terminalreporter
-    tr.section("worst relative errors per op (ours vs reference)")
     try:
         import reference.testing as parity
         precision = parity.reference_precision()
-        tr.write_line(f"torch device {precision['device']}; {_precision_line(precision)}")
     except Exception:  # pragma: no cover
         precision = None
-    tr.write_line(f"{'op':38s} {'dtype':8s} {'calls':>6s} {'ours':>10s} {'torch':>10s}")
-    for (name, dtype), r in sorted(report.items()):
-        torch_err = f"{r['torch']:.2e}" if r["torch"] is not None else "-"
-        tr.write_line(f"{name:38s} {dtype:8s} {r['calls']:6d} {r['ours']:10.2e} {torch_err:>10s}")
+    d = _report_dir(config)
+    os.makedirs(d, exist_ok=True)
+    table = os.path.join(d, "table.txt")
+    with open(table, "w") as f:
+        f.write("\n".join(_error_table(report, precision)) + "\n")
+    tr.section("worst relative errors per op (ours vs reference)")
+    if precision is not None:
+        tr.write_line(f"torch device {precision['device']}; {_precision_line(precision)}")
+    f64 = [(r["ours"], name) for (name, dtype), r in report.items() if dtype == "float64"]
+    from tinygrad_tx.testing.compare import F32_FLOOR, F32_RATIO
+    f32 = [(r["ours"] / (F32_RATIO * (r["torch"] or 0.0) + F32_FLOOR), r["ours"], r["torch"], name)
+           for (name, dtype), r in report.items() if dtype == "float32"]
+    tr.write_line(f"{len(report)} (op, dtype) pairs compared in {sum(r['calls'] for r in report.values())} calls")
+    if f64:
+        err, name = max(f64)
+        tr.write_line(f"float64: worst relative error {err:.2e} ({name})")
+    if f32:
+        used, ours, theirs, name = max(f32)
+        theirs = f"{theirs:.2e}" if theirs is not None else "-"
+        tr.write_line(f"float32: closest to the bound ({F32_RATIO:g} x torch's own error + {F32_FLOOR:.1e}): "
+                      f"{name}, ours {ours:.2e}, torch {theirs} ({used:.0%} of the bound)")
+    tr.write_line(f"the whole table: {os.path.relpath(table)}")
     path = os.environ.get("TINYGRAD_TX_ERROR_REPORT")
     if path:
         with open(path, "w") as f:
