@@ -11,7 +11,8 @@ gradients. Reported: ours,
 torch's, their ratio (ours / torch), and ours in float64 as a check that the two
 implementations compute the same function (it should be ~1e-15).
 
-This process imports both frameworks; nothing here is timed. Prints one JSON
+This process imports both frameworks; nothing here is timed. torch's float32 runs without TF32
+(``true_float32``: CUDA matmul and cuDNN flags off, matmul precision 'highest'). Prints one JSON
 object on stdout.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 
 import numpy as np
 
-from .backends import make_backend
+from .backends import make_backend, true_float32
 from .components import REGISTRY, build_case, cotangent, main_components
 from .stats import rel_err
 
@@ -101,6 +102,8 @@ def main(argv=None):
         register(args.file, "both")
     names = [n for n in args.only.split(",") if n] or [c.name for c in main_components(args.quick)]
     overrides = json.loads(args.cfg) if args.cfg else {}
+    precision = true_float32()   # the float32 error column is judged against true float32 (TF32 off)
+    print(f"accuracy: torch float32 reference {precision}", file=sys.stderr)
     backends = {"ours32": make_backend("ours", "float32"), "torch32": make_backend("torch", "float32"),
                 "torch64": make_backend("torch", "float64")}
     if not args.quick:  # the float64 sanity check (ours vs the oracle, ~1e-15) is skipped by --quick

@@ -308,6 +308,19 @@ class TorchBackend(_Backend):
         return out
 
 
+def true_float32():
+    """torch's float32 as the error column's reference must compute it: no TF32 in CUDA matmuls or
+    cuDNN convolutions, matmul precision 'highest' (as reference/testing.py sets for the tests).
+    Returns the flags as set, for the report."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    return {"float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32}
+
+
 def make_backend(framework: str, dtype="float32", device="cpu"):
     if framework == "ours":
         return OursBackend(dtype, device)

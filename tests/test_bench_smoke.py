@@ -101,3 +101,22 @@ def test_replot_writes_beside_its_results_and_only_known_plots(tmp_path):
     assert cli.main(["--replot", str(run / "results.json")]) == 0
     written = {p.name for p in run.iterdir()} - {"results.json", "results.md"}
     assert written and written <= set(cli.report.PLOT_FILES)
+
+
+def test_accuracy_reference_is_true_float32(monkeypatch, capsys):
+    """The float32 error column is judged against torch's true float32: the accuracy process turns
+    TF32 off (CUDA matmul and cuDNN) and asks for 'highest' matmul precision, whatever it found."""
+    import torch
+    from bench import accuracy
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("medium")
+        assert accuracy.main(["--quick", "--only", "softmax"]) == 0
+        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+        assert torch.get_float32_matmul_precision() == "highest"
+        out = capsys.readouterr()
+        assert "'cudnn_allow_tf32': False" in out.err and '"softmax"' in out.out
+    finally:
+        torch.set_float32_matmul_precision(before)
