@@ -72,3 +72,22 @@ def run_torch_function(path: str, arrays: list, cotangent: np.ndarray, **kwargs)
     grads = torch.autograd.grad(out, tensors, torch.from_numpy(np.asarray(cotangent, dtype=np.float64)),
                                 allow_unused=True)
     return out.detach().numpy(), [np.zeros_like(a) if g is None else g.numpy() for a, g in zip(arrays, grads)]
+
+
+def run_torch_call(path: str, arrays: list, args: list, cotangent: np.ndarray, **kwargs):
+    """As :func:`run_torch_function`, with positional ``args`` in which an ``int`` subclass marker
+    (``explain._In(i)``) stands for input ``i`` and an integer NumPy array for an index tensor
+    (``scatter_reduce``'s index, ``ctc_loss``'s targets and lengths); a tuple result is compared
+    on its first element (``cummax``'s values)."""
+    fn = torch
+    for part in path.split("."):
+        fn = getattr(fn, part)
+    tensors = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
+    filled = [tensors[a] if type(a).__name__ == "_In" else torch.from_numpy(np.asarray(a, dtype=np.int64))
+              if isinstance(a, np.ndarray) else a for a in args]
+    out = fn(*filled, **kwargs)
+    if isinstance(out, tuple):
+        out = out[0]
+    grads = torch.autograd.grad(out, tensors, torch.from_numpy(np.asarray(cotangent, dtype=np.float64)),
+                                allow_unused=True)
+    return out.detach().numpy(), [np.zeros_like(a) if g is None else g.numpy() for a, g in zip(arrays, grads)]

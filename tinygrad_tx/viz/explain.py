@@ -256,21 +256,149 @@ def primitives() -> dict:
 
 
 def find_op(name: str):
-    """``("fused", OpSpec)`` or ``("primitive", [classes])`` for ``name``: a fused op's name or
-    alias, else an ArrayFunction's class name, any case, with or without ``_``/``-`` and its
-    ``Fn`` suffix (``matmul``, ``MatMul``, ``log-sigmoid``, ``TanhFn``). ValueError for an unknown name."""
+    """``("fused", OpSpec)`` or ``("primitive", [classes])`` for ``name``, any case, with or without
+    ``_``/``-``: a fused op's name or alias; an ArrayFunction's class name, with or without its
+    ``Fn`` suffix (``matmul``, ``MatMul``, ``log-sigmoid``, ``TanhFn``); a ``grad_fn`` name as a
+    learner sees it when walking the graph (``TanhBackward0``, ``SelectBackward0``); or the name
+    of the torch function, Tensor method or nn Module a learner calls (``max_pool2d``,
+    ``mse_loss``, ``cummax``, ``nn.MaxPool2d``), found by the Functions its code applies.
+    ValueError for an unknown name, with the closest known names."""
     if _fused_key(name) in OPS:
         return "fused", OPS[_fused_key(name)]
-    fused_by_class = {spec.function.name().lower(): spec for spec in OPS.values()}
     key = str(name).strip().lower().replace("-", "").replace("_", "")
     if key.endswith("fn") and len(key) > 2:     # the class name of an engine Function (SoftmaxFn)
         key = key[:-2]
+    for found in (_by_class_name(key), _by_grad_fn_name(name), _by_public_name(name)):
+        if found is not None:
+            return found
+    raise ValueError(_unknown_op_message(name))
+
+
+def _by_class_name(key: str):
+    fused_by_class = {spec.function.name().lower(): spec for spec in OPS.values()}
     if key in fused_by_class:
         return "fused", fused_by_class[key]
     prims = primitives()
-    if key in prims:
-        return "primitive", prims[key]
-    return "fused", op_spec(name)       # raises the unknown-op error
+    return ("primitive", prims[key]) if key in prims else None
+
+
+def _classified(classes):
+    """A fused op's page when one of ``classes`` is a fused op's Function, else the primitives."""
+    by_function = {spec.function: spec for spec in OPS.values()}
+    for cls in classes:
+        if cls in by_function:
+            return "fused", by_function[cls]
+    return ("primitive", list(classes)) if classes else None
+
+
+def _by_grad_fn_name(name: str):
+    """``TanhBackward0`` -> Tanh: the Functions whose graph nodes carry that torch name."""
+    import re
+    text = str(name).strip()
+    if not re.fullmatch(r"[A-Za-z0-9_]+Backward\d*", text):
+        return None
+    wanted = text.lower()
+    try:
+        from ..autograd.node_names import torch_names
+    except ImportError:          # the engine's own node names only: <Function name>Backward0
+        def torch_names(cls):
+            return (f"{cls.name()}Backward0",)
+    classes = [cls for spec in OPS.values() for cls in (spec.function,)]
+    classes += [cls for group in primitives().values() for cls in group]
+    hits = [cls for cls in classes
+            if wanted in {n.lower() for n in torch_names(cls)} or wanted == f"{cls.name()}backward0".lower()]
+    return _classified(list(dict.fromkeys(hits)))
+
+
+def _public_callables(name: str) -> list:
+    """What a learner may mean by ``name``: ``tinygrad_tx.<name>``, ``nn.functional.<name>``,
+    ``linalg.<name>``, ``Tensor.<name>`` and the nn Module of that name (a dotted prefix such as
+    ``torch.nn.functional.`` or ``F.`` is dropped; a Module matches in any case)."""
+    import tinygrad_tx
+    from .. import nn
+    text = str(name).strip().split(".")[-1]
+    found = []
+    for where in (nn.functional, tinygrad_tx, getattr(tinygrad_tx, "linalg", None), Tensor):
+        fn = getattr(where, text, None) if where is not None else None
+        if callable(fn) and not isinstance(fn, type):
+            found.append(fn)
+    modules = {k.lower(): v for k, v in vars(nn).items() if isinstance(v, type) and issubclass(v, nn.Module)}
+    if text.lower() in modules:
+        found.append(modules[text.lower()].forward)
+    return found
+
+
+def functions_behind(fn, depth: int = 4) -> list:
+    """The engine Functions (ArrayFunction subclasses) that ``fn``'s code applies, found by
+    reading the names its code (and the code it calls, ``depth`` levels down) refers to."""
+    from ..autograd import ArrayFunction
+    found, seen, todo = [], set(), [(fn, depth)]
+    while todo:
+        f, d = todo.pop(0)
+        f = inspect.unwrap(getattr(f, "__func__", f))
+        code = getattr(f, "__code__", None)
+        if code is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        names, stack = set(), [code]
+        while stack:                     # nested functions and lambdas too
+            c = stack.pop()
+            names.update(c.co_names)
+            stack.extend(k for k in c.co_consts if inspect.iscode(k))
+        scope = dict(getattr(f, "__globals__", {}))
+        modules = [v for v in scope.values() if inspect.ismodule(v) and v.__name__.startswith("tinygrad_tx")]
+        for n in sorted(names):
+            for v in [scope.get(n)] + [getattr(m, n, None) for m in modules]:
+                if isinstance(v, type) and issubclass(v, ArrayFunction) and not v.__name__.startswith("_") \
+                        and v.__module__.startswith("tinygrad_tx.") and v not in found:
+                    found.append(v)
+                elif d > 0 and inspect.isfunction(v) and v.__module__ and v.__module__.startswith("tinygrad_tx."):
+                    todo.append((v, d - 1))
+    return found
+
+
+def _by_public_name(name: str):
+    for fn in _public_callables(name):
+        classes = functions_behind(fn) or _through_late_imports(fn)
+        if classes:
+            return _classified(classes)
+    return None
+
+
+def _through_late_imports(fn) -> list:
+    """A Module whose forward reaches its function through a late import (``_functional().ctc_loss``):
+    the names its code uses that are functions of ``nn.functional``."""
+    from .. import nn
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    names = code.co_names if code is not None else ()
+    found = []
+    for n in names:
+        f = getattr(nn.functional, n, None)
+        if inspect.isfunction(f):
+            found += [c for c in functions_behind(f) if c not in found]
+    return found
+
+
+def known_names() -> list[str]:
+    """Every name ``explain`` answers to that a suggestion may offer."""
+    import tinygrad_tx
+    from .. import nn
+    names = set(OPS) | set(ALIASES) | set(primitives())
+    names |= {n for n in dir(nn.functional) if not n.startswith("_") and callable(getattr(nn.functional, n))}
+    names |= {n for n, v in vars(nn).items() if isinstance(v, type) and issubclass(v, nn.Module)}
+    names |= {n for n in dir(tinygrad_tx) if not n.startswith("_") and inspect.isfunction(getattr(tinygrad_tx, n))}
+    return sorted(names)
+
+
+def _unknown_op_message(name: str) -> str:
+    import difflib
+    close = difflib.get_close_matches(str(name), known_names(), n=5, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(str(name).lower(), [n.lower() for n in known_names()], n=5, cutoff=0.6)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    return (f"unknown op {name!r}; explain knows: {', '.join(OPS)} (fused) and {len(primitives())} primitives, "
+            f"by their class names, grad_fn names (TanhBackward0) or the torch function, method or Module "
+            f"that applies them (max_pool2d, nn.MaxPool2d) ('tinygrad-tx explain' lists them all).{hint}")
 
 
 def twice_differentiable(cls) -> str:
@@ -308,6 +436,40 @@ CALLS = {
     "HuberError": ("nn.functional.huber_loss", 2, {"reduction": "none"}),
     "SmoothL1Error": ("nn.functional.smooth_l1_loss", 2, {"reduction": "none"}),
 }
+
+
+class _In(int):
+    """In a :data:`SAMPLES` argument list: the i-th float input (the one that gets a gradient)."""
+
+
+def _log_softmax(a, axis=-1):
+    a = a - a.max(axis=axis, keepdims=True)
+    return a - np.log(np.exp(a).sum(axis=axis, keepdims=True))
+
+
+# ops that need more than float arrays of one shape, called as a learner calls them: class name ->
+# (dotted name, rng -> (float inputs, positional arguments with _In(i) for input i and integer
+# arrays for indices/targets/lengths, keyword arguments)); a tuple result is checked on its first
+# element (cummax's values)
+SAMPLES = {
+    "MaxPool": ("nn.functional.max_pool2d",
+                lambda rng: ([rng.standard_normal((2, 3, 6, 6))], [_In(0)], {"kernel_size": 2, "stride": 2})),
+    "CumExtreme": ("cummax", lambda rng: ([rng.standard_normal((3, 5))], [_In(0)], {"dim": 1})),
+    "ScatterReduce": ("scatter_reduce", lambda rng: (
+        [rng.standard_normal((3, 4)), rng.standard_normal((3, 5))],
+        [_In(0), 1, rng.integers(0, 4, size=(3, 5)), _In(1)], {"reduce": "amax"})),
+    "ScatterReduceProd": ("scatter_reduce", lambda rng: (
+        [rng.standard_normal((3, 4)), rng.standard_normal((3, 5))],
+        [_In(0), 1, rng.integers(0, 4, size=(3, 5)), _In(1)], {"reduce": "prod"})),
+    "CTCLossFn": ("nn.functional.ctc_loss", lambda rng: (
+        [_log_softmax(rng.standard_normal((8, 2, 5)))],
+        [_In(0), rng.integers(1, 5, size=(2, 3)), np.array([8, 7]), np.array([3, 2])], {"reduction": "none"})),
+}
+
+
+def _sample_args(args, tensors, make_index):
+    """The positional arguments of a :data:`SAMPLES` call with the inputs and index arrays filled in."""
+    return [tensors[a] if isinstance(a, _In) else make_index(a) if isinstance(a, np.ndarray) else a for a in args]
 
 
 def _resolve(module, dotted: str):
@@ -367,19 +529,29 @@ def primitive_check(cls, seed: int = 0, use_torch: bool = True) -> list[str]:
     for name in OPS:
         if OPS[name].closed_function is cls:
             return _closed_form_check(name, seed, use_torch)
-    call = _torch_call(cls)
-    if call is None:
-        return [f"    skipped: no function of tinygrad_tx computes {cls.__name__} alone from array inputs; "
-                "its parity tests are in tests/ (grep the class name)"]
-    fn, dotted, arity, kwargs = call
     rng = np.random.default_rng(seed)
-    arrays = _primitive_inputs(dotted.split(".")[-1], arity, rng)
+    if cls.__name__ in SAMPLES:
+        import tinygrad_tx
+        dotted, build = SAMPLES[cls.__name__]
+        fn = _resolve(tinygrad_tx, dotted)
+        arrays, args, kwargs = build(rng)
+        arity = len(arrays)
+    else:
+        call = _torch_call(cls)
+        if call is None:
+            return [f"    skipped: no function of tinygrad_tx computes {cls.__name__} alone from array inputs; "
+                    "its parity tests are in tests/ (grep the class name)"]
+        fn, dotted, arity, kwargs = call
+        arrays = _primitive_inputs(dotted.split(".")[-1], arity, rng)
+        args = [_In(i) for i in range(arity)]
     tensors = [Tensor(np.array(a), requires_grad=True) for a in arrays]
     try:
-        out = fn(*tensors, **kwargs)
+        out = fn(*_sample_args(args, tensors, lambda a: Tensor(np.array(a, dtype=np.int64))), **kwargs)
     except Exception as e:   # noqa: BLE001 - any failure means: this function is not the op alone
         return [f"    skipped: tinygrad_tx.{dotted} does not take {arity} float array input(s) "
                 f"({type(e).__name__}: {e}); its parity tests are in tests/"]
+    if isinstance(out, tuple):      # (values, indices): the values carry the gradient
+        out = out[0]
     if not isinstance(out, Tensor) or out._ctx is None or out._ctx.fn is not cls:
         return [f"    skipped: tinygrad_tx.{dotted} does not record {cls.__name__} as its last node"]
     cotangent = rng.standard_normal(out.shape)
@@ -389,8 +561,8 @@ def primitive_check(cls, seed: int = 0, use_torch: bool = True) -> list[str]:
     except RuntimeError as e:       # an op without a derivative says so, as torch's does
         return [f"    tinygrad_tx.{dotted}: its backward raises, as torch's does: {e}"]
     shapes = ", ".join(str(tuple(a.shape)) for a in arrays)
-    args = "".join(f", {k}={v!r}" for k, v in kwargs.items())
-    lines = [f"    tinygrad_tx.{dotted}(<{arity} input{'s' if arity > 1 else ''}>{args}) on float64 inputs {shapes}, "
+    shown = "".join(f", {k}={v!r}" for k, v in kwargs.items())
+    lines = [f"    tinygrad_tx.{dotted}(<{arity} input{'s' if arity > 1 else ''}>{shown}) on float64 inputs {shapes}, "
              f"seed {seed}; output {tuple(out.shape)}, random cotangent g, backward(g): {_nodes(len(trace))}, "
              f"saved {trace.total_saved_bytes:,} B"]
     if not use_torch:
@@ -399,7 +571,7 @@ def primitive_check(cls, seed: int = 0, use_torch: bool = True) -> list[str]:
     if twins is None:
         return lines + [f"    torch: {status}"]
     try:
-        t_out, t_grads = twins.run_torch_function(dotted, arrays, cotangent, **kwargs)
+        t_out, t_grads = twins.run_torch_call(dotted, arrays, args, cotangent, **kwargs)
     except Exception as e:   # noqa: BLE001 - torch's own spelling differs: say so, do not fail the page
         return lines + [f"    torch: torch.{dotted} could not be compared ({type(e).__name__}: {e})"]
     lines.append(f"    torch: {status}, torch.{dotted}")
