@@ -283,6 +283,11 @@ def test_cotangent_mutated_in_place():
         return g
     r = failed("exp", planted(S.ExpSolution, backward))
     assert r.tags == {"g (the incoming gradient)": "mutated"}
+    # the values are right, so the report must not contradict itself (issue 35: it said "correct",
+    # then "yet the library's gradient differs: check the forward")
+    assert "dL/dx (" in r.text and ": correct" in r.text
+    assert "yet the library's gradient differs" not in r.text
+    assert "your gradients' values are right" in r.text
 
 
 def test_right_only_through_sum():

@@ -530,8 +530,10 @@ def diagnose(ex: Exercise, fn: type, oc: Outcome, others=(), shrunk: bool = True
         agree, text = _finite_differences(ex, fn, case)
         if agree and case.noncontig:
             text += " on contiguous copies of these inputs (gradcheck does not keep a layout)"
-        elif agree:
+        elif agree and oc.wrong:
             text += " (yet the library's gradient differs: check the forward)"
+        elif agree:      # every value right: the failure is the write, dtype or forward said above
+            text += " (your gradients' values are right: what fails is said above)"
         lines.append(f"  second opinion: {text}")
     elif not ex.finite_differences:
         lines.append("  second opinion: none (finite differences are meaningless at the kinks of this function)")
