@@ -367,7 +367,7 @@ def evaluate_targets(rows, accuracy, rss):
 # --------------------------------------------------------------------------- main
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="tinygrad-tx bench", description=__doc__.split("\n")[0],
+    ap = argparse.ArgumentParser(prog="tinygrad-tx bench", description=__doc__.split("\n")[0].replace("``", ""),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer rounds and a shorter sweep, one thread per "
                     "framework unless --threads says otherwise (64 s measured on an idle 2-core machine, 111 s "

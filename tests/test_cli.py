@@ -746,3 +746,40 @@ def test_a_stop_turned_into_another_error_by_a_c_extension_is_a_stop(monkeypatch
     monkeypatch.setattr(cli, "cmd_run", lambda args: (_ for _ in ()).throw(TypeError("a real one")))
     assert cli.main(["run", "script.py"]) == 1 and exits == [143]
     assert "error: a real one" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "trace", "graph"])
+def test_syntax_error_in_the_users_file_is_one_line(tmp_path, capsys, command):
+    """A syntax error in FILE.py: one line naming the file, the line and Python's message (issue 35);
+    --debug shows the traceback."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\nx = (\n")
+    assert cli.main([command, str(bad)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"tinygrad-tx: error: {bad}, line 2: SyntaxError: '(' was never closed (--debug shows the traceback)"]
+    assert cli.main(["--debug", command, str(bad)]) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_help_speaks_of_every_command(capsys):
+    """The top-level description names the study tools and the benchmark; plot's names all its
+    pictures; bench's shows no reStructuredText markup."""
+    def shown(argv):
+        try:
+            code = cli.main(argv)
+        except SystemExit as e:
+            code = e.code
+        assert code in (0, None)
+        return " ".join(capsys.readouterr().out.split())
+
+    text = shown(["--help"])
+    for word in ("graph", "trace", "explain", "compile", "exercise", "benchmark", "PyTorch scripts"):
+        assert word in text.split("positional arguments")[0], word
+    text = shown(["plot", "--help"])
+    description = text.split("positional arguments")[0]
+    for picture in ("bigram", "embeddings", "attention", "seq-cost", "grad-distance", "name-models", "digits-data"):
+        assert picture in description, picture
+    from bench.cli import parse_args as bench_args   # a source checkout: the tests run from it
+    with pytest.raises(SystemExit):
+        bench_args(["--help"])
+    assert "``" not in capsys.readouterr().out

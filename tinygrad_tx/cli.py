@@ -331,6 +331,11 @@ def cmd_run(args) -> int:
         raise
     except BaseException as e:   # the script's own error: its traceback, as python FILE.py would show
         import traceback
+        from .viz.script import syntax_error_line
+        line = None if getattr(args, "debug", False) else syntax_error_line(e, str(path))
+        if line is not None:     # nothing of the script ran: one line, as every other error of ours
+            print(f"tinygrad-tx: error: {line}", file=sys.stderr)
+            return 1
         traceback.print_exception(type(e), e, _from_frame_of(e.__traceback__, str(path)))
         return 1
     if code is None:
@@ -355,8 +360,10 @@ def _from_frame_of(tb, filename: str):
 
 def build_parser() -> Parser:
     from . import __version__
-    parser = Parser(prog=PROG, description="Train and sample the Transformers of tinygrad_tx "
-                                           "(NumPy autograd, hand-written backward passes).")
+    parser = Parser(prog=PROG, description="Train and sample the Transformers of tinygrad_tx (NumPy autograd, "
+                                           "hand-written backward passes), run PyTorch scripts on it, study "
+                                           "their backward (graph, trace, explain, compile, exercise), draw "
+                                           "the tutorial's pictures and benchmark against PyTorch.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)

@@ -61,9 +61,24 @@ class ScriptFailed(Exception):
         self.path, self.error = path, error
 
 
-def print_script_error(failed: ScriptFailed, file=None) -> None:
-    """The script's traceback from its own first frame on (the runner's frames left out)."""
+def syntax_error_line(error: BaseException, path: str) -> str | None:
+    """One line for a SyntaxError in the user's own file (``FILE, line N: SyntaxError: msg``), None
+    for any other error: nothing of the script ran, so no traceback of its frames exists."""
+    if not isinstance(error, SyntaxError) or not error.filename or \
+            os.path.abspath(error.filename) != os.path.abspath(path):
+        return None
+    where = f"{path}, line {error.lineno}" if error.lineno else path
+    return f"{where}: {type(error).__name__}: {error.msg} (--debug shows the traceback)"
+
+
+def print_script_error(failed: ScriptFailed, file=None, debug: bool = False) -> None:
+    """The script's traceback from its own first frame on (the runner's frames left out); one line
+    for a syntax error in it (the whole traceback with ``debug``)."""
     import traceback
+    line = None if debug else syntax_error_line(failed.error, failed.path)
+    if line is not None:
+        print(f"tinygrad-tx: error: {line}", file=file or sys.stderr)
+        return
     tb = failed.error.__traceback__
     first = tb
     while first is not None and os.path.abspath(first.tb_frame.f_code.co_filename) != os.path.abspath(failed.path) \
