@@ -255,7 +255,8 @@ def cmd_bench(args) -> int:
 
 
 RUN_HELP = "run a PyTorch script on tinygrad_tx (its `import torch` loads tinygrad_tx)"
-COMPILE_HELP = "the GPT training step recorded by tinygrad_tx.compile and replayed, against eager"
+COMPILE_HELP = ("the GPT training step, or a function of your script (FILE.py --call EXPR), recorded by "
+                "tinygrad_tx.compile and replayed, against eager")
 
 
 def cmd_compile(args) -> int:
@@ -269,6 +270,20 @@ def cmd_compile(args) -> int:
     import numpy as np
     import tinygrad_tx as tg
     from .models import GPTLanguageModel
+
+    if args.file is not None:                     # the user's own script: --call names the function
+        if not args.call:
+            raise CommandLineError(f"{PROG} compile FILE.py needs --call EXPR, the call of the script's function "
+                                   "to compile (e.g. --call 'train_step(x, y)')")
+        from .viz.compile_script import compile_script
+        from .viz.script import ScriptFailed, print_script_error
+        try:
+            text, same = compile_script(args.file, args.call, steps=args.steps, show=args.show)
+        except ScriptFailed as failed:
+            print_script_error(failed, debug=getattr(args, "debug", False))
+            return 1
+        print(text, end="")
+        return 0 if same else 1
 
     if not 0.0 <= args.dropout < 1.0:
         raise CommandLineError(f"{PROG} compile: --dropout must be in [0, 1), got {args.dropout}")
@@ -417,11 +432,18 @@ def build_parser() -> Parser:
     comp = commands.add_parser("compile", help=COMPILE_HELP, description=COMPILE_HELP + ": the same steps "
                                "(same seed, same batches) run eagerly and under tinygrad_tx.compile; says whether "
                                "losses, gradients and parameters are identical, and the median time of each.")
+    comp.add_argument("file", nargs="?", default=None, metavar="FILE.py",
+                      help="your own script (its `import torch` gives tinygrad_tx): compile the function "
+                           "--call calls, against eager (default: the built-in GPT step)")
+    comp.add_argument("--call", default=None, metavar="EXPR",
+                      help="with FILE.py: the call to compile, evaluated in the script's namespace, e.g. "
+                           "'train_step(x, y)'")
     comp.add_argument("--show", action="store_true",
                       help="print the recorded program: one line per NumPy call, forward, backward, update")
     comp.add_argument("--layers", type=_number(int, 1), default=4, help="GPT blocks (default: 4, the tutorial's)")
     comp.add_argument("--d-model", type=_number(int, 1), default=64, help="width (default: 64)")
-    comp.add_argument("--steps", type=_number(int, 2), default=20, help="AdamW steps of each (default: 20)")
+    comp.add_argument("--steps", type=_number(int, 2), default=20,
+                      help="AdamW steps (or calls of --call) of each (default: 20)")
     comp.add_argument("--dropout", type=float, default=0.1, help="dropout (default: 0.1)")
     comp.set_defaults(func=cmd_compile)
 
