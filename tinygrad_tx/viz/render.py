@@ -13,7 +13,11 @@ graph out in layers, as Graphviz's ``dot`` does in spirit:
 3. **x**: each node as close as it can get to the mean x of its inputs without overlapping
    its left neighbour; then every rank is centred.
 
-Arrows are cubic curves from the bottom of an input to the top of its consumer.
+4. **routes**: an arrow that spans several ranks gets a *virtual* node in every rank it crosses
+   (a narrow slot the ordering and the x placement treat like a box), so it runs down its own
+   lane instead of through other boxes. Every arrow is drawn down its node's own column inside a
+   rank and as a cubic curve only in the empty gap between two ranks: no arrow crosses a box
+   that is not its end.
 """
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ class Node:
     w: float = 0.0
     h: float = 0.0
     inputs: list = field(default_factory=list)
+    virtual: bool = False      # a lane of a long arrow through this rank (not drawn)
 
     @property
     def lines(self) -> list[str]:
@@ -60,6 +65,7 @@ class Layout:
     title: str | None
     width: float
     height: float
+    routes: dict = field(default_factory=dict)   # (a, b) -> the arrow's path: [("M"|"L"|"C", points...)]
 
 
 def _unquote(text: str) -> str:
@@ -91,7 +97,13 @@ def parse_dot(text: str):
     return nodes, edges, legend, title
 
 
+LANE_W = 6.0      # the width a long arrow's lane takes in a rank it crosses
+
+
 def _size(node: Node) -> None:
+    if node.virtual:
+        node.w, node.h = LANE_W, 0.0
+        return
     node.w = max(len(s) for s in node.lines) * CHAR_W + 2 * PAD_X + (16 if node.shape == "ellipse" else 0)
     node.h = len(node.lines) * LINE_H + 2 * PAD_Y
 
@@ -124,6 +136,23 @@ def layout(text: str) -> Layout:
     for key in order:                         # a leaf sits right above its first consumer
         if not nodes[key].inputs and consumers[key]:
             nodes[key].rank = min(nodes[c].rank for c in consumers[key]) - 1
+    real = [(a, b) for a, b in edges if a in nodes and b in nodes]
+    real_inputs = {k: list(n.inputs) for k, n in nodes.items()}
+    chains = {}                               # (a, b) -> [a, lane, lane, ..., b]
+    for a, b in real:
+        chain = [a]
+        for r in range(nodes[a].rank + 1, nodes[b].rank):
+            lane = Node(f"_lane{len(order)}", "", rank=r, virtual=True, inputs=[chain[-1]])
+            nodes[lane.id] = lane
+            consumers[lane.id] = []
+            consumers[chain[-1]].append(lane.id)
+            order.append(lane.id)
+            chain.append(lane.id)
+        if len(chain) > 1:                    # b now reads its input from the last lane
+            nodes[b].inputs[nodes[b].inputs.index(a)] = chain[-1]
+            consumers[a].remove(b)
+            consumers[chain[-1]].append(b)
+        chains[(a, b)] = chain + [b]
     ranks: dict = {}
     for key in order:
         ranks.setdefault(nodes[key].rank, []).append(key)
@@ -141,8 +170,10 @@ def layout(text: str) -> Layout:
     for node in legend:
         _size(node)
     y = MARGIN
+    bands = {}                                # rank -> (top, bottom) of its row of boxes
     for level in levels:
         h = max(nodes[k].h for k in level)
+        bands[nodes[level[0]].rank] = (y, y + h)
         x = 0.0
         for k in level:
             node = nodes[k]
@@ -162,6 +193,11 @@ def layout(text: str) -> Layout:
             nodes[k].x += shift - left + MARGIN
     width = max(n.x + n.w / 2 for n in nodes.values()) + MARGIN
     height = y - GAP_Y + MARGIN
+    routes = {edge: _route([nodes[k] for k in chain], bands) for edge, chain in chains.items()}
+    for key in [k for k in nodes if nodes[k].virtual]:
+        del nodes[key]
+    for key, inputs in real_inputs.items():   # each box's own inputs again (lanes were placement only)
+        nodes[key].inputs = inputs
     if title:
         height += LINE_H * (title.count("\n") + 1) + 8
     if legend:
@@ -171,7 +207,43 @@ def layout(text: str) -> Layout:
             x += node.w + GAP_X / 2
         width = max(width, x + MARGIN)
         height += max(n.h for n in legend) + MARGIN
-    return Layout(nodes, [(a, b) for a, b in edges if a in nodes and b in nodes], legend, title, width, height)
+    return Layout(nodes, real, legend, title, width, height, routes)
+
+
+def _route(chain: list, bands: dict) -> list:
+    """The path of one arrow through ``chain`` (its start, the lanes it crosses, its end): straight
+    down each node's own column inside a rank, a cubic curve across each gap between ranks (the
+    only place with no boxes), ending on the top of the last box."""
+    start = chain[0]
+    path = [("M", (start.x, start.y + start.h / 2))]
+    for a, b in zip(chain, chain[1:]):
+        bottom = bands[a.rank][1]
+        top = bands[b.rank][0]
+        if path[-1][1][1] < bottom:
+            path.append(("L", (a.x, bottom)))
+        mid = (bottom + top) / 2
+        path.append(("C", (a.x, mid), (b.x, mid), (b.x, top)))
+        end = b.y - b.h / 2 if not b.virtual else bands[b.rank][1]
+        if end > top:
+            path.append(("L", (b.x, end)))
+    return path
+
+
+def route_points(path: list, steps: int = 12) -> list:
+    """Points along a route (each curve sampled at ``steps`` places): for drawing and for tests."""
+    points, here = [], None
+    for cmd, *pts in path:
+        if cmd == "C" and here is not None:
+            (x0, y0), (x1, y1), (x2, y2), (x3, y3) = here, *pts
+            for i in range(1, steps + 1):
+                t = i / steps
+                u = 1 - t
+                points.append((u ** 3 * x0 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t ** 3 * x3,
+                               u ** 3 * y0 + 3 * u * u * t * y1 + 3 * u * t * t * y2 + t ** 3 * y3))
+        else:
+            points.append(pts[0])
+        here = points[-1] if cmd != "C" else pts[-1]
+    return points
 
 
 # --------------------------------------------------------------------------- SVG
@@ -201,12 +273,9 @@ def to_svg_text(dot_text: str) -> str:
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
            'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#4d4d4d"/></marker></defs>',
            '<rect width="100%" height="100%" fill="white"/>']
-    for a, b in lay.edges:
-        s, d = lay.nodes[a], lay.nodes[b]
-        x1, y1, x2, y2 = s.x, s.y + s.h / 2, d.x, d.y - d.h / 2
-        bend = max(20.0, (y2 - y1) / 2)
-        out.append(f'<path d="M {x1:.1f} {y1:.1f} C {x1:.1f} {y1 + bend:.1f} {x2:.1f} {y2 - bend:.1f} '
-                   f'{x2:.1f} {y2:.1f}" fill="none" stroke="#4d4d4d" stroke-width="1" marker-end="url(#arrow)"/>')
+    for edge in lay.edges:
+        d = " ".join(f"{cmd} " + " ".join(f"{x:.1f} {y:.1f}" for x, y in pts) for cmd, *pts in lay.routes[edge])
+        out.append(f'<path d="{d}" fill="none" stroke="#4d4d4d" stroke-width="1" marker-end="url(#arrow)"/>')
     for n in lay.nodes.values():
         out += _svg_node(n)
     if lay.title:
@@ -228,6 +297,7 @@ def write_png(dot_text: str, path, dpi: int = 100) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.patches import Ellipse, FancyArrowPatch, FancyBboxPatch
+    from matplotlib.path import Path
 
     lay = layout(dot_text)
     fig = Figure(figsize=(lay.width / dpi, lay.height / dpi), dpi=dpi)
@@ -237,11 +307,13 @@ def write_png(dot_text: str, path, dpi: int = 100) -> None:
     ax.set_ylim(lay.height, 0)
     ax.axis("off")
     size = 11 * 72 / dpi                      # 11 px, as the SVG
-    for a, b in lay.edges:
-        s, d = lay.nodes[a], lay.nodes[b]
-        ax.add_patch(FancyArrowPatch((s.x, s.y + s.h / 2), (d.x, d.y - d.h / 2), arrowstyle="-|>",
-                                     mutation_scale=8, color="#4d4d4d", linewidth=0.8,
-                                     connectionstyle="arc3,rad=0.0"))
+    codes = {"M": [Path.MOVETO], "L": [Path.LINETO], "C": [Path.CURVE4] * 3}
+    for edge in lay.edges:
+        route = lay.routes[edge]
+        verts = [p for _, *pts in route for p in pts]
+        kinds = [c for cmd, *_ in route for c in codes[cmd]]
+        ax.add_patch(FancyArrowPatch(path=Path(verts, kinds), arrowstyle="-|>", mutation_scale=8,
+                                     color="#4d4d4d", linewidth=0.8))
     for n in list(lay.nodes.values()) + lay.legend:
         kw = dict(facecolor=n.fill, edgecolor="#333" if n.bold else "#555", linewidth=2 if n.bold else 0.8)
         if n.shape == "ellipse":
