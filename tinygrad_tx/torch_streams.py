@@ -20,8 +20,8 @@ randperm, ``Distributions.cpp``'s multinomial) and checked value for value again
   divide the size, 16 fresh uniforms overwrite the last 16 values and that block is redone.
   float32 runs torch's AVX2 kernel (Cephes ``log``/``sincos`` in float32 with the FMAs the
   compiler makes: emulated step by step in ``_avx_log``/``_avx_sincos``); float64 uses libm.
-* integers: ``w % range + from`` with a 64-bit word when the range needs more than 32 bits
-  (int64/float/double only), else a 32-bit word.
+* integers: ``w % range + from`` with a 64-bit word when the range is 2^28 or more (found by
+  bisection against torch 2.13; older sources say 2^32), else a 32-bit word.
 * randperm (n < 2^32/20): Fisher–Yates from the front, ``z = random() % (n - i)``.
 * bernoulli(p scalar): float64 uniform < p; with a tensor of p: its dtype's uniform < p.
 * exponential: ``-1/lambda * log1p(-u)``, u a float64 uniform (also for float32).
@@ -221,7 +221,7 @@ def uniform(gen, n: int, dt: np.dtype, low: float, high: float) -> np.ndarray:
         lo, hi = float(np.float32(low)), float(np.float32(high))
     out = fma64(x, hi - lo, lo).astype(dt) if (lo, hi) != (0.0, 1.0) else x.astype(dt)
     top, bottom = dt.type(high), dt.type(low)
-    return np.where(out >= top, bottom, out) if n and (lo, hi) != (0.0, 1.0) else out
+    return np.where(out >= top, bottom, out)     # a value rounded up to `to` becomes `from`
 
 
 def _scalar_normals(gen, n: int) -> np.ndarray:
@@ -309,17 +309,17 @@ def bernoulli_scalar(gen, n: int, p: float) -> np.ndarray:
 def bernoulli_tensor(gen, p: np.ndarray) -> np.ndarray:
     """``bernoulli_(p)``, p an array (already broadcast, C order): float64 p compares a float64
     uniform, any other float dtype a float uniform (bool array)."""
-    p = np.ascontiguousarray(p)
+    p = np.asarray(p)
     unit = unit_double if p.dtype == np.float64 else unit_float
     return (unit(gen, p.size) < p.reshape(-1).astype(np.float64)).reshape(p.shape)
 
 
 def integers(gen, n: int, dt, low: int, high: int) -> np.ndarray:
     """``random_(low, high)`` / ``randint``: ``w % (high - low) + low`` with a 64-bit word when
-    the range is 2^32 or more (for int64, float32/64), else a 32-bit word."""
+    the range is 2^28 or more, else a 32-bit word."""
     span = int(high) - int(low)
     dt = np.dtype(dt)
-    if span >= 1 << 32 and dt in (np.int64, np.float64, np.float32):
+    if span >= 1 << 28:       # torch 2.13 switches to 64-bit words here (measured), any dtype
         w = words64(gen, n)
     else:
         w = words32(gen, n)
