@@ -194,13 +194,19 @@ def fan_in_uniform_(tensor, fan_in: int, generator=None):
 
 
 def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
-    """Fill with N(mean, std^2) truncated to [a, b] (``a``, ``b`` in the values' units, as torch).
+    """Fill with N(mean, std^2) truncated to [a, b] (``a``, ``b`` in the values' units), by
+    torch 2.13's rejection sampling, draw for draw:
 
-    Inverse-CDF sampling: with α = (a − mean)/std, β = (b − mean)/std and u ~ U(Φ(α), Φ(β)),
-    ``mean + std · Φ⁻¹(u)`` has exactly the truncated density; a final clip to [a, b] removes
-    rounding just outside the interval.
+    * when the interval holds more than 30 % of the mass (p = Φ(β) − Φ(α) > 0.3, with
+      α = (a − mean)/std, β = (b − mean)/std): ``normal_(mean, std)`` of the whole tensor, then,
+      while any value lies outside [a, b] (bounds rounded to the dtype), a fresh
+      ``normal_(mean, std)`` of the whole shape replaces just those values;
+    * otherwise: candidates x ~ U(a, b), accepted when log(v) ≤ −((x − mean)/std)²/2 − log_peak
+      (v ~ U(0, 1), log_peak the log-density at the mode clipped into [a, b]); rejected ones
+      are redrawn, a whole tensor of candidates and of v per round.
+
+    Either way the accepted values have exactly the truncated density.
     """
-    from scipy.special import erfinv, ndtr, ndtri
     _tensor_arg(tensor, "trunc_normal_", random=True)
     mean, std, a, b = (_real(v, "trunc_normal_", k) for k, v in (("mean", mean), ("std", std), ("a", a), ("b", b)))
     if std < 0:   # torch accepts it; a negative spread is a mistake, refused
@@ -209,15 +215,35 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
         raise InvalidArgumentError(f"trunc_normal_: expects a <= b, got a={a}, b={b}")
     if std == 0:
         return _fill(tensor, np.clip(mean, a, b))
-    lo, hi = ndtr((a - mean) / std), ndtr((b - mean) / std)
-    if tensor._data.dtype == np.float64:
-        u = draw_uniform(tensor.shape, np.float64, lo, hi, _gen(generator), layout=tensor._data)
-        return _fill(tensor, np.clip(mean + std * ndtri(u), a, b))
-    # torch's steps, in the tensor's dtype: uniform_(2l - 1, 2u - 1), erfinv_, mul_, add_, clamp_
-    dt = tensor._data.dtype
-    v = draw_uniform(tensor.shape, dt, 2 * lo - 1, 2 * hi - 1, _gen(generator), layout=tensor._data)
-    v = (erfinv(v).astype(dt) * dt.type(std * math.sqrt(2.0))).astype(dt) + dt.type(mean)
-    return _fill(tensor, np.clip(v, dt.type(a), dt.type(b)))
+    gen, dt, shape = _gen(generator), tensor._data.dtype, tensor.shape
+
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+        lo, hi = dt.type(a), dt.type(b)
+        result = draw_normal(shape, dt, mean, std, gen, layout=tensor._data)
+        while True:
+            outside = (result < lo) | (result > hi)
+            if not outside.any():
+                return _fill(tensor, result)
+            result = np.where(outside, draw_normal(shape, dt, mean, std, gen), result)
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def log_density(x):   # torch's in-place steps, each rounded to the dtype
+        x = ((x - dt.type(mean)) / dt.type(std)).astype(dt)
+        return ((x * x).astype(dt) * dt.type(-0.5)).astype(dt) - dt.type(log_peak)
+
+    result = draw_uniform(shape, dt, a, b, gen, layout=tensor._data)
+    with np.errstate(divide="ignore"):
+        pending = np.log(draw_uniform(shape, dt, 0.0, 1.0, gen)) > log_density(result)
+        while pending.any():
+            candidates = draw_uniform(shape, dt, a, b, gen)
+            result = np.where(pending, candidates, result)
+            pending = np.where(pending, np.log(draw_uniform(shape, dt, 0.0, 1.0, gen)) > log_density(candidates),
+                               pending)
+    return _fill(tensor, result)
 
 
 def orthogonal_(tensor, gain: float = 1.0, generator=None):
@@ -232,7 +258,7 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
         return tensor
     rows = tensor.shape[0]
     cols = tensor._data.size // rows
-    flat = draw_normal((rows, cols), np.float64, 0.0, 1.0, _gen(generator))
+    flat = draw_normal((rows, cols), tensor._data.dtype, 0.0, 1.0, _gen(generator)).astype(np.float64)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
