@@ -44,6 +44,7 @@ FACTORIES = {
     "normal(t,f)": lambda m, s, dt, g: m.normal(m.ones(s, dtype=getattr(m, dt)), 0.5, generator=g),
     "normal(f,f,size)": lambda m, s, dt, g: m.normal(0.5, 2.0, size=s, dtype=getattr(m, dt), generator=g),
     "bernoulli(p)": lambda m, s, dt, g: m.bernoulli(m.full(s, 0.4, dtype=getattr(m, dt)), generator=g),
+    "poisson": lambda m, s, dt, g: m.poisson(m.rand(s, dtype=getattr(m, dt), generator=g) * 30, generator=g),
 }
 
 

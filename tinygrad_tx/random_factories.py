@@ -164,7 +164,7 @@ class PoissonSample(ArrayFunction):
 
     @staticmethod
     def forward(ctx, rate, generator=None):
-        return get_generator(generator).poisson(rate).astype(rate.dtype)
+        return _ts.poisson(get_generator(generator), rate)
 
     @staticmethod
     def backward(ctx, g):

@@ -323,13 +323,10 @@ def integers(gen, n: int, dt, low: int, high: int) -> np.ndarray:
         w = words64(gen, n)
     else:
         w = words32(gen, n)
-    r = w % np.uint64(span)
-    if low >= 0:
-        vals = (r + np.uint64(low)).astype(np.int64) if low + span <= (1 << 63) - 1 else None
-    else:
-        vals = r.astype(np.int64) + np.int64(low)
-    if vals is None:
-        vals = (r + np.uint64(low))
+    # (w % span) + low in int64, as torch's static_cast<int64_t>: wrapping arithmetic modulo 2^64
+    # gives the exact result, which lies in [low, high) inside the int64 range
+    with np.errstate(over="ignore"):
+        vals = (w % np.uint64(span)).astype(np.int64) + np.int64(low)
     return vals.astype(dt)
 
 
@@ -384,3 +381,42 @@ def multinomial(gen, rows: np.ndarray, k: int, replacement: bool) -> np.ndarray:
         u = unit_double(gen, k)
         out[i] = np.searchsorted(cum.astype(np.float64), u, side="left")
     return out
+
+
+def _poisson_one(gen, lam: float) -> int:
+    """One draw of ATen's ``sample_poisson``: for lam >= 10 Hörmann's transformed rejection
+    (PTRS, 1993), else the product of uniforms until it falls below exp(-lam)."""
+    def u():
+        return float(unit_double(gen, 1)[0])
+    if lam >= 10:
+        slam, loglam = math.sqrt(lam), math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            U, V = u() - 0.5, u()
+            us = 0.5 - abs(U)
+            k = math.floor((2 * a / us + b) * U + lam + 0.43)
+            if us >= 0.07 and V <= vr:
+                return k
+            if k < 0 or (us < 0.013 and V > us):
+                continue
+            if (math.log(V) + math.log(invalpha) - math.log(a / (us * us) + b)
+                    <= -lam + k * loglam - math.lgamma(k + 1.0)):
+                return k
+    if lam == 0:
+        return 0
+    enlam, x, prod = math.exp(-lam), 0, 1.0
+    while True:
+        prod *= u()
+        if prod > enlam:
+            x += 1
+        else:
+            return x
+
+
+def poisson(gen, rates: np.ndarray) -> np.ndarray:
+    """``torch.poisson(rates)``: one ``sample_poisson`` per element, in C order, in the rates' dtype."""
+    flat = np.asarray(rates, np.float64).reshape(-1)
+    return np.array([_poisson_one(gen, lam) for lam in flat.tolist()], np.float64).reshape(np.shape(rates)).astype(rates.dtype)
