@@ -205,11 +205,6 @@ def _box_muller16_f64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
 
 # ============================================================================ distributions
 
-def _round_to(values: np.ndarray, dt: np.dtype) -> np.ndarray:
-    """float64 results rounded to ``dt`` (float32 directly: one rounding, as a C cast)."""
-    return values.astype(dt)
-
-
 def uniform(gen, n: int, dt: np.dtype, low: float, high: float) -> np.ndarray:
     """``uniform_(low, high)`` on n elements of dtype ``dt`` (float16/32/64)."""
     dt = np.dtype(dt)
