@@ -455,14 +455,17 @@ def test_generator_seeds_like_torch():
     assert g.initial_seed() == s2
 
 
-def test_manual_seed_streams_are_numpys_default_rng():
+def test_manual_seed_streams_are_torchs_mersenne_twister():
+    """torch's CPU stream: mt19937 seeded by init_genrand, which NumPy's legacy RandomState(seed)
+    also uses; a float32 uniform is the word's low 24 bits times 2^-24, a float64 one 53 bits of
+    two words (the first one high). (Bit-equality with torch itself: test_rng_torch_streams.py.)"""
+    words = np.random.RandomState(123).randint(0, 2**32, 7, dtype=np.uint64)
     tg.manual_seed(123)
-    expected = np.random.default_rng(123)
-    np.testing.assert_array_equal(tg.rand(5)._data, expected.random(5).astype(np.float32))
-    np.testing.assert_array_equal(tg.randn(3, dtype=tg.float64)._data, expected.standard_normal(3))
+    np.testing.assert_array_equal(tg.rand(5)._data, (words[:5] & 0xFFFFFF).astype(np.float32) * np.float32(2**-24))
+    w64 = (words[5] << np.uint64(32)) | words[6]
+    assert tg.rand((), dtype=tg.float64).item() == float(w64 & np.uint64(2**53 - 1)) * 2.0**-53
     from tinygrad_tx.tensor import default_generator
     assert default_generator() is tg.default_generator       # nn.init, dropout, sampling share it
-    np.testing.assert_array_equal(tg.Generator().manual_seed(9).random(3), np.random.default_rng(9).random(3))
 
 
 def test_state_round_trip_and_pickle():
@@ -517,7 +520,8 @@ def test_draw_uses_the_generator_passed(name):
     assert not np.array_equal(g.get_state()._data, tg.Generator().manual_seed(42).get_state()._data)
     np.testing.assert_array_equal(tg.get_rng_state()._data, before)      # the global one is untouched
     np.testing.assert_array_equal(values(draw(tg.Generator().manual_seed(42))), first)   # reproducible
-    np.testing.assert_array_equal(values(draw(np.random.default_rng(42))), first)   # a NumPy one works too
+    np.testing.assert_array_equal(values(draw(np.random.default_rng(42))),          # a NumPy one works too
+                                  values(draw(np.random.default_rng(42))))          # (its own words)
     tg.manual_seed(42)
     np.testing.assert_array_equal(values(draw(None)), first)                         # default: the global one
     with pytest.raises(TypeError, match="generator"):
@@ -529,13 +533,16 @@ def test_generator_works_where_numpy_generators_are_taken():
     import tinygrad_tx.nn as nn
     from tinygrad_tx.data.loader import DataLoader
     w1, w2 = tg.zeros(4, 3), tg.zeros(4, 3)
-    nn.init.kaiming_uniform_(w1, generator=tg.Generator().manual_seed(1))
-    nn.init.kaiming_uniform_(w2, generator=np.random.default_rng(1))
-    np.testing.assert_array_equal(w1._data, w2._data)
+    for make in (lambda: tg.Generator().manual_seed(1), lambda: np.random.default_rng(1)):
+        nn.init.kaiming_uniform_(w1, generator=make())
+        nn.init.kaiming_uniform_(w2, generator=make())
+        np.testing.assert_array_equal(w1._data, w2._data)
+        assert np.abs(w1._data).max() <= np.sqrt(2) and len(np.unique(w1._data)) == 12   # gain sqrt(2), fan_in 3
     x = tg.ones(50)
-    d1 = F.dropout(x, 0.5, generator=tg.Generator().manual_seed(2))
-    d2 = F.dropout(x, 0.5, generator=np.random.default_rng(2))
-    np.testing.assert_array_equal(d1._data, d2._data)
+    for make in (lambda: tg.Generator().manual_seed(2), lambda: np.random.default_rng(2)):
+        d1, d2 = F.dropout(x, 0.5, generator=make()), F.dropout(x, 0.5, generator=make())
+        np.testing.assert_array_equal(d1._data, d2._data)
+        assert set(np.unique(d1._data)) == {0.0, 2.0}
     batches = [b for b in DataLoader(list(range(10)), batch_size=5, shuffle=True,
                                      generator=tg.Generator().manual_seed(3))]
     assert len(batches) == 2

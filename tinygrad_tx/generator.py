@@ -1,34 +1,36 @@
 """Random number generators (torch's ``torch.Generator``) and the sampling kernels.
 
-``Generator`` **is** a ``numpy.random.Generator`` (a subclass, on NumPy's PCG64 bit
-generator), with torch's methods added: ``manual_seed`` (returns the generator),
-``seed``, ``initial_seed``, ``get_state``/``set_state`` and ``device``. Every NumPy method
-(``standard_normal``, ``random``, ``integers``, ``permutation``, ``choice``, ...) is there
-too, so code that takes an ``np.random.Generator`` (``nn.init``, dropout, ``DataLoader``)
-takes a ``tinygrad_tx.Generator`` unchanged, and ``numpy_generator`` returns the object
-itself for code that wants to say so.
+``Generator`` is torch's CPU generator: a Mersenne twister (mt19937) seeded by ``init_genrand``
+with the low 32 bits of the seed, held in NumPy's ``MT19937`` bit generator, plus torch's cached
+second Box–Muller sample. The random functions transform its words exactly as torch's CPU
+kernels do (``torch_streams.py``), so ``manual_seed(s)`` followed by the same calls gives the
+same numbers as ``torch.manual_seed(s)``, bit for bit.
 
-Streams: ``Generator().manual_seed(s)`` draws exactly what ``np.random.default_rng(s)``
-draws (PCG64 seeded through ``SeedSequence(s)``); torch's own generator is a Mersenne
-twister, so the *values* differ from torch's, never the distributions. As in torch, a
-fresh ``Generator()`` starts from the fixed seed 67280421310721, while the global default
-generator starts from a random seed (``tinygrad_tx.initial_seed()`` tells which).
+``Generator`` also **is** a ``numpy.random.Generator`` (a subclass, on that same MT19937), so
+code that takes an ``np.random.Generator`` takes it unchanged; NumPy's own methods
+(``standard_normal``, ``permutation``, ...) draw from the same words with NumPy's transforms,
+which are not torch's. Anything else passed as ``generator=`` that is a plain
+``np.random.Generator`` gets torch's transforms applied to its own 32-bit words.
 
-The global generator (``tinygrad_tx.default_generator``, seeded by
-``tinygrad_tx.manual_seed``) is also what ``tinygrad_tx.tensor.default_generator()``
-returns, so everything that draws from "the global generator" draws from one stream.
+``get_state``/``set_state`` use torch's byte layout (``CPUGeneratorImplState``, 5056 bytes: the
+legacy THGeneratorState with the seed, ``left``, ``seeded``, ``next``, the 624 state words as
+uint64, the cached double normal sample, then the cached float one), so a state from
+``torch.get_rng_state().numpy()`` loads here and ours loads in torch.
 
-The ``draw_*`` kernels at the bottom fill a shape with samples of one distribution in a
-given dtype; the factories and the in-place ``Tensor.normal_``-style methods use them.
-Values are drawn in float64 and rounded to the requested dtype, as ``nn.init`` does.
+As in torch, a fresh ``Generator()`` starts from the fixed seed 67280421310721, while the
+global default generator starts from a random seed (``tinygrad_tx.initial_seed()`` tells which).
+The global generator (``tinygrad_tx.default_generator``, seeded by ``tinygrad_tx.manual_seed``)
+is also what ``tinygrad_tx.tensor.default_generator()`` returns.
 """
 from __future__ import annotations
 
 import importlib
 import numbers
+import struct
 
 import numpy as np
 
+from . import torch_streams as _ts
 from .device import check as _check_device
 from .dtypes import default_float
 from .dtypes import resolve as _resolve_dtype
@@ -38,7 +40,10 @@ from ._factory_args import InvalidArgumentError  # noqa: E402  (after the tensor
 
 DEFAULT_SEED = 67280421310721       # torch's seed of a fresh torch.Generator()
 _U64 = 1 << 64
-STATE_BYTES = 48                    # see Generator.get_state
+_N = 624                            # mt19937's state words
+STATE_BYTES = 5056                  # sizeof(CPUGeneratorImplState), see Generator.get_state
+_LEGACY_BYTES = 5048                # sizeof(THGeneratorState), which torch's set_state also takes
+_LAYOUT = struct.Struct("<Qiiq624Qdddi4x")    # the legacy part: 5048 bytes
 
 
 def _check_seed(seed, strict: bool) -> int:
@@ -67,25 +72,48 @@ def _fresh_seed() -> int:
     return int(np.random.SeedSequence().entropy) % _U64
 
 
+def init_genrand(seed: int) -> np.ndarray:
+    """mt19937's state after ``init_genrand(seed & 0xffffffff)`` (Matsumoto & Nishimura's
+    seeding, which torch uses): s[0] = seed, s[i] = 1812433253 * (s[i-1] ^ (s[i-1] >> 30)) + i."""
+    key = [seed & 0xFFFFFFFF]
+    for i in range(1, _N):
+        prev = key[-1]
+        key.append((1812433253 * (prev ^ (prev >> 30)) + i) & 0xFFFFFFFF)
+    return np.array(key, dtype=np.uint32)
+
+
 class Generator(np.random.Generator):
-    """A random number generator: ``torch.Generator``'s methods on a NumPy PCG64 generator.
+    """A random number generator: torch's CPU ``torch.Generator`` (mt19937), whose draws
+    through tinygrad_tx's random functions equal torch's bit for bit.
 
     >>> g = Generator().manual_seed(0)
-    >>> float(g.random()) == float(np.random.default_rng(0).random())
+    >>> [int(w) for w in g._words32(2)] == list(np.random.RandomState(0).randint(0, 2**32, 2, dtype=np.uint64))
     True
     """
 
     def __init__(self, device="cpu"):
         self._device = _check_device(device)
-        super().__init__(np.random.PCG64(DEFAULT_SEED))
-        self._initial_seed = DEFAULT_SEED
+        super().__init__(np.random.MT19937(0))
+        self._next_double_normal = None
+        self._next_float_normal = None
+        self.manual_seed(DEFAULT_SEED)
+
+    # ------------------------------------------------------------------ the words
+    def _words32(self, n: int) -> np.ndarray:
+        """The next n 32-bit words of torch's ``random()`` (uint64 array)."""
+        self._fresh = False
+        return self.bit_generator.random_raw(n).astype(np.uint64)
 
     # ------------------------------------------------------------------ torch's methods
     def manual_seed(self, seed) -> "Generator":
-        """Reset the stream to the one ``np.random.default_rng(seed)`` draws; returns self."""
+        """Reseed: torch's ``mt19937(seed)`` (``init_genrand`` of the seed's low 32 bits),
+        dropping the cached normal samples; returns self."""
         seed = _check_seed(seed, strict=True)
-        self.bit_generator.state = np.random.PCG64(seed).state
+        self.bit_generator.state = {"bit_generator": "MT19937",
+                                    "state": {"key": init_genrand(seed), "pos": _N}}
         self._initial_seed = seed
+        self._next_double_normal = self._next_float_normal = None
+        self._fresh = True     # torch says next = 0 until the first draw (get_state tells)
         return self
 
     def seed(self) -> int:
@@ -108,38 +136,51 @@ class Generator(np.random.Generator):
         return self
 
     def get_state(self):
-        """The full state as a uint8 Tensor of 48 bytes (torch returns a uint8 Tensor too;
-        its layout is its own): PCG64's 128-bit ``state`` and ``inc``, the buffered-uint32
-        flag and value (4 bytes each), and the initial seed (8 bytes), all little-endian.
-        ``set_state`` of those bytes resumes the stream exactly."""
-        s = self.bit_generator.state
-        raw = b"".join([s["state"]["state"].to_bytes(16, "little"),
-                        s["state"]["inc"].to_bytes(16, "little"),
-                        int(s["has_uint32"]).to_bytes(4, "little"),
-                        int(s["uinteger"]).to_bytes(4, "little"),
-                        self._initial_seed.to_bytes(8, "little")])
+        """The full state as a uint8 Tensor of 5056 bytes in torch's layout
+        (``CPUGeneratorImplState``): seed (u64), left (i32), seeded (i32), next (u64), the 624
+        state words (u64 each), normal_x, normal_y, normal_rho (f64), normal_is_valid (i32),
+        padding, then next_float_normal_sample (f32), its validity (bool), padding. Only
+        normal_y (the cached double sample) and the float sample carry values."""
+        st = self.bit_generator.state["state"]
+        pos = int(st["pos"])
+        nxt = 0 if (pos == _N and self._fresh) else pos
+        left = _N - pos + 1
+        dbl = self._next_double_normal
+        raw = _LAYOUT.pack(self._initial_seed, left, 1, nxt, *(int(k) for k in st["key"]),
+                           0.0, 0.0 if dbl is None else dbl, 0.0, int(dbl is not None))
+        flt = self._next_float_normal
+        raw += struct.pack("<f?3x", 0.0 if flt is None else flt, flt is not None)
         return _tensor.Tensor._from_op(np.frombuffer(raw, dtype=np.uint8).copy(), None)
 
     def set_state(self, new_state) -> "Generator":
-        """Restore a state returned by ``get_state`` (a uint8 Tensor or array of 48 bytes)."""
+        """Restore a state from ``get_state`` (ours or torch's: a uint8 Tensor or array of
+        5056 bytes, or torch's legacy 5048)."""
         arr = new_state._data if isinstance(new_state, _tensor.Tensor) else new_state
         if not isinstance(arr, np.ndarray) or arr.dtype != np.uint8:
             raise TypeError(f"set_state: the RNG state must be a uint8 Tensor (from get_state()), "
                             f"got {type(new_state).__name__}"
                             + (f" of dtype {arr.dtype}" if isinstance(arr, np.ndarray) else ""))
-        if arr.size != STATE_BYTES:
-            raise ValueError(f"set_state: expected a state of {STATE_BYTES} bytes, got {arr.size}")
+        if arr.size not in (STATE_BYTES, _LEGACY_BYTES):
+            raise ValueError(f"set_state: expected either a THGeneratorState of size {_LEGACY_BYTES} or a "
+                             f"CPUGeneratorImplState of size {STATE_BYTES} but found the input RNG state "
+                             f"size to be {arr.size}")
         raw = arr.reshape(-1).tobytes()
-        state = {"bit_generator": "PCG64",
-                 "state": {"state": int.from_bytes(raw[0:16], "little"),
-                           "inc": int.from_bytes(raw[16:32], "little")},
-                 "has_uint32": int.from_bytes(raw[32:36], "little"),
-                 "uinteger": int.from_bytes(raw[36:40], "little")}
-        try:
-            self.bit_generator.state = state
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"set_state: not a valid generator state ({e})") from None
-        self._initial_seed = int.from_bytes(raw[40:48], "little")
+        fields = _LAYOUT.unpack(raw[:_LEGACY_BYTES])
+        seed, left, _seeded, nxt = fields[:4]
+        key = np.array(fields[4:4 + _N], dtype=np.uint64)
+        normal_y, valid = fields[4 + _N + 1], fields[-1]
+        if not 1 <= left <= _N or not 0 <= nxt <= _N or (key >> np.uint64(32)).any():
+            raise ValueError(f"set_state: not a valid generator state (left={left}, next={nxt})")
+        pos = _N if left == 1 else nxt
+        self.bit_generator.state = {"bit_generator": "MT19937",
+                                    "state": {"key": key.astype(np.uint32), "pos": pos}}
+        self._initial_seed = seed
+        self._fresh = left == 1 and nxt == 0
+        self._next_double_normal = normal_y if valid else None
+        self._next_float_normal = None
+        if len(raw) == STATE_BYTES:
+            flt, flt_valid = struct.unpack("<f?3x", raw[_LEGACY_BYTES:])
+            self._next_float_normal = flt if flt_valid else None
         return self
 
     def __reduce__(self):   # pickles as a tinygrad_tx.Generator, not a plain NumPy one
@@ -220,52 +261,85 @@ def _number(value, arg: str, op: str) -> float:
     return float(value)
 
 
-def _round_below(values: np.ndarray, high: float, dt: np.dtype) -> np.ndarray:
-    """Rounding float64 draws in [low, high) to a narrower dtype can land on ``high``
-    itself; move those (rare) values to the largest number below it, keeping [low, high)."""
-    out = values.astype(dt)
-    top = dt.type(high)
-    if dt != np.float64 and out.size and float(top) == high:
-        np.minimum(out, np.nextafter(top, dt.type(-np.inf)), out=out)
-    return out
+def _count(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
 
 
-def draw_uniform(shape, dtype=None, low: float = 0.0, high: float = 1.0, generator=None) -> np.ndarray:
-    """Samples of U[low, high): ``low + (high - low) * u``, u uniform on [0, 1) in float64."""
+def _shaped(flat: np.ndarray, shape, layout=None) -> np.ndarray:
+    """The draws ``flat`` (in torch's order) as an array of ``shape``. With ``layout`` (the
+    array an in-place fill replaces) they go in its memory order, as TensorIterator visits a
+    permuted tensor: the axis of the largest stride first."""
+    shape = tuple(shape)
+    if layout is None or layout.ndim < 2 or layout.flags.c_contiguous:
+        return flat.reshape(shape)
+    order = sorted(range(layout.ndim), key=lambda ax: -abs(layout.strides[ax]))
+    block = flat.reshape([shape[ax] for ax in order])
+    return block.transpose(np.argsort(order))
+
+
+def _contiguous(layout) -> bool:
+    return layout is None or layout.flags.c_contiguous
+
+
+def draw_uniform(shape, dtype=None, low: float = 0.0, high: float = 1.0, generator=None,
+                 layout=None) -> np.ndarray:
+    """Samples of U[low, high) exactly as torch's ``uniform_`` (see ``torch_streams.uniform``)."""
     low, high = _number(low, "low", "uniform_"), _number(high, "high", "uniform_")
     dt = _float_dtype(dtype, "uniform_")
     if not low <= high:
         raise InvalidArgumentError(f"uniform_: expects low <= high, but got low={low}, high={high}")
-    u = get_generator(generator).random(shape)
-    return _round_below(low + (high - low) * u if (low, high) != (0.0, 1.0) else u, high, dt)
+    flat = _ts.uniform(get_generator(generator), _count(shape), dt, low, high)
+    return _shaped(flat, shape, layout)
 
 
-def draw_normal(shape, dtype=None, mean: float = 0.0, std: float = 1.0, generator=None) -> np.ndarray:
-    """Samples of N(mean, std²): ``mean + std * z``, z standard normal in float64."""
+def draw_normal(shape, dtype=None, mean: float = 0.0, std: float = 1.0, generator=None,
+                layout=None) -> np.ndarray:
+    """Samples of N(mean, std²) exactly as torch's ``normal_`` (``torch_streams.normal``)."""
     mean, std = _number(mean, "mean", "normal_"), _number(std, "std", "normal_")
     dt = _float_dtype(dtype, "normal_")
     if not std >= 0:
         raise InvalidArgumentError(f"normal_: expects std >= 0.0, but found std {std}")
-    z = get_generator(generator).standard_normal(shape)
-    return (z if (mean, std) == (0.0, 1.0) else mean + std * z).astype(dt)
+    flat = _ts.normal(get_generator(generator), _count(shape), dt, mean, std, _contiguous(layout))
+    return _shaped(flat, shape, layout)
 
 
-def draw_exponential(shape, dtype=None, lambd: float = 1.0, generator=None) -> np.ndarray:
-    """Samples of Exp(lambd) (density lambd·exp(-lambd·x)): ``e / lambd``, e standard exponential."""
+def draw_exponential(shape, dtype=None, lambd: float = 1.0, generator=None, layout=None) -> np.ndarray:
+    """Samples of Exp(lambd) (density lambd·exp(-lambd·x)) as torch's ``exponential_``."""
     lambd = _number(lambd, "lambd", "exponential_")
     dt = _float_dtype(dtype, "exponential_")
     if not lambd > 0:
         raise InvalidArgumentError(f"exponential_: expects lambda > 0.0, but found lambda={lambd}")
-    return (get_generator(generator).standard_exponential(shape) / lambd).astype(dt)
+    return _shaped(_ts.exponential(get_generator(generator), _count(shape), dt, lambd), shape, layout)
 
 
-def draw_geometric(shape, dtype=None, p: float = 0.5, generator=None) -> np.ndarray:
-    """Samples of the number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
+def draw_geometric(shape, dtype=None, p: float = 0.5, generator=None, layout=None) -> np.ndarray:
+    """Samples of the number of Bernoulli(p) trials up to the first success (1, 2, ...), as
+    torch's ``geometric_``."""
     p = _number(p, "p", "geometric_")
     dt = _resolve_dtype(dtype) if dtype is not None else default_float()
     if not 0 < p < 1:
         raise InvalidArgumentError(f"geometric_: expects p to be in (0, 1), but got p={p}")
-    return get_generator(generator).geometric(p, shape).astype(dt)
+    return _shaped(_ts.geometric(get_generator(generator), _count(shape), dt, p), shape, layout)
+
+
+def draw_cauchy(shape, dtype=None, median: float = 0.0, sigma: float = 1.0, generator=None,
+                layout=None) -> np.ndarray:
+    """Samples of Cauchy(median, sigma) as torch's ``cauchy_``."""
+    median, sigma = _number(median, "median", "cauchy_"), _number(sigma, "sigma", "cauchy_")
+    dt = _float_dtype(dtype, "cauchy_")
+    if not sigma > 0:
+        raise InvalidArgumentError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    return _shaped(_ts.cauchy(get_generator(generator), _count(shape), dt, median, sigma), shape, layout)
+
+
+def draw_log_normal(shape, dtype=None, mean: float = 1.0, std: float = 2.0, generator=None,
+                    layout=None) -> np.ndarray:
+    """Samples of exp(N(mean, std²)) as torch's ``log_normal_``."""
+    mean, std = _number(mean, "mean", "log_normal_"), _number(std, "std", "log_normal_")
+    dt = _float_dtype(dtype, "log_normal_")
+    if not std > 0:
+        raise InvalidArgumentError(f"log_normal_ expects std > 0.0, but found std={std}")
+    return _shaped(_ts.log_normal(get_generator(generator), _count(shape), dt, mean, std), shape, layout)
 
 
 def _check_probabilities(p: np.ndarray, op: str):
@@ -295,7 +369,12 @@ def draw_bernoulli(p, shape=None, dtype=None, generator=None) -> np.ndarray:
             raise InvalidArgumentError(f"bernoulli_: probabilities of shape {np.shape(p)} do not broadcast "
                              f"to shape {shape}") from None
     dt = _resolve_dtype(dtype) if dtype is not None else default_float()
-    return (get_generator(generator).random(shape) < p).astype(dt)
+    gen = get_generator(generator)
+    if np.ndim(p):
+        mask = _ts.bernoulli_tensor(gen, np.broadcast_to(p, shape))
+    else:
+        mask = _ts.bernoulli_scalar(gen, _count(shape), p).reshape(shape)
+    return mask.astype(dt)
 
 
 def draw_integers(shape, dtype, low: int, high: int, generator=None) -> np.ndarray:
@@ -314,8 +393,6 @@ def draw_integers(shape, dtype, low: int, high: int, generator=None) -> np.ndarr
                              f"([{lo}, {hi}])")
     elif dt.kind == "f" and max(abs(low), abs(high - 1)) > 2 ** np.finfo(dt).nmant + 1:
         raise InvalidArgumentError(f"random_: [{low}, {high}) holds integers that dtype {dt} cannot represent exactly")
-    draws = get_generator(generator).integers(low, high, size=shape, dtype=np.int64) \
-        if high - 1 < (1 << 63) and low >= -(1 << 63) else None
-    if draws is None:
+    if not (high - 1 < (1 << 63) and low >= -(1 << 63)):
         raise InvalidArgumentError(f"random_: [{low}, {high}) is outside the int64 range")
-    return draws.astype(dt)
+    return _ts.integers(get_generator(generator), _count(shape), dt, low, high).reshape(shape)

@@ -24,6 +24,7 @@ from .dtypes import default_float
 from .generator import (draw_bernoulli, draw_integers, draw_normal, draw_uniform, get_generator,
                         _check_probabilities)
 from .tensor import Tensor
+from . import torch_streams as _ts
 
 _INT64 = np.dtype(np.int64)
 
@@ -84,7 +85,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad: bool 
     if n < 0:
         raise InvalidArgumentError(f"randperm(): n must be non-negative, got {n}")
     dt = resolve_dtype(dtype, _INT64)
-    return leaf(get_generator(generator).permutation(n).astype(dt), requires_grad, device)
+    return leaf(_ts.randperm(get_generator(generator), n).astype(dt), requires_grad, device)
 
 
 def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad: bool = False,
@@ -117,7 +118,9 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
 # ============================================================================ samples of tensor parameters
 
 class NormalSample(ArrayFunction):
-    """y = mean + std * z with z ~ N(0, 1) drawn from ``generator`` (mean, std broadcast).
+    """y = mean + std * z with z ~ N(0, 1) drawn from ``generator`` (mean, std broadcast), in
+    torch's steps: ``normal_(0, 1)`` of the output (``normal_(0, std)`` when std is a number),
+    then ``mul_(std)`` (a tensor std) and ``add_(mean)``, each rounded to the output dtype.
 
     Backward, as torch defines it: dL/dmean = 0 and dL/dstd = 0 -- the sample is treated
     as a constant of its parameters (torch's ``normal`` derivatives are ``zeros_like``)."""
@@ -125,8 +128,11 @@ class NormalSample(ArrayFunction):
     @staticmethod
     def forward(ctx, mean, std, generator=None, dtype=None):
         shape = np.broadcast_shapes(np.shape(mean), np.shape(std))
-        z = get_generator(generator).standard_normal(shape)
-        return (mean + std * z).astype(dtype)
+        tensor_std = isinstance(std, np.ndarray)
+        out = draw_normal(shape, dtype, 0.0, 1.0 if tensor_std else std, generator)
+        if tensor_std:
+            out = np.multiply(out, std, dtype=dtype)
+        return np.add(out, mean, dtype=dtype)
 
     @staticmethod
     def backward(ctx, g):
@@ -142,7 +148,9 @@ class BernoulliSample(ArrayFunction):
 
     @staticmethod
     def forward(ctx, x, p=None, generator=None):
-        return draw_bernoulli(x if p is None else p, x.shape, x.dtype, generator)
+        if p is None:   # torch's bernoulli_(tensor p): a uniform of p's own dtype against each p
+            return _ts.bernoulli_tensor(get_generator(generator), x).astype(x.dtype)
+        return draw_bernoulli(p, x.shape, x.dtype, generator)
 
     @staticmethod
     def backward(ctx, g):
@@ -156,7 +164,7 @@ class PoissonSample(ArrayFunction):
 
     @staticmethod
     def forward(ctx, rate, generator=None):
-        return get_generator(generator).poisson(rate).astype(rate.dtype)
+        return _ts.poisson(get_generator(generator), rate)
 
     @staticmethod
     def backward(ctx, g):
@@ -254,7 +262,7 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
     k = _as_int(num_samples, "multinomial", "num_samples")
     if k <= 0:
         raise InvalidArgumentError(f"multinomial(): cannot sample num_samples <= 0 samples (got {k})")
-    rows = p.reshape(-1, p.shape[-1]).astype(np.float64)
+    rows = p.reshape(-1, p.shape[-1])
     n = rows.shape[1]
     if not replacement and k > n:
         raise InvalidArgumentError(f"multinomial(): cannot sample num_samples={k} > input.size(-1)={n} "
@@ -263,16 +271,7 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
         raise InvalidArgumentError("multinomial(): probability tensor contains either inf, nan or element < 0")
     if rows.shape[0] and (n == 0 or (rows.sum(axis=1) <= 0).any()):
         raise InvalidArgumentError("multinomial(): invalid multinomial distribution (sum of probabilities <= 0)")
-    gen = get_generator(generator)
-    if replacement:
-        u = gen.random((rows.shape[0], k))
-        out = np.empty((rows.shape[0], k), dtype=np.int64)
-        for i, row in enumerate(rows):
-            cdf = np.cumsum(row)
-            out[i] = np.searchsorted(cdf / cdf[-1], u[i], side="right")   # cdf[-1] / cdf[-1] == 1 > u
-    else:
-        keys = rows / gen.standard_exponential(rows.shape)
-        out = np.argsort(-keys, axis=1, kind="stable")[:, :k]
+    out = _ts.multinomial(get_generator(generator), rows, k, replacement)
     return Tensor._from_op(out.reshape(p.shape[:-1] + (k,)), None)
 
 

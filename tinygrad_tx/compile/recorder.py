@@ -235,8 +235,8 @@ class _Recorder:
 
     @staticmethod
     def _generator_state():
-        g = default_generator()
-        return id(g), g.bit_generator.state
+        g = default_generator()   # its whole state as bytes (the MT19937 words are an array)
+        return id(g), g.get_state()._data.tobytes()
 
     def event(self):
         """Before each recorded step: close an open backward pass, check for stray draws."""

@@ -95,11 +95,12 @@ def check_probability(op: str, name: str, p) -> float:
 def keep_mask(shape, p: float, generator) -> np.ndarray:
     """A boolean mask of ``shape`` with each entry True (kept) with probability 1 - p.
 
-    Drawn as float32 uniforms (half the random bits of float64, and so about
-    twice as fast) compared with p. ``generator`` is a ``np.random.Generator``;
-    None means the global one seeded by ``tinygrad_tx.manual_seed``. Both the
-    fused ops and their composites draw their masks here, so the same seed
-    gives them the same mask.
+    Drawn as torch's CPU dropout draws it, ``empty_like(x).bernoulli_(1 - p)``: one float64
+    uniform u per element (two 32-bit words of the Mersenne twister), kept where u < 1 - p, so
+    that the same seed gives torch's mask. ``generator`` is a ``tinygrad_tx.Generator`` (or a
+    ``np.random.Generator``); None means the global one seeded by ``tinygrad_tx.manual_seed``.
+    Both the fused ops and their composites draw their masks here, so the same seed gives them
+    the same mask.
     """
     if _recording.recorder is not None:   # tinygrad_tx.compile records the draw, to redo it each call
         return _recording.recorder.rerun(keep_mask, shape, p, generator)
@@ -107,7 +108,18 @@ def keep_mask(shape, p: float, generator) -> np.ndarray:
         generator = default_generator()
     if not isinstance(generator, np.random.Generator):
         raise TypeError(f"generator must be a numpy.random.Generator, got {type(generator).__name__}")
-    return generator.random(shape, dtype=np.float32) >= np.float32(p)
+    from ..torch_streams import bernoulli_scalar
+    return bernoulli_scalar(generator, int(np.prod(shape, dtype=np.int64)), 1.0 - p).reshape(shape)
+
+
+def keep_scale_of(p: float, dtype) -> float:
+    """torch's dropout scale in the input's dtype: ``noise.div_(1 - p)`` computes 1 / (1 - p)
+    with both sides rounded to the dtype first (so float32 gets 1f / (float)(1 - p), which can
+    differ in the last bit from float32(1 / (1 - p))); 0 when p == 1."""
+    dt = np.dtype(dtype)
+    if p == 1.0 or dt.kind != "f":
+        return keep_scale(p)
+    return dt.type(1) / dt.type(1.0 - p)
 
 
 def keep_scale(p: float) -> float:

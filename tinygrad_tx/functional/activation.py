@@ -12,7 +12,7 @@ import numpy as np
 from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction
 from ..tensor import Tensor
-from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale
+from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale_of
 
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
 
@@ -118,7 +118,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False,
     x, p = _check_dropout(input, p, "dropout", training)
     if not training or p == 0.0:
         return x
-    keep, scale = keep_mask(x.shape, p, generator), keep_scale(p)
+    keep, scale = keep_mask(x.shape, p, generator), keep_scale_of(p, x.dtype)
     if inplace:
         from ..ops.inplace import apply_inplace
         return apply_inplace(x, "dropout_", lambda t: DropoutFn.apply(t, keep=keep, scale=scale))
@@ -132,5 +132,5 @@ def dropout_composite(input, p: float = 0.5, training: bool = True, inplace: boo
     x, p = _check_dropout(input, p, "dropout_composite", training)
     if not training or p == 0.0:
         return x
-    multiplier = keep_mask(x.shape, p, generator) * keep_scale(p)
+    multiplier = keep_mask(x.shape, p, generator) * keep_scale_of(p, x.dtype)
     return x * Tensor(multiplier.astype(x.dtype))

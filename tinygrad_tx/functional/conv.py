@@ -42,7 +42,7 @@ from numpy.lib.stride_tricks import as_strided
 from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction
 from ..tensor import Tensor
-from ._util import as_tensor, check_float, keep_mask, keep_scale
+from ._util import as_tensor, check_float, keep_mask, keep_scale_of
 
 # ============================================================================ NumPy core (shared)
 
@@ -552,7 +552,7 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     if not training or p == 0.0:
         return x
     mask_shape = x.shape[:2] + (1,) * (x.ndim - 2)
-    return DropoutFn.apply(x, keep=keep_mask(mask_shape, p, generator), scale=keep_scale(p))
+    return DropoutFn.apply(x, keep=keep_mask(mask_shape, p, generator), scale=keep_scale_of(p, x.dtype))
 
 
 # ============================================================================ transposed convolution

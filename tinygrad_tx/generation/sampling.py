@@ -38,7 +38,9 @@ import numbers
 
 import numpy as np
 
+from ..generator import Generator
 from ..tensor import Tensor, default_generator
+from ..torch_streams import multinomial
 
 MIN_TEMPERATURE = 1e-5
 
@@ -164,8 +166,11 @@ def sample_next(logits, *, temperature=1.0, top_k=None, top_p=None, greedy=False
 
     ``greedy=True``: argmax (first on ties). Otherwise inverse-CDF sampling from
     ``next_token_probs(logits, temperature, top_k, top_p)`` with ``uniform`` (B,) draws in
-    [0, 1) if given, else B draws from ``generator`` (a ``np.random.Generator``; default the
-    global one, ``tinygrad_tx.manual_seed`` seeds it). See the module docstring for the rules.
+    [0, 1) if given, else B draws from ``generator`` (a ``np.random.Generator``). With no
+    ``uniform`` and a ``tinygrad_tx.Generator`` (the default: the global one that
+    ``tinygrad_tx.manual_seed`` seeds) the pick is ``torch.multinomial(probs, 1)``'s, draw for
+    draw (``torch_streams.multinomial``: argmax of p / q, q ~ Exp(1)), so a seeded run samples
+    torch's tokens. See the module docstring for the rules.
     """
     check_sampling_args(temperature, top_k, top_p, greedy)
     if greedy:
@@ -173,5 +178,7 @@ def sample_next(logits, *, temperature=1.0, top_k=None, top_p=None, greedy=False
     probs = next_token_probs(logits, temperature, top_k, top_p)
     if uniform is None:
         gen = default_generator() if generator is None else generator
+        if isinstance(gen, Generator):   # torch's stream: torch.multinomial(probs, 1, generator=gen)
+            return multinomial(gen, probs, 1, False)[:, 0]
         uniform = gen.random(probs.shape[0])
     return inverse_cdf(probs, check_uniform(uniform, probs.shape[0]))

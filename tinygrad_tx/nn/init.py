@@ -31,7 +31,7 @@ import numbers
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..generator import get_generator
+from ..generator import draw_normal, draw_uniform, get_generator
 from ..tensor import Tensor
 
 
@@ -121,7 +121,7 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     a, b = _real(a, "uniform_", "a"), _real(b, "uniform_", "b")
     if not a <= b:   # torch: RuntimeError "uniform_ expects to return a [from, to) range"
         raise InvalidArgumentError(f"uniform_: expects a <= b, got a={a}, b={b}")
-    return _fill(tensor, _gen(generator).uniform(a, b, size=tensor.shape))
+    return _fill(tensor, draw_uniform(tensor.shape, tensor._data.dtype, a, b, _gen(generator), layout=tensor._data))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
@@ -130,7 +130,7 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     mean, std = _real(mean, "normal_", "mean"), _real(std, "normal_", "std")
     if std < 0:   # torch: RuntimeError "normal expects std >= 0.0"
         raise InvalidArgumentError(f"normal_: std must be non-negative, got {std}")
-    return _fill(tensor, _gen(generator).normal(mean, std, size=tensor.shape))
+    return _fill(tensor, draw_normal(tensor.shape, tensor._data.dtype, mean, std, _gen(generator), layout=tensor._data))
 
 
 def constant_(tensor, val: float):
@@ -152,11 +152,12 @@ def zeros_(tensor):
 
 def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                      generator=None):
-    """U(-bound, bound) with bound = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity, a)."""
+    """U(-bound, bound) with bound = sqrt(3) * gain / sqrt(fan), gain = calculate_gain(nonlinearity, a)
+    (computed in torch's order, so the float32 bounds, and the draws, are torch's)."""
     if 0 in _tensor_arg(tensor, "kaiming_uniform_", random=True).shape:
         return tensor
     fan = _fan(tensor, mode)
-    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
+    bound = math.sqrt(3.0) * (calculate_gain(nonlinearity, a) / math.sqrt(fan))
     return uniform_(tensor, -bound, bound, generator=generator)
 
 
@@ -170,11 +171,11 @@ def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: 
 
 
 def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
-    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    """U(-a, a) with a = sqrt(3) * gain * sqrt(2 / (fan_in + fan_out)) (torch's order of operations)."""
     _tensor_arg(tensor, "xavier_uniform_", random=True)
     gain = _real(gain, "xavier_uniform_", "gain")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    bound = math.sqrt(3.0) * (gain * math.sqrt(2.0 / float(fan_in + fan_out)))
     return uniform_(tensor, -bound, bound, generator=generator)
 
 
@@ -193,13 +194,19 @@ def fan_in_uniform_(tensor, fan_in: int, generator=None):
 
 
 def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
-    """Fill with N(mean, std^2) truncated to [a, b] (``a``, ``b`` in the values' units, as torch).
+    """Fill with N(mean, std^2) truncated to [a, b] (``a``, ``b`` in the values' units), by
+    torch 2.13's rejection sampling, draw for draw:
 
-    Inverse-CDF sampling: with α = (a − mean)/std, β = (b − mean)/std and u ~ U(Φ(α), Φ(β)),
-    ``mean + std · Φ⁻¹(u)`` has exactly the truncated density; a final clip to [a, b] removes
-    rounding just outside the interval.
+    * when the interval holds more than 30 % of the mass (p = Φ(β) − Φ(α) > 0.3, with
+      α = (a − mean)/std, β = (b − mean)/std): ``normal_(mean, std)`` of the whole tensor, then,
+      while any value lies outside [a, b] (bounds rounded to the dtype), a fresh
+      ``normal_(mean, std)`` of the whole shape replaces just those values;
+    * otherwise: candidates x ~ U(a, b), accepted when log(v) ≤ −((x − mean)/std)²/2 − log_peak
+      (v ~ U(0, 1), log_peak the log-density at the mode clipped into [a, b]); rejected ones
+      are redrawn, a whole tensor of candidates and of v per round.
+
+    Either way the accepted values have exactly the truncated density.
     """
-    from scipy.special import ndtr, ndtri
     _tensor_arg(tensor, "trunc_normal_", random=True)
     mean, std, a, b = (_real(v, "trunc_normal_", k) for k, v in (("mean", mean), ("std", std), ("a", a), ("b", b)))
     if std < 0:   # torch accepts it; a negative spread is a mistake, refused
@@ -208,9 +215,35 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
         raise InvalidArgumentError(f"trunc_normal_: expects a <= b, got a={a}, b={b}")
     if std == 0:
         return _fill(tensor, np.clip(mean, a, b))
-    lo, hi = ndtr((a - mean) / std), ndtr((b - mean) / std)
-    u = _gen(generator).uniform(lo, hi, size=tensor.shape)
-    return _fill(tensor, np.clip(mean + std * ndtri(u), a, b))
+    gen, dt, shape = _gen(generator), tensor._data.dtype, tensor.shape
+
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+        lo, hi = dt.type(a), dt.type(b)
+        result = draw_normal(shape, dt, mean, std, gen, layout=tensor._data)
+        while True:
+            outside = (result < lo) | (result > hi)
+            if not outside.any():
+                return _fill(tensor, result)
+            result = np.where(outside, draw_normal(shape, dt, mean, std, gen), result)
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def log_density(x):   # torch's in-place steps, each rounded to the dtype
+        x = ((x - dt.type(mean)) / dt.type(std)).astype(dt)
+        return ((x * x).astype(dt) * dt.type(-0.5)).astype(dt) - dt.type(log_peak)
+
+    result = draw_uniform(shape, dt, a, b, gen, layout=tensor._data)
+    with np.errstate(divide="ignore"):
+        pending = np.log(draw_uniform(shape, dt, 0.0, 1.0, gen)) > log_density(result)
+        while pending.any():
+            candidates = draw_uniform(shape, dt, a, b, gen)
+            result = np.where(pending, candidates, result)
+            pending = np.where(pending, np.log(draw_uniform(shape, dt, 0.0, 1.0, gen)) > log_density(candidates),
+                               pending)
+    return _fill(tensor, result)
 
 
 def orthogonal_(tensor, gain: float = 1.0, generator=None):
@@ -225,7 +258,7 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
         return tensor
     rows = tensor.shape[0]
     cols = tensor._data.size // rows
-    flat = _gen(generator).standard_normal((rows, cols))
+    flat = draw_normal((rows, cols), tensor._data.dtype, 0.0, 1.0, _gen(generator)).astype(np.float64)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)

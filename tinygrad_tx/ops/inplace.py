@@ -203,9 +203,14 @@ def setitem(self, index, value):
 
 def _draw(kind):
     def compute(self: Tensor, *args, generator=None, **kwargs):
-        from .. import factories
-        array = getattr(factories, "draw_" + kind)(self._data.shape, self._data.dtype, *args,
-                                                    generator=generator, **kwargs)
+        from .. import generator as _g
+        if kind == "bernoulli":   # p first; a Tensor p is its array
+            p = args[0] if args else kwargs.pop("p", 0.5)
+            p = p._data if isinstance(p, Tensor) else p
+            array = _g.draw_bernoulli(p, self._data.shape, self._data.dtype, generator=generator)
+        else:                     # drawn in self's memory order, as torch's TensorIterator
+            array = getattr(_g, "draw_" + kind)(self._data.shape, self._data.dtype, *args,
+                                                generator=generator, layout=self._data, **kwargs)
         return _replaced(self, array)
 
     def method(self, *args, generator=None, **kwargs):
@@ -261,7 +266,8 @@ def in_place_methods() -> dict:
     methods.update({name: _augmented(name, target) for name, target in _AUGMENTED.items()})
     methods.update(fill_=fill_, zero_=zero_, copy_=copy_, __setitem__=setitem,
                    normal_=_draw("normal"), uniform_=_draw("uniform"), exponential_=_draw("exponential"),
-                   bernoulli_=_draw("bernoulli"), geometric_=_draw("geometric"))
+                   bernoulli_=_draw("bernoulli"), geometric_=_draw("geometric"),
+                   cauchy_=_draw("cauchy"), log_normal_=_draw("log_normal"))
     return methods
 
 

@@ -16,7 +16,8 @@ import numbers
 
 import numpy as np
 
-from ..generator import draw_integers
+from ..generator import draw_integers, get_generator
+from ..torch_streams import random_default
 from ..tensor import Tensor
 from .inplace import _replaced, apply_inplace
 
@@ -47,11 +48,13 @@ def random_(self, *args, generator=None):
         low, high = 0, int(args[0])
     else:
         low, high = 0, _default_high(dt)
-    # the default float range reaches 2^(mantissa+1), exact in the dtype: drawn as int64, then cast
-    draw_dt = np.dtype(np.int64) if len(args) == 0 and dt.kind == "f" else dt
+    default = not any(a is not None for a in args)
 
     def compute(t):
-        return _replaced(t, draw_integers(t._data.shape, draw_dt, low, high, generator).astype(dt))
+        if default:   # torch's random_(): w % (max + 1) over the dtype's default range
+            gen = get_generator(generator)
+            return _replaced(t, random_default(gen, t._data.size, dt).reshape(t._data.shape))
+        return _replaced(t, draw_integers(t._data.shape, dt, low, high, generator).astype(dt))
 
     return apply_inplace(self, "random_", compute)
 

@@ -182,6 +182,11 @@ class DataLoader:
         return [self.dataset[i] for i in indices]
 
     def __iter__(self):
+        # torch's iterator first draws its workers' base seed (an int64 random_()) from the
+        # loader's generator, so the sampler's draws that follow are torch's
+        from ...generator import get_generator
+        from ...torch_streams import random_default
+        random_default(get_generator(self.generator), 1, np.int64)
         if isinstance(self.dataset, IterableDataset):
             yield from self._iter_stream()
         elif self._auto_collation:

@@ -10,6 +10,7 @@ import warnings
 
 from ..._factory_args import InvalidArgumentAssertion
 from ...generator import get_generator as _generator
+from ...torch_streams import randperm
 from ...tensor import Tensor
 
 __all__ = ["ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "StackDataset", "Subset", "TensorDataset",
@@ -191,7 +192,7 @@ def random_split(dataset, lengths, generator=None) -> list:
     if sum(lengths) != n:
         raise ValueError(f"Sum of input lengths does not equal the length of the input dataset! "
                          f"(lengths {lengths} sum to {sum(lengths)}, the dataset has {n} samples)")
-    order = _generator(generator).permutation(sum(lengths)).tolist()
+    order = randperm(_generator(generator), sum(lengths)).tolist()   # torch's randperm stream
     subsets, start = [], 0
     for length in lengths:
         subsets.append(Subset(dataset, order[start:start + length]))

@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 
 from ...generator import get_generator as _generator
+from ...torch_streams import integers, multinomial, randperm, unit_double
 
 __all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
            "WeightedRandomSampler"]
@@ -58,7 +59,9 @@ def _own_stream(generator) -> np.random.Generator:
     iteration do not interleave with other users of the global generator."""
     if generator is not None:
         return _generator(generator)
-    return np.random.default_rng(int(_generator(None).integers(0, 2**63)))
+    from ...generator import Generator
+    from ...torch_streams import random_default
+    return Generator().manual_seed(int(random_default(_generator(None), 1, np.int64)[0]))
 
 
 class RandomSampler(Sampler):
@@ -85,15 +88,14 @@ class RandomSampler(Sampler):
             raise ValueError(f"RandomSampler: the data source is empty, there is nothing to draw "
                              f"num_samples={total} samples from")
         rng = _own_stream(self.generator)
-        if self.replacement:
+        if self.replacement:    # torch's randint(high=n) draws: one 32-bit word each (n < 2**32)
             for _ in range(total // _CHUNK):
-                yield from rng.integers(0, n, size=_CHUNK).tolist()
-            yield from rng.integers(0, n, size=total % _CHUNK).tolist()
+                yield from integers(rng, _CHUNK, np.int64, 0, n).tolist()
+            yield from integers(rng, total % _CHUNK, np.int64, 0, n).tolist()
             return
         for _ in range(total // n):
-            yield from rng.permutation(n).tolist()
-        if total % n:
-            yield from rng.permutation(n)[:total % n].tolist()
+            yield from randperm(rng, n).tolist()
+        yield from randperm(rng, n)[:total % n].tolist()   # drawn even when empty, as torch
 
     def __len__(self):
         return self.num_samples
@@ -107,7 +109,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        for i in _generator(self.generator).permutation(len(self.indices)).tolist():
+        for i in randperm(_generator(self.generator), len(self.indices)).tolist():
             yield self.indices[i]
 
     def __len__(self):
@@ -154,19 +156,19 @@ class WeightedRandomSampler(Sampler):
         return w / w.sum()
 
     def __iter__(self):
-        p, rng = self._probabilities(), _generator(self.generator)
-        if not self.replacement:   # the positive weights first; then, as torch, the zero ones in a random order
-            positive = np.count_nonzero(p)
-            yield from rng.choice(p.size, size=min(self.num_samples, positive), replace=False, p=p).tolist()
-            if self.num_samples > positive:
-                yield from rng.permutation(np.flatnonzero(p == 0))[:self.num_samples - positive].tolist()
+        # torch: multinomial(weights (float64), num_samples, replacement, generator=generator)
+        self._probabilities()                      # the checks
+        w, rng = self.weights._data.astype(np.float64), _generator(self.generator)
+        if not self.replacement or self.num_samples == 1:
+            yield from multinomial(rng, w.reshape(1, -1), self.num_samples, self.replacement)[0].tolist()
             return
-        cdf = np.cumsum(p)
-        cdf[-1] = 1.0
-        last = int(np.flatnonzero(p)[-1])   # a draw at the very top lands on the last positive weight
+        # with replacement: one float64 uniform per sample, searched in the normalised cumulative
+        # sums (torch's kernel), drawn a chunk at a time: the same words in the same order
+        cum = np.cumsum(w)
+        cum = cum / cum[-1]
         for start in range(0, self.num_samples, _CHUNK):
-            u = rng.random(min(_CHUNK, self.num_samples - start))
-            yield from np.minimum(np.searchsorted(cdf, u, side="right"), last).tolist()
+            u = unit_double(rng, min(_CHUNK, self.num_samples - start))
+            yield from np.searchsorted(cum, u, side="left").tolist()
 
     def __len__(self):
         return self.num_samples
