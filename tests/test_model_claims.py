@@ -38,11 +38,14 @@ def test_balanced_order_prefixes_are_balanced_and_nested(seed):
 def test_learning_curves_lower_every_dev_loss(tmp_path):
     names = tmp_path / "names.txt"
     names.write_text("\n".join(TINY_NAMES) + "\n")
-    result = mc.learning_curves(data=str(names), steps=6, eval_every=3, log=None)
+    # 12 steps: the bag of words starts at dev loss ~12 (logits far from uniform) and oscillates
+    # for its first steps (torch's initial weights, seed 0: 11.97 -> 9.68 -> 12.25 over 6 steps);
+    # by step 12 every draw tried (seeds 0-2) is below its start: 11.97 -> 5.07, 16.15 -> 4.43, 10.65 -> 5.42
+    result = mc.learning_curves(data=str(names), steps=12, eval_every=6, log=None)
     assert result["kinds"] == list(mc.NAME_KINDS)
     for k in mc.NAME_KINDS:
         c = result["curves"][k]
-        assert c["step"] == [0, 3, 6]
+        assert c["step"] == [0, 6, 12]
         assert len(c["wall"]) == len(c["cpu"]) == len(c["dev"]) == 3 and c["wall"][0] == 0.0
         assert all(b >= a for a, b in zip(c["wall"], c["wall"][1:]))   # cumulative seconds
         assert np.all(np.isfinite(c["dev"]))
