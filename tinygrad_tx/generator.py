@@ -36,6 +36,16 @@ from .dtypes import resolve as _resolve_dtype
 _tensor = importlib.import_module("tinygrad_tx.tensor")   # the module (tinygrad_tx.tensor is also a function)
 from ._factory_args import InvalidArgumentError  # noqa: E402  (after the tensor module, which it imports)
 
+
+def _reseeded(generator, how: str) -> None:
+    """A generator's stream is reset (``manual_seed``, ``set_state``): a compiled call being
+    recorded refuses it (its replay would not reset the stream, and the reset may leave the state
+    as it was, so the recorder cannot see it by the state alone)."""
+    from .autograd import recording
+    if recording.recorder is not None:
+        recording.recorder.unsupported(f"{how}() inside the function (a replay would not reset the random stream)")
+
+
 DEFAULT_SEED = 67280421310721       # torch's seed of a fresh torch.Generator()
 _U64 = 1 << 64
 STATE_BYTES = 48                    # see Generator.get_state
@@ -84,6 +94,7 @@ class Generator(np.random.Generator):
     def manual_seed(self, seed) -> "Generator":
         """Reset the stream to the one ``np.random.default_rng(seed)`` draws; returns self."""
         seed = _check_seed(seed, strict=True)
+        _reseeded(self, "manual_seed")
         self.bit_generator.state = np.random.PCG64(seed).state
         self._initial_seed = seed
         return self
@@ -130,6 +141,7 @@ class Generator(np.random.Generator):
         if arr.size != STATE_BYTES:
             raise ValueError(f"set_state: expected a state of {STATE_BYTES} bytes, got {arr.size}")
         raw = arr.reshape(-1).tobytes()
+        _reseeded(self, "set_rng_state")
         state = {"bit_generator": "PCG64",
                  "state": {"state": int.from_bytes(raw[0:16], "little"),
                            "inc": int.from_bytes(raw[16:32], "little")},

@@ -417,6 +417,8 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def data_ptr(self) -> int:
+        if _recording.recorder is not None:   # tinygrad_tx.compile: an address differs at each call
+            _recording.recorder.readout(self, "data_ptr() (a memory address)", values=False)
         return self._data.__array_interface__["data"][0]
 
     def __len__(self):
@@ -521,6 +523,8 @@ class Tensor:
         return self._data.copy() if copy else self._data
 
     def __repr__(self):
+        if _recording.recorder is not None:   # tinygrad_tx.compile: the text shows the values
+            _recording.recorder.readout(self, "repr()/str()")
         body = np.array2string(self._data, separator=", ", prefix="tensor(", **_printing.array2string_options())
         extras = []
         if self._data.dtype != dtypes.default_float() and self._data.dtype != np.int64 and self._data.dtype != np.bool_ \

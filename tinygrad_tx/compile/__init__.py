@@ -64,15 +64,15 @@ import warnings
 from ..autograd import anomaly as _anomaly
 from ..autograd import engine as _engine
 from ..autograd import recording as _recording
-from .guards import _flatten, _members
+from .guards import _flatten, _members, _tensor_state
 from .program import Ctx, _identifier
-from .recorder import CompileRefused, _Recorder, _Refuse
+from .recorder import CompileRefused, CompileWarning, _Recorder, _Refuse
 
-__all__ = ["compile", "CompiledFunction", "CompileRefused", "Ctx"]
+__all__ = ["compile", "CompiledFunction", "CompileRefused", "CompileWarning", "Ctx"]
 
 
 class _Program:
-    def __init__(self, code, ns, modules, live, reads):
+    def __init__(self, code, ns, modules, live, reads, read_args=(), pinned=()):
         self.code = code
         self.namespace = ns           # the names the code reads (Function classes, parameters, constants)
         exec(builtins.compile(code, "<tinygrad_tx.compile>", "exec"), ns)
@@ -80,14 +80,19 @@ class _Program:
         self.modules = list(modules.values())
         self.live = list(live.values())
         self.reads = reads            # the Python values the function read by name (guards.NameReads)
+        self.read_args = read_args    # (k, values): argument tensors whose values were read into Python
+        self.pinned = pinned          # the objects its key names by id, kept so that the ids stay theirs
 
-    def guards_hold(self) -> bool:
+    def guards_hold(self, flat) -> bool:
         for m, training, members in self.modules:
             if m.training != training or _members(m) != members:
                 return False
-        for t, shape, dtype, requires_grad in self.live:
-            d = t._data
-            if d.shape != shape or d.dtype != dtype or t._requires_grad != requires_grad:
+        for t, state in self.live:
+            now = _tensor_state(t)
+            if now != state and (state[5] is not None or now[:5] + now[6:] != state[:5] + state[6:]):
+                return False
+        for k, values in self.read_args:      # bytes: -0.0 is not 0.0 here (the key fixed shape and dtype)
+            if flat[k]._data.tobytes() != values:
                 return False
         return self.reads.changed() is None
 
@@ -128,10 +133,10 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self.eager_reason is not None or _recording.recorder is not None:
             return self.fn(*args, **kwargs)      # eager; or inside another recording, which sees every op
-        flat, key = _flatten(args, kwargs)
+        flat, key, pinned = _flatten(args, kwargs)
         if not _anomaly._state.enabled:
             for program in self.programs.get(key, ()):
-                if program.guards_hold():
+                if program.guards_hold(flat):
                     self.last = program
                     return program.run(flat)
         if sum(map(len, self.programs.values())) >= self.max_programs:
@@ -140,9 +145,9 @@ class CompiledFunction:
                           "by name) were met" + (f"; the last: {changed} changed (a Python number is part of "
                                                  "the program: pass it as a tensor)" if changed else ""))
             return self.fn(*args, **kwargs)
-        return self._record(args, kwargs, flat, key)
+        return self._record(args, kwargs, flat, key, pinned)
 
-    def _record(self, args, kwargs, flat, key):
+    def _record(self, args, kwargs, flat, key, pinned):
         recorder = _Recorder(flat, _argument_names(self.fn, len(flat), flat))
         try:
             recorder.reads.collect([(self.fn, "the function")] + [(a, f"argument {k}") for k, a in enumerate(flat)])
@@ -169,7 +174,8 @@ class CompiledFunction:
             if self.refusals >= 2 or self.fullgraph:
                 self._give_up(recorder.refused, stacklevel=4)
             return result
-        program = _Program(code, recorder.ns, recorder.modules, recorder.live, recorder.reads)
+        program = _Program(code, recorder.ns, recorder.modules, recorder.live, recorder.reads,
+                           recorder.read_args, pinned)
         self.programs.setdefault(key, []).append(program)
         self.last = program
         return result
@@ -180,7 +186,7 @@ class CompiledFunction:
         message = f"tinygrad_tx.compile: {name} runs eagerly: {reason}"
         if self.fullgraph:
             raise CompileRefused(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)   # at the caller's line
+        warnings.warn(message, CompileWarning, stacklevel=stacklevel)   # at the caller's line
 
 
 def _argument_names(fn, n, flat) -> list:

@@ -22,31 +22,56 @@ def _members(module) -> tuple:
     return tuple(map(id, module._parameters.values())) + tuple(map(id, module._buffers.values()))
 
 
+def _tensor_state(t) -> tuple:
+    """What a replay assumes of a tensor it reads (an argument, a parameter, a global): shape,
+    dtype, strides (``is_contiguous()``/``stride()`` branch on them), ``requires_grad``, whether
+    it has a graph, whether its ``.grad`` is None (``if p.grad is None``), and its hooks (a replay
+    runs none: a hook added after the recording must record anew)."""
+    d = t._data
+    return (d.shape, d.dtype, d.strides, t._requires_grad, t._ctx is None, t._grad is None, tuple(t._hooks))
+
+
+def _scalar_key(x):
+    """A Python or NumPy scalar as a key that tells apart what ``==`` does not: ``-0.0`` from
+    ``0.0`` (``x / s`` gives -inf or inf), NaN from NaN (equal to itself here), ``1`` from
+    ``1.0`` and ``True``, ``np.int64(3)`` from ``3`` (its dtype takes part in promotion)."""
+    if isinstance(x, np.generic):
+        return ("G", x.dtype, x.tobytes())
+    if type(x) is float:
+        return (float, x.hex())
+    if type(x) is complex:
+        return (complex, x.real.hex(), x.imag.hex())
+    return (type(x), x)
+
+
 def _flatten(args, kwargs):
-    """The call's arguments as a flat list, and a key of what the program depends on."""
-    flat, key = [], []
+    """The call's arguments as a flat list, a key of what the program depends on, and the objects
+    keyed by identity (the program keeps them alive, so that Python cannot give their id to a
+    new object: ``f(x, Cfg(2.0))`` then ``f(x, Cfg(3.0))`` is two keys, not one)."""
+    flat, key, pinned = [], [], []
     stack = [("k", tuple(sorted(kwargs.items()))), ("a", args)]
     while stack:
         tag, x = stack.pop()
         if isinstance(x, Tensor):
             flat.append(x)
-            key.append(("T", x._data.shape, x._data.dtype, x._requires_grad, x._ctx is None))
+            key.append(("T",) + _tensor_state(x))
         elif isinstance(x, np.ndarray):
             flat.append(x)
-            key.append(("N", x.shape, x.dtype))
+            key.append(("N", x.shape, x.dtype, x.strides))
         elif isinstance(x, (tuple, list)):
             key.append((tag, type(x), len(x)))
             stack.extend(("i", v) for v in reversed(x))
         elif isinstance(x, dict):
-            key.append((tag, dict, tuple(x)))
+            key.append((tag, dict, tuple(map(_scalar_key, x))))
             stack.extend(("i", v) for v in reversed(list(x.values())))
-        elif x is None or isinstance(x, (bool, int, float, str)):
-            key.append((type(x), x))
+        elif x is None or isinstance(x, (bool, int, float, complex, str, bytes, np.generic)):
+            key.append(_scalar_key(x))
         else:
             flat.append(x)
+            pinned.append(x)
             key.append(("O", id(x)))
     key.append((_grad_mode.enabled, _dtypes.default_float()))
-    return flat, tuple(key)
+    return flat, tuple(key), pinned
 
 
 # ---------------------------------------------------------------------------- Python values read by name
@@ -99,6 +124,39 @@ def _names(code):
             elif ins.opname in _ATTRIBUTE_OPS:
                 attributes.add(ins.argval)
     return globals_, attributes
+
+
+def _methods(cls) -> list:
+    """The user functions a class defines: methods, static and class methods, properties' getters
+    (a global read in a ``@staticmethod`` is a read of the call like any other)."""
+    out = []
+    for f in vars(cls).values():
+        if isinstance(f, (staticmethod, classmethod)):
+            f = f.__func__
+        elif isinstance(f, property):
+            f = f.fget
+        if isinstance(f, types.FunctionType) and not _library(f):
+            out.append(f)
+    return out
+
+
+def _defaults(fn) -> list:
+    """``fn``'s default argument values as ``(name, value)`` pairs."""
+    code = fn.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    out = list(zip(positional[len(positional) - len(fn.__defaults__ or ()):], fn.__defaults__ or ()))
+    return out + sorted((fn.__kwdefaults__ or {}).items())
+
+
+class _Defaults:
+    """A function's defaults as a namespace that ``NameReads.changed`` reads like a dict: a
+    mutable default changed in place (``acc.append(...)``) or replaced is a changed guard."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def get(self, key, missing):
+        return dict(_defaults(self.fn)).get(key, missing)
 
 
 class NameReads:
@@ -193,12 +251,14 @@ class NameReads:
             for m in obj.modules():
                 self.add_module(m)
             classes = {type(m) for m in obj.modules()}
-            return [(f, depth + 1, c.__qualname__) for c in classes for f in vars(c).values()
-                    if isinstance(f, types.FunctionType) and not _library(f)]
+            return [(f, depth + 1, c.__qualname__) for c in classes for f in _methods(c)]
         if isinstance(obj, types.FunctionType):
             if _library(obj):
                 return []
             out = []
+            for k, v in _defaults(obj):        # ``def f(x, acc=[])``: a default is read like a global
+                self.add(_Defaults(obj), k, v, f"the default of `{k}` (of {obj.__qualname__})")
+                out.append((v, depth + 1, k))
             globals_, attributes = _names(obj.__code__)
             names.update(attributes)
             for k in sorted(globals_.intersection(obj.__globals__)):
@@ -216,8 +276,7 @@ class NameReads:
             spaces.append((obj, depth, label))
             cls = obj if isinstance(obj, type) else type(obj)
             if not isinstance(obj, types.ModuleType) and not _library(cls):
-                return [(f, depth + 1, cls.__qualname__) for f in vars(cls).values()
-                        if isinstance(f, types.FunctionType) and not _library(f)]
+                return [(f, depth + 1, cls.__qualname__) for f in _methods(cls)]
         return []
 
     def tensors(self) -> set:
