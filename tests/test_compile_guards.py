@@ -475,6 +475,181 @@ def closure_number():
     return fn, [lambda f, k=k: call(f, k) for k in range(3)]
 
 
+@case
+def masked_size_read_into_python():
+    return (lambda x: x * len(x[x > 0])), [lambda f, k=k: f(_x(k)) for k in range(3)]
+
+
+@case
+def nonzero_size_read_into_python():
+    return (lambda x: x * x.nonzero().shape[0]), [lambda f, k=k: f(_x(k)) for k in range(3)]
+
+
+@case
+def masked_shape_makes_a_tensor():
+    return (lambda x: tg.zeros(x[x > 0].shape)), [lambda f, k=k: f(_x(k)) for k in range(3)]
+
+
+@case
+def masked_numel_and_mean():
+    return (lambda x: x[x > 0].mean() * x[x > 0].numel()), [lambda f, k=k: f(_x(k)) for k in range(3)]
+
+
+@case
+def object_argument_mutated():
+    cfg = Cfg(1.0)
+
+    def call(f, k):
+        cfg.scale = float(k + 1)
+        return f(_x(0), cfg)
+    return (lambda x, c: x * c.scale), [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+class _Prop:
+    def __init__(self):
+        self._s = 1.0
+
+    @property
+    def scale(self):
+        return self._s * 2
+
+
+@case
+def object_property():
+    cfg = _Prop()
+
+    def call(f, k):
+        cfg._s = float(k + 1)
+        return f(_x(0), cfg)
+    return (lambda x, c: x * c.scale), [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+class _ClassScaled(nn.Module):
+    scale = 1.0
+
+    def forward(self, x):
+        return x * self.scale
+
+
+@case
+def module_class_attribute():
+    m = _ClassScaled()
+
+    def call(f, k):
+        _ClassScaled.scale = float(k + 1)
+        return f(_x(0))
+    return m, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+_NESTED = {"opt": {"lr": 1.0}}
+_LONG = [1.0] * 40
+
+
+@case
+def global_nested_container_item():
+    def fn(x):
+        return x * _NESTED["opt"]["lr"]
+
+    def call(f, k):
+        _NESTED["opt"]["lr"] = float(k + 1)
+        return f(_x(0))
+    return fn, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+@case
+def global_long_list_item():
+    def fn(x):
+        return x * _LONG[17]
+
+    def call(f, k):
+        _LONG[17] = float(k + 1)
+        return f(_x(0))
+    return fn, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+class _ListModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scales = [1.0] * 40
+
+    def forward(self, x):
+        return x * self.scales[3]
+
+
+@case
+def module_long_list_attribute():
+    m = _ListModule()
+
+    def call(f, k):
+        m.scales[3] = float(k + 1)
+        return f(_x(0))
+    return m, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+@case
+def python_random_inside():
+    import random
+
+    def fn(x):
+        return x * random.random()
+
+    def call(f, k):
+        random.seed(k)
+        return f(_x(0))
+    return fn, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+@case
+def numpy_global_random_inside():
+    def fn(x):
+        return x * np.random.rand()
+
+    def call(f, k):
+        np.random.seed(k)
+        return f(_x(0))
+    return fn, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+@case
+def module_attribute_replaced_tensor():
+    tg.manual_seed(0)
+    m = nn.Linear(3, 2)
+    m.extra = tg.ones(2)
+
+    def forward(x):
+        return m(x) * m.extra
+
+    def call(f, k):
+        m.extra = tg.full((2,), float(k + 1))
+        with tg.no_grad():
+            return f(_x(0))
+    return forward, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+@case
+def optimizer_lr_changed_outside():
+    tg.manual_seed(0)
+    m = nn.Linear(3, 1)
+    opt = tg.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = m(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def call(f, k):
+        opt.param_groups[0]["lr"] = 0.1 * (k + 1)
+        return f(_x(k)), m.weight
+    return step, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+@case
+def int_argument_vs_float():
+    return (lambda x, s: (x * s).dtype), [lambda f, s=s: f(_x(0).long(), s) for s in (2, 2.0, True)]
+
+
 # ---------------------------------------------------------------------------- running a case
 
 def _numpy(x):
@@ -532,3 +707,26 @@ def test_audit_count(capsys):
     with capsys.disabled():
         print(f"\ncompile audit: {len(CASES)} cases tried, {len(wrong)} wrong: {wrong}")
     assert not wrong
+
+
+def test_torch_compile_under_run_keys_objects_and_numpy_scalars_by_value(tmp_path, capsys):
+    """Through the torch shim (``tinygrad-tx run``): ``torch.compile`` of a function taking a
+    fresh config object and a NumPy integer at each call gives eager's results (Python reuses the
+    freed object's id; a key by id replayed the first call's result forever)."""
+    from tinygrad_tx.torch_shim import run_file
+    script = tmp_path / "cfg.py"
+    script.write_text(
+        "import numpy as np\n"
+        "import torch\n"
+        "class Cfg:\n"
+        "    def __init__(self, s):\n"
+        "        self.scale = s\n"
+        "def f(x, cfg, n):\n"
+        "    return x[:n] * cfg.scale\n"
+        "cf = torch.compile(f)\n"
+        "x = torch.arange(6.0)\n"
+        "same = [torch.equal(cf(x, Cfg(float(s)), np.int64(s + 1)), f(x, Cfg(float(s)), np.int64(s + 1)))\n"
+        "        for s in range(4)]\n"
+        "print(all(same))\n")
+    assert run_file(str(script)) == 0
+    assert capsys.readouterr().out.strip() == "True"

@@ -64,7 +64,7 @@ import warnings
 from ..autograd import anomaly as _anomaly
 from ..autograd import engine as _engine
 from ..autograd import recording as _recording
-from .guards import _flatten, _members, _tensor_state
+from .guards import Unreplayable, _flatten, _members, _tensor_state
 from .program import Ctx, _identifier
 from .recorder import CompileRefused, CompileWarning, _Recorder, _Refuse
 
@@ -151,6 +151,8 @@ class CompiledFunction:
         recorder = _Recorder(flat, _argument_names(self.fn, len(flat), flat))
         try:
             recorder.reads.collect([(self.fn, "the function")] + [(a, f"argument {k}") for k, a in enumerate(flat)])
+        except Unreplayable as e:
+            recorder.refuse(str(e))
         except Exception as e:    # an object that cannot be walked: no replay rather than one missing a guard
             recorder.refuse(f"the Python values it reads by name could not be listed ({type(e).__name__}: {e})")
         _recording.recorder = recorder if recorder.refused is None else None

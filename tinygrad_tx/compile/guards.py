@@ -83,16 +83,51 @@ _LIBRARY_ROOTS = {"tinygrad_tx", "numpy", "torch", "scipy", "builtins"}
 _LIBRARY_DIRS = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
 
 
+_CONTAINER_VALUES = 1024        # the most numbers a container compared by value holds
+
+
 def _value(v):
-    """``v`` as a guard compares it by value (a copy of a small container of numbers), or
-    ``_MISSING`` where it is compared by identity."""
-    t = type(v)
-    if t in _VALUE_TYPES or isinstance(v, np.generic):
-        return v
-    if t in (tuple, list, dict, Size) and len(v) <= 16 and all(type(x) in _VALUE_TYPES
-                                                         for x in (v.values() if t is dict else v)):
-        return v if t is tuple or t is Size else t(v)
-    return _MISSING
+    """``v`` as a guard compares it by value (a deep copy of a container of numbers, nested ones
+    too: ``cfg["opt"]["lr"]``), or ``_MISSING`` where it is compared by identity."""
+    budget = [_CONTAINER_VALUES]
+
+    def copy(x):
+        t = type(x)
+        if t in _VALUE_TYPES or isinstance(x, np.generic):
+            return x
+        if t not in (tuple, list, dict, set, frozenset, Size):
+            return _MISSING
+        budget[0] -= len(x)
+        if budget[0] < 0:
+            return _MISSING
+        items = [copy(k) for k in x.values()] if t is dict else [copy(k) for k in x]
+        if any(k is _MISSING for k in items):
+            return _MISSING
+        if t is dict:
+            return dict(zip(x.keys(), items))
+        return Size(items) if t is Size else t(items)
+    return copy(v)
+
+
+_RANDOM_MODULES = {"random", "secrets", "numpy.random", "numpy.random.mtrand"}
+
+
+class Unreplayable(Exception):
+    """What the walk finds that no guard can cover: a Python random stream the function reads."""
+
+
+def _python_random(obj) -> bool:
+    """Whether ``obj`` is a random stream outside the engine's (Python's ``random``, NumPy's
+    global or a NumPy Generator): a number drawn from it would be frozen into the program."""
+    from ..generator import Generator
+    owner = getattr(obj, "__self__", obj)
+    if isinstance(owner, Generator):
+        return False        # the engine's: its draws go through Functions or are caught by the recorder
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__ in _RANDOM_MODULES
+    import random
+    return isinstance(owner, (random.Random, np.random.RandomState, np.random.Generator)) or \
+        getattr(obj, "__module__", None) in _RANDOM_MODULES
 
 
 def _library(obj) -> bool:
@@ -241,6 +276,9 @@ class NameReads:
         """What the walk reaches from one object: more objects to visit."""
         from . import CompiledFunction
         from ..nn.module import Module
+        if _python_random(obj):
+            raise Unreplayable(f"it reads a random stream outside the engine ({label}: Python's random or "
+                               "NumPy's): a replay would keep this call's numbers")
         if isinstance(obj, CompiledFunction):
             return [(obj.fn, depth, label)]
         if isinstance(obj, types.MethodType):
@@ -250,7 +288,9 @@ class NameReads:
         if isinstance(obj, Module):
             for m in obj.modules():
                 self.add_module(m)
-            classes = {type(m) for m in obj.modules()}
+            classes = {c for m in obj.modules() for c in type(m).__mro__ if not _library(c)}
+            spaces.extend((c, depth, c.__qualname__) for c in classes)   # class attributes (``scale = 2.0``)
+            spaces.extend((m, depth, type(m).__name__) for m in obj.modules() if not _library(type(m)))
             return [(f, depth + 1, c.__qualname__) for c in classes for f in _methods(c)]
         if isinstance(obj, types.FunctionType):
             if _library(obj):
@@ -276,7 +316,9 @@ class NameReads:
             spaces.append((obj, depth, label))
             cls = obj if isinstance(obj, type) else type(obj)
             if not isinstance(obj, types.ModuleType) and not _library(cls):
-                return [(f, depth + 1, cls.__qualname__) for f in _methods(cls)]
+                classes = [c for c in cls.__mro__ if not _library(c)]
+                spaces.extend((c, depth, c.__qualname__) for c in classes if c is not obj)
+                return [(f, depth + 1, c.__qualname__) for c in classes for f in _methods(c)]
         return []
 
     def tensors(self) -> set:

@@ -80,6 +80,7 @@ class _Recorder:
         self.live = {}                   # id(tensor) -> (tensor, its _tensor_state when first read)
         self.grad_written = set()        # ids of tensors whose .grad the call itself set or cleared
         self.read_args = []              # (k, bytes): argument tensors whose values were read into Python
+        self.dynamic = set()             # ids of arrays whose shape depends on values (x[mask], masked_select)
         self.reduced_ids = set()
         self.leaf_grads = {}             # id(a leaf's .grad Tensor) -> the leaf, in the program
         self.bw = None                   # the open backward pass
@@ -301,6 +302,9 @@ class _Recorder:
         self.keep.append(out)
         self.keep.append(out._data)
         self.names[id(out._data)] = name
+        if _sized_by_values(cls, args, kwargs) or any(id(_as_data(a)) in self.dynamic
+                                                      for a in list(args) + list(kwargs.values())):
+            self.dynamic.add(id(out._data))
         return out
 
     def rerun(self, fn, *args):
@@ -343,7 +347,9 @@ class _Recorder:
             else:
                 how = ("other", f"from a {type(data).__name__} (Tensor(...) of data computed outside the engine)")
         else:
-            how = ("const",) if _made_by_factory() else ("other", "outside a Function")
+            how = (("const",) if _made_by_factory() else
+                   ("grad", "outside a Function") if _on_stack((_engine._accumulate.__code__,)) else   # a leaf's .grad
+                   ("other", "outside a Function"))
         self.made[id(t)] = how
         self.made_arrays.setdefault(id(t._data), t)
 
@@ -352,6 +358,13 @@ class _Recorder:
         if id(module) not in self.modules:
             self.modules[id(module)] = (module, module.training, _members(module))
             self.reads.add_module(module)
+
+    @guarded
+    def shape_read(self, t):
+        if id(t._data) in self.dynamic or self.made.get(id(t), ("",))[0] == "other":   # x[mask]; nonzero()
+            raise _Refuse(f"the size of a tensor whose shape depends on its input's values (x[mask], "
+                          f"masked_select: {tuple(t._data.shape)} here) is read into Python: a replay would "
+                          "keep this call's size")
 
     @guarded
     def unsupported(self, what):
@@ -578,6 +591,22 @@ class _Recorder:
             raise _Refuse("a Python float result (computed from a tensor's value?)")
         lit = _literal(x)
         return lit if lit is not None else self.const(x, "K")
+
+
+def _as_data(a):
+    return a._data if isinstance(a, Tensor) else a
+
+
+def _sized_by_values(cls, args, kwargs) -> bool:
+    """Whether a Function's output shape depends on its inputs' values: a boolean mask selects
+    (``x[mask]``, ``masked_select``)."""
+    if cls.__name__ not in ("GetItem", "MaskedSelect"):
+        return False
+    def boolean(a):
+        a = _as_data(a)
+        return isinstance(a, np.ndarray) and a.dtype == np.bool_ and a.ndim > 0 or \
+            isinstance(a, (tuple, list)) and any(map(boolean, a))
+    return any(boolean(a) for a in list(args[1:]) + list(kwargs.values()))
 
 
 def _on_stack(codes, depth: int = 16) -> bool:
