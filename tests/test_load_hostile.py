@@ -201,3 +201,29 @@ def test_a_directory_is_a_load_error(tmp_path):
 def test_a_missing_file_is_still_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         tg.load(tmp_path / "nope.pt")
+
+
+def test_an_open_file_is_mapped_too(tmp_path):
+    path = tmp_path / "sparse.pt"
+    with open(path, "wb") as f:
+        f.truncate(256 << 20)
+    with open(path, "rb") as f:
+        tracemalloc.start()
+        try:
+            with pytest.raises(LoadError, match="sparse.pt"):
+                tg.load(f)
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    torch.save({"w": torch.arange(3.0)}, tmp_path / "ok.pt")
+    with open(tmp_path / "ok.pt", "rb") as f:
+        assert np.array_equal(tg.load(f)["w"].numpy(), [0.0, 1.0, 2.0])
+
+
+def test_a_pickle_declaring_8_gib_of_bytes_reads_only_what_is_there(tmp_path):
+    """BINBYTES8 with a length of 2**33 in a 16-byte file: one LoadError, nothing of that size allocated."""
+    path = tmp_path / "bytes8.pt"
+    path.write_bytes(b"\x80\x02\x8e" + struct.pack("<Q", 2 ** 33) + b"abc.")
+    out = _peak(lambda: pytest.raises(LoadError, tg.load, path))
+    assert out[1] < 1 << 20

@@ -503,6 +503,23 @@ class _MappedReader(io.RawIOBase):
         self.pos += n
         return n
 
+    def read(self, n=-1):
+        """At most what the file holds: a pickle declaring 2**40 bytes gets the few there are
+        (RawIOBase.read would allocate the declared size first)."""
+        end = len(self.mapped) if n is None or n < 0 else min(len(self.mapped), self.pos + n)
+        out = self.mapped[self.pos:end]
+        self.pos = max(self.pos, end)
+        return out
+
+    def readline(self, limit=-1):
+        end = self.mapped.find(b"\n", self.pos)
+        end = len(self.mapped) if end < 0 else end + 1
+        if limit is not None and limit >= 0:
+            end = min(end, self.pos + limit)
+        out = self.mapped[self.pos:end]
+        self.pos = max(self.pos, end)
+        return out
+
     def seek(self, offset, whence=0):
         self.pos = max(0, [0, self.pos, len(self.mapped)][whence] + offset)
         return self.pos
@@ -786,6 +803,11 @@ def _read_all(f):
         return _map_file(path), path
     if not hasattr(f, "read"):
         raise TypeError(f"load: f must be a path or a binary file object with read(), got {type(f).__name__}")
+    if isinstance(f, (io.BufferedReader, io.FileIO)) and f.seekable() and f.tell() == 0 \
+            and stat.S_ISREG(os.fstat(f.fileno()).st_mode) and os.fstat(f.fileno()).st_size > 0:
+        mapped = _mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_READ)   # an open file: mapped as a path is
+        f.seek(0, os.SEEK_END)
+        return mapped, getattr(f, "name", "<file object>")
     data = f.read()
     if isinstance(data, str):
         raise TypeError("load: the file object was opened in text mode; open it with 'rb'")
