@@ -650,6 +650,103 @@ def int_argument_vs_float():
     return (lambda x, s: (x * s).dtype), [lambda f, s=s: f(_x(0).long(), s) for s in (2, 2.0, True)]
 
 
+def _hooked_after_recording(register):
+    """A two-layer model under no_grad; ``register(model)`` runs before the second call."""
+    tg.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 2))
+
+    def call(f, k):
+        if k == 1:
+            register(m)
+        with tg.no_grad():
+            return f(_x(0))
+    return m, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+@case
+def submodule_forward_hook_added_after_recording():
+    return _hooked_after_recording(lambda m: m[1].register_forward_hook(lambda mod, inp, out: out * 10))
+
+
+@case
+def forward_pre_hook_added_after_recording():
+    return _hooked_after_recording(lambda m: m[2].register_forward_pre_hook(lambda mod, inp: (inp[0] * 0,)))
+
+
+@case
+def input_hook_added_after_recording():
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def step(v):
+        x.grad = None
+        (x * v).sum().backward()
+        return x.grad
+
+    def call(f, k):
+        if k == 1:
+            x.register_hook(lambda g: g * 2)
+        return f(_x(k, (3,)))
+    return step, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+@case
+def eval_inside_train_between():
+    tg.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
+
+    def fn(x):
+        out = m(x)
+        m.eval()
+        return out, m(x)
+
+    def call(f, k):
+        m.train()
+        tg.manual_seed(k)
+        with tg.no_grad():
+            return f(_x(0))
+    return fn, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+@case
+def argument_list_of_tensors_changes_length():
+    return (lambda xs: sum(xs[1:], xs[0])), [lambda f, k=k: f([_x(i) for i in range(k + 1)]) for k in range(3)]
+
+
+@case
+def dtype_argument():
+    return (lambda x, d: x.to(d) * 3), [lambda f, d=d: f(_x(0), d) for d in (tg.float32, tg.float64, tg.float32)]
+
+
+@case
+def default_dtype_changed():
+    def call(f, k):
+        old = tg.get_default_dtype()
+        tg.set_default_dtype([tg.float32, tg.float64, tg.float32][k])
+        try:
+            return f(_x(0))
+        finally:
+            tg.set_default_dtype(old)
+    return (lambda x: x * tg.ones(3)), [lambda f, k=k: call(f, k) for k in range(3)]
+
+
+@case
+def tolist_of_argument():
+    return (lambda x, n: x * tg.tensor(n.tolist())), \
+        [lambda f, k=k: f(_x(0, (3,)), tg.tensor([1.0, k, -k])) for k in range(3)]
+
+
+@case
+def parameter_data_replaced():
+    tg.manual_seed(0)
+    m = nn.Linear(3, 2)
+
+    def call(f, k):
+        m.weight.data = tg.full((2, 3), float(k + 1))
+        with tg.no_grad():
+            return f(_x(0))
+    return m, [lambda f, k=k: call(f, k) for k in range(3)]
+
+
 # ---------------------------------------------------------------------------- running a case
 
 def _numpy(x):

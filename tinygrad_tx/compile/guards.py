@@ -28,7 +28,7 @@ def _tensor_state(t) -> tuple:
     it has a graph, whether its ``.grad`` is None (``if p.grad is None``), and its hooks (a replay
     runs none: a hook added after the recording must record anew)."""
     d = t._data
-    return (d.shape, d.dtype, d.strides, t._requires_grad, t._ctx is None, t._grad is None, tuple(t._hooks))
+    return (d.shape, d.dtype, d.strides, t._requires_grad, t._ctx is None, t._grad is None, tuple(map(id, t._hooks)))
 
 
 def _scalar_key(x):
