@@ -42,7 +42,7 @@ def _as_int(v, op: str, arg: str) -> int:
     """An int argument: Python and NumPy ints and one-element integer Tensors; bools and
     floats are refused (TypeError), as torch does."""
     if isinstance(v, Tensor) and v._data.size == 1 and v._data.dtype.kind in "iu":
-        v = v._data.item()
+        v = v.item()     # Tensor.item: a compiled call guards or refuses the read
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{op}(): argument '{arg}' must be an int, not {type(v).__name__} ({v!r})")
     return int(v)

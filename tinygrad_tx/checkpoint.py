@@ -350,6 +350,9 @@ def check_regular_file(path, what: str = "checkpoint") -> str:
         st = os.stat(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} not found: {path}") from None
+    except OSError as e:            # a symlink loop, a name too long: one error naming the path
+        from .serialization import LoadError
+        raise LoadError(f"{path}: cannot read this {what}: {e.strerror or e}") from None
     if stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{path}: is a directory, not a {what} file")
     if not stat.S_ISREG(st.st_mode):
@@ -409,6 +412,9 @@ def load_checkpoint(path) -> tuple[dict[str, np.ndarray], dict | None, dict[str,
         raise ValueError(f"{path}: not a readable safetensors checkpoint (truncated or corrupt?): {e}") from e
     except (TypeError, ValueError) as e:  # e.g. a dtype NumPy lacks (bfloat16)
         raise ValueError(f"{path}: cannot load its arrays with NumPy: {e}") from e
+    except OSError as e:                  # a file the system cannot map or read (/proc/self/mem)
+        from .serialization import LoadError
+        raise LoadError(f"{path}: cannot read this checkpoint: {e}") from None
     if _KEY_DIGEST in meta and digest(tensors) != meta[_KEY_DIGEST]:
         raise ValueError(f"{path}: corrupt checkpoint: the SHA-256 of its arrays does not match the one stored "
                          f"when it was written (changed on disk after saving); use another copy")

@@ -268,7 +268,7 @@ def _number_arg(value, op: str, arg: str):
     if isinstance(value, Tensor):
         if value._data.size != 1:
             raise TypeError(f"{op}(): argument '{arg}' must be a number, got a Tensor of shape {value.shape}")
-        value = value._data.item()
+        value = value.item()     # Tensor.item: a compiled call guards or refuses the read
     if isinstance(value, np.generic):
         value = value.item()
     if not isinstance(value, numbers.Number):

@@ -38,6 +38,16 @@ from .dtypes import resolve as _resolve_dtype
 _tensor = importlib.import_module("tinygrad_tx.tensor")   # the module (tinygrad_tx.tensor is also a function)
 from ._factory_args import InvalidArgumentError  # noqa: E402  (after the tensor module, which it imports)
 
+
+def _reseeded(generator, how: str) -> None:
+    """A generator's stream is reset (``manual_seed``, ``set_state``): a compiled call being
+    recorded refuses it (its replay would not reset the stream, and the reset may leave the state
+    as it was, so the recorder cannot see it by the state alone)."""
+    from .autograd import recording
+    if recording.recorder is not None:
+        recording.recorder.unsupported(f"{how}() inside the function (a replay would not reset the random stream)")
+
+
 DEFAULT_SEED = 67280421310721       # torch's seed of a fresh torch.Generator()
 _U64 = 1 << 64
 _N = 624                            # mt19937's state words
@@ -109,6 +119,7 @@ class Generator(np.random.Generator):
         """Reseed: torch's ``mt19937(seed)`` (``init_genrand`` of the seed's low 32 bits),
         dropping the cached normal samples; returns self."""
         seed = _check_seed(seed, strict=True)
+        _reseeded(self, "manual_seed")
         self.bit_generator.state = {"bit_generator": "MT19937",
                                     "state": {"key": init_genrand(seed), "pos": _N}}
         self._initial_seed = seed
@@ -165,6 +176,7 @@ class Generator(np.random.Generator):
                              f"CPUGeneratorImplState of size {STATE_BYTES} but found the input RNG state "
                              f"size to be {arr.size}")
         raw = arr.reshape(-1).tobytes()
+        _reseeded(self, "set_rng_state")
         fields = _LAYOUT.unpack(raw[:_LEGACY_BYTES])
         seed, left, _seeded, nxt = fields[:4]
         key = np.array(fields[4:4 + _N], dtype=np.uint64)

@@ -40,17 +40,31 @@ What :func:`load` reads
   naming it; the unpickler's ``find_class`` and ``BUILD`` refuse again, so nothing outside the
   list can run even if the scan were fooled.
 
-Tensors come back as tinygrad_tx Tensors (Parameters where torch saved a Parameter), copied out of
-their storage: tensors that shared a storage in torch (views) are independent copies here.
+Tensors come back as tinygrad_tx Tensors (Parameters where torch saved a Parameter), views of their
+storage as in torch: each storage is copied out of the file once, and tensors that shared a storage in
+torch (views) share its memory here. An expanded tensor (stride 0: ``zeros(1).expand(20000, 15000)``,
+one stored element) or one whose elements overlap stays such a view, read-only (in-place writes into
+it raise, as torch's do); a Parameter is written in place, so an expanded one is copied, up to
+:data:`MAX_EXPANDED_BYTES` (256 MiB) -- beyond that it is a LoadError.
 bfloat16 (which NumPy lacks) becomes float32, exactly; complex tensors are refused (the engine has
 none). ``map_location`` is accepted for compatibility: everything lands on the CPU, the only
 device, so a checkpoint saved on CUDA loads without it; mapping to another device is an error.
 ``weights_only`` may be None (torch's default, meaning True), True or False; all read with the
 restricted unpickler, since running the file's code is never an option here.
 
+Memory is bounded by the file, not by what it declares: a path is mapped (``mmap``), not read, so
+only the bytes a load reaches are touched (a sparse 8 GiB file of zeros is refused after reading a
+few bytes of it); every declared size -- a zip entry's, a ``.npy`` header's shape and dtype, a
+storage's element count, a tensor's extent in its storage -- is checked against the bytes actually
+there before anything is allocated.
+
 A truncated or corrupt file (a bad zip, a broken pickle, a storage shorter than its tensors, a CRC
-mismatch) is one :class:`LoadError` naming the file and what is wrong; so is a zip with a compressed
-entry (both writers store entries uncompressed; a compressed one could expand without bound).
+mismatch, a ``.npy`` header NumPy cannot parse or that declares more than follows it, a non-numeric
+dtype, a size NumPy cannot index) is one :class:`LoadError` naming the file and what is wrong; so is
+a zip with a compressed entry (both writers store entries uncompressed; a compressed one could expand
+without bound), a path that is a directory, a device, a symlink loop, or a file the system cannot read
+(``/proc/self/mem``). A missing file is ``FileNotFoundError``, a forbidden one ``PermissionError``, as
+in torch.
 """
 from __future__ import annotations
 
@@ -58,10 +72,12 @@ import _compat_pickle
 import io
 import json
 import math
+import mmap as _mmap
 import numbers
 import os
 import pickle
 import pickletools
+import stat
 import struct
 import zipfile
 import zlib
@@ -263,14 +279,37 @@ def _load_ours(z: zipfile.ZipFile):
             raw = z.read(f"data/{i}.npy")
         except KeyError:
             raise LoadError(f"array data/{i}.npy is missing") from None
-        try:
-            return np.load(io.BytesIO(raw), allow_pickle=False)
-        except ValueError as e:
-            raise LoadError(f"array data/{i}.npy is not a valid .npy file ({e})") from None
+        return _read_npy(raw, f"data/{i}.npy")
     try:
         return _decode(doc.get("root"), array, {}, "obj")
     except (KeyError, TypeError) as e:
         raise LoadError(f"its structure is malformed ({type(e).__name__}: {e})") from None
+
+
+def _read_npy(raw: bytes, where: str) -> np.ndarray:
+    """An array from the bytes of a ``.npy`` file, checked before anything is allocated: the header
+    must parse (NumPy's own parser, whose errors -- a tokenizer's, a syntax error, a recursion --
+    become one LoadError), the dtype be a number or bool, and the declared size fit in the bytes that
+    follow (``shape=(2**40,)`` in a 100-byte file is refused, not allocated)."""
+    fmt = np.lib.format
+    stream = io.BytesIO(raw)
+    try:
+        version = fmt.read_magic(stream)
+        header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, fortran, dtype = header(stream) if version in ((1, 0), (2, 0)) else (None, None, None)
+    except Exception as e:      # noqa: BLE001 -- whatever NumPy's header parser raises on garbage
+        raise LoadError(f"array {where} is not a valid .npy file ({type(e).__name__}: {str(e)[:200]})") from None
+    if shape is None:
+        raise LoadError(f"array {where} is a .npy file of version {version}, which is not read here")
+    if dtype.hasobject or dtype.kind not in "biufc" or dtype.fields is not None or dtype.subdtype is not None:
+        raise LoadError(f"array {where} has dtype {dtype}; only numeric and bool arrays are read")
+    count = math.prod(shape)
+    offset = stream.tell()
+    if count * dtype.itemsize != len(raw) - offset:
+        raise LoadError(f"array {where} declares shape {shape} of {dtype} ({count * dtype.itemsize} bytes), but "
+                        f"{len(raw) - offset} bytes follow its header")
+    a = np.frombuffer(raw, dtype=dtype, count=count, offset=offset)
+    return np.array(a.reshape(shape[::-1]).T if fortran else a.reshape(shape), dtype=dtype.newbyteorder("="))
 
 
 # ============================================================================ load: PyTorch's formats
@@ -331,29 +370,50 @@ class _PendingTensor:
         self.parameter = False
 
     def build(self) -> Tensor:
+        """The tensor as torch has it: a view of its storage (``as_strided``), so that tensors
+        sharing a storage share memory here too, and an expanded tensor (stride 0: a
+        ``(20000, 15000)`` tensor over one element) costs its storage, not its size. A view whose
+        elements overlap is read-only (the engine refuses in-place writes into it, as torch does)."""
         flat = self.storage.array()
+        if flat.dtype.kind == "c":
+            raise LoadError(f"a complex tensor ({flat.dtype}) cannot be loaded: tinygrad_tx has no complex tensors")
         numel = math.prod(self.size)
-        if numel:
-            last = self.offset + sum((n - 1) * s for n, s in zip(self.size, self.stride))
-            if last >= flat.size:
-                raise LoadError(f"a tensor of size {self.size} (stride {self.stride}, offset {self.offset}) reaches "
-                                f"element {last} of storage {self.storage.key!r}, which has {flat.size}")
-            view = np.lib.stride_tricks.as_strided(flat[self.offset:], shape=self.size,
-                                                   strides=[s * flat.itemsize for s in self.stride])
-        else:
-            view = np.zeros(self.size, dtype=flat.dtype)
+        last = self.offset + sum((n - 1) * s for n, s in zip(self.size, self.stride)) if numel else -1
+        if last >= flat.size or numel == 0 and self.offset > flat.size:
+            raise LoadError(f"a tensor of size {self.size} (stride {self.stride}, offset {self.offset}) reaches "
+                            f"element {last} of storage {self.storage.key!r}, which has {flat.size}")
+        overlaps = _overlaps(self.size, self.stride)
         try:
-            a = np.array(view, copy=True)
-        except MemoryError:
-            raise LoadError(f"a tensor of size {self.size} does not fit in memory") from None
-        if self.storage.stype.bfloat16:   # bfloat16 is the top half of a float32: widen exactly
-            a = (a.astype(np.uint32) << 16).view(np.float32)
-        if a.dtype.kind == "c":
-            raise LoadError(f"a complex tensor ({a.dtype}) cannot be loaded: tinygrad_tx has no complex tensors")
+            a = np.lib.stride_tricks.as_strided(flat[self.offset:], shape=self.size,
+                                                strides=[s * flat.itemsize for s in self.stride],
+                                                writeable=not overlaps)
+        except ValueError as e:     # "array is too big": more elements than NumPy can index
+            raise LoadError(f"a tensor of size {self.size} cannot be represented ({e})") from None
         if self.parameter:
             from .nn.parameter import Parameter
-            return Parameter(a, requires_grad=self.requires_grad)
-        return Tensor(a, requires_grad=self.requires_grad and a.dtype.kind == "f")
+            if overlaps and a.nbytes > MAX_EXPANDED_BYTES:   # a Parameter is written in place: it gets a copy
+                raise LoadError(f"a Parameter of size {self.size} is an expanded view (stride {self.stride}) "
+                                f"of {flat.size} stored elements; its writable copy would take {a.nbytes} bytes, "
+                                f"more than the {MAX_EXPANDED_BYTES} a load may expand a file to")
+            return Parameter(Tensor._from_op(a, None), requires_grad=self.requires_grad)
+        t = Tensor._from_op(a, None)
+        t.requires_grad = self.requires_grad and a.dtype.kind == "f"
+        return t
+
+
+MAX_EXPANDED_BYTES = 1 << 28     # 256 MiB: the most a load copies out of an expanded (stride-0) Parameter
+
+
+def _overlaps(size, stride) -> bool:
+    """Whether two index tuples of a strided layout reach the same element (a stride-0 or an
+    overlapping ``as_strided`` view): dims of size > 1 sorted by stride must each step past the
+    whole extent of the smaller ones."""
+    extent = 1
+    for n, st in sorted(((n, st) for n, st in zip(size, stride) if n > 1), key=lambda d: d[1]):
+        if st < extent:
+            return True
+        extent = st * n
+    return False
 
 
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
@@ -424,6 +484,57 @@ def _refuse(module, name):
         "OrderedDict, lists, tuples, sets, dicts, numbers and strings)")
 
 
+class _MappedReader(io.RawIOBase):
+    """A seekable binary file over a mapped file's bytes, without copying them (a BytesIO would)."""
+
+    def __init__(self, mapped):
+        super().__init__()
+        self.mapped, self.pos = mapped, 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def readinto(self, b):
+        n = max(0, min(len(b), len(self.mapped) - self.pos))
+        b[:n] = self.mapped[self.pos:self.pos + n]
+        self.pos += n
+        return n
+
+    def read(self, n=-1):
+        """At most what the file holds: a pickle declaring 2**40 bytes gets the few there are
+        (RawIOBase.read would allocate the declared size first)."""
+        end = len(self.mapped) if n is None or n < 0 else min(len(self.mapped), self.pos + n)
+        out = self.mapped[self.pos:end]
+        self.pos = max(self.pos, end)
+        return out
+
+    def readline(self, limit=-1):
+        end = self.mapped.find(b"\n", self.pos)
+        end = len(self.mapped) if end < 0 else end + 1
+        if limit is not None and limit >= 0:
+            end = min(end, self.pos + limit)
+        out = self.mapped[self.pos:end]
+        self.pos = max(self.pos, end)
+        return out
+
+    def seek(self, offset, whence=0):
+        self.pos = max(0, [0, self.pos, len(self.mapped)][whence] + offset)
+        return self.pos
+
+    def tell(self):
+        return self.pos
+
+
+def _stream(data, start: int = 0):
+    """A file-like reader of ``data`` (bytes, or a mapped file) from ``start``."""
+    stream = _MappedReader(data) if isinstance(data, _mmap.mmap) else io.BytesIO(data)
+    stream.seek(start)
+    return stream
+
+
 def scan_pickle(data: bytes, start: int = 0) -> int:
     """Check every global one pickle (from ``start``) names against the allowed list without running
     any of it; return the offset just after its STOP. The module and name of a STACK_GLOBAL are the
@@ -431,8 +542,7 @@ def scan_pickle(data: bytes, start: int = 0) -> int:
     STACK_GLOBAL built any other way is refused, as are the extension-registry opcodes."""
     memo: dict = {}
     pushed: list = []        # the values of the latest pushes when known strings (None: something else)
-    stream = io.BytesIO(data)
-    stream.seek(start)
+    stream = _stream(data, start)
     try:
         for op, arg, pos in pickletools.genops(stream):
             name = op.name
@@ -506,8 +616,7 @@ class RestrictedUnpickler(pickle._Unpickler):
 
 def _unpickle(data: bytes, start: int, persistent_load):
     scan_pickle(data, start)
-    stream = io.BytesIO(data)
-    stream.seek(start)
+    stream = _stream(data, start)
     try:
         obj = RestrictedUnpickler(stream, persistent_load).load()
     except (UnsafeLoadError, LoadError):
@@ -569,6 +678,15 @@ def _byteorder(dtype: np.dtype, little: bool) -> np.dtype:
     return dtype.newbyteorder("<" if little else ">")
 
 
+def _storage_array(buffer, offset: int, s: _Storage, little: bool) -> np.ndarray:
+    """A storage's elements copied out of the file's bytes into native order (the one copy a load
+    makes: its tensors are views of it); bfloat16, the top half of a float32, widened exactly."""
+    a = np.frombuffer(buffer, dtype=_byteorder(s.stype.dtype, little), count=s.numel, offset=offset)
+    if s.stype.bfloat16:
+        return (a.astype(np.uint32) << 16).view(np.float32)
+    return a.astype(s.stype.dtype)
+
+
 def _load_torch_zip(z: zipfile.ZipFile):
     pkl = [n for n in z.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
     if len(pkl) != 1:
@@ -593,7 +711,7 @@ def _load_torch_zip(z: zipfile.ZipFile):
         need = s.numel * s.stype.dtype.itemsize
         if len(raw) < need:
             raise LoadError(f"storage {prefix}data/{s.key} has {len(raw)} bytes, its tensors need {need}")
-        s.data = np.frombuffer(raw, dtype=_byteorder(s.stype.dtype, little), count=s.numel).astype(s.stype.dtype)
+        s.data = _storage_array(raw, 0, s, little)
     return _materialize(obj, {})
 
 
@@ -629,8 +747,7 @@ def _load_torch_legacy(data: bytes):
         if numel != s.numel or pos + nbytes > len(data):
             raise LoadError(f"storage {key!r} is truncated or does not match its tensors "
                             f"({numel} elements recorded, {s.numel} expected)")
-        s.data = np.frombuffer(data, dtype=_byteorder(s.stype.dtype, little), count=numel, offset=pos) \
-            .astype(s.stype.dtype)
+        s.data = _storage_array(data, pos, s, little)
         pos += nbytes
     return _materialize(obj, {})
 
@@ -657,15 +774,40 @@ def _check_map_location(map_location):
                                "the CPU (map_location='cpu' or None loads there)")
 
 
-def _read_all(f) -> tuple[bytes, str]:
+def _map_file(path: str):
+    """The file's bytes mapped read-only (``mmap``), not read: only the pages a load touches are
+    read, so a file that declares more than it holds (a sparse 8 GiB file) costs nothing until a
+    check refuses it. Errors other than a missing or forbidden file (a symlink loop, a device that
+    cannot be read such as ``/proc/self/mem``) are one LoadError naming the path."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise LoadError(f"load: cannot read {path}: it is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise LoadError(f"load: cannot read {path}: it is not a regular file (a FIFO, a socket or a device)")
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                return b""
+            return _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_READ)
+    except (FileNotFoundError, PermissionError):
+        raise
+    except OSError as e:
+        raise LoadError(f"load: cannot read {path}: {e.strerror or e}") from None
+
+
+def _read_all(f):
+    """``(buffer, name)``: a path's bytes mapped (:func:`_map_file`), a file object's read."""
     if isinstance(f, (str, bytes, os.PathLike)):
         path = os.fsdecode(f)
-        from .checkpoint import check_regular_file
-        check_regular_file(path, "file")
-        with open(path, "rb") as fh:
-            return fh.read(), path
+        return _map_file(path), path
     if not hasattr(f, "read"):
         raise TypeError(f"load: f must be a path or a binary file object with read(), got {type(f).__name__}")
+    if isinstance(f, (io.BufferedReader, io.FileIO)) and f.seekable() and f.tell() == 0 \
+            and stat.S_ISREG(os.fstat(f.fileno()).st_mode) and os.fstat(f.fileno()).st_size > 0:
+        mapped = _mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_READ)   # an open file: mapped as a path is
+        f.seek(0, os.SEEK_END)
+        return mapped, getattr(f, "name", "<file object>")
     data = f.read()
     if isinstance(data, str):
         raise TypeError("load: the file object was opened in text mode; open it with 'rb'")
@@ -689,13 +831,28 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     _check_map_location(map_location)
     data, name = _read_all(f)
     try:
-        if zipfile.is_zipfile(io.BytesIO(data)):
+        return _load_buffer(data, name)
+    finally:
+        if isinstance(data, _mmap.mmap):
             try:
-                with zipfile.ZipFile(io.BytesIO(data)) as z:
+                data.close()
+            except BufferError:      # a view of it still lives (an error's traceback): the GC closes it
+                pass
+
+
+def _load_buffer(data, name: str):
+    stream = _stream(data)
+    try:
+        if zipfile.is_zipfile(stream):
+            try:
+                with zipfile.ZipFile(stream) as z:
                     packed = [i.filename for i in z.infolist() if i.compress_type != zipfile.ZIP_STORED]
                     if packed:   # a compressed entry could expand without bound (a zip bomb)
                         raise LoadError(f"its entry {packed[0]!r} is compressed; torch.save and tinygrad_tx.save "
                                         "store entries uncompressed, and compressed ones are not read")
+                    beyond = [i.filename for i in z.infolist() if i.header_offset + i.file_size > len(data)]
+                    if beyond:   # checked before any entry is read
+                        raise LoadError(f"its entry {beyond[0]!r} declares more bytes than the file holds")
                     if _STRUCTURE in z.namelist():
                         return _load_ours(z)
                     return _load_torch_zip(z)
@@ -708,6 +865,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         return _load_torch_legacy(data)
     except RecursionError:
         raise LoadError(f"load: cannot read {name}: its containers are nested too deeply") from None
+    except MemoryError:
+        raise LoadError(f"load: cannot read {name}: what it declares does not fit in memory") from None
     except LoadError as e:
         raise LoadError(f"load: cannot read {name}: {e}") from None
     except UnsafeLoadError as e:

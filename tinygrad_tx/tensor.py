@@ -364,6 +364,8 @@ class Tensor:
     # ------------------------------------------------------------------ array attributes
     @property
     def shape(self):
+        if _recording.recorder is not None:   # tinygrad_tx.compile: a size that depends on values?
+            _recording.recorder.shape_read(self)
         return _size_of(self._data.shape)
 
     @property
@@ -395,6 +397,8 @@ class Tensor:
         return self._data.itemsize
 
     def size(self, dim=None):
+        if _recording.recorder is not None:   # tinygrad_tx.compile: a size that depends on values?
+            _recording.recorder.shape_read(self)
         if dim is None:
             return _size_of(self._data.shape)
         return self._data.shape[_canonical_dim(dim, self.ndim)]
@@ -405,6 +409,8 @@ class Tensor:
     ndimension = dim
 
     def numel(self) -> int:
+        if _recording.recorder is not None:   # tinygrad_tx.compile: a size that depends on values?
+            _recording.recorder.shape_read(self)
         return self._data.size
 
     nelement = numel
@@ -417,9 +423,13 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def data_ptr(self) -> int:
+        if _recording.recorder is not None:   # tinygrad_tx.compile: an address differs at each call
+            _recording.recorder.readout(self, "data_ptr() (a memory address)", values=False)
         return self._data.__array_interface__["data"][0]
 
     def __len__(self):
+        if _recording.recorder is not None:   # tinygrad_tx.compile: a size that depends on values?
+            _recording.recorder.shape_read(self)
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
@@ -521,6 +531,8 @@ class Tensor:
         return self._data.copy() if copy else self._data
 
     def __repr__(self):
+        if _recording.recorder is not None:   # tinygrad_tx.compile: the text shows the values
+            _recording.recorder.readout(self, "repr()/str()")
         body = np.array2string(self._data, separator=", ", prefix="tensor(", **_printing.array2string_options())
         extras = []
         if self._data.dtype != dtypes.default_float() and self._data.dtype != np.int64 and self._data.dtype != np.bool_ \

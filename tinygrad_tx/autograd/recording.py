@@ -14,3 +14,11 @@ def call(fn, *args):
     """``fn(*args)``: an array computation the library makes outside a Function (a comparison's
     mask), recorded while a call is recorded so that the replay repeats it."""
     return fn(*args) if recorder is None else recorder.rerun(fn, *args)
+
+
+def read(t, what: str) -> None:
+    """Library code is about to read tensor ``t``'s values into Python (``allclose``'s bool, a
+    one-element tensor used as a number): while a call is recorded, the recorder guards or refuses
+    it, as it does ``t.item()``."""
+    if recorder is not None and hasattr(t, "_data"):
+        recorder.readout(t, what)

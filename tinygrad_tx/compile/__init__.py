@@ -12,39 +12,81 @@ function, one line per step, with the values named after the ops that made them:
     ...
     g_relu_2, g_fc2_weight_t = MatMul.backward(ctx3, g_matmul_3)
 
-Later calls whose guards hold (the arguments' shapes, dtypes and ``requires_grad``, the Python
-numbers among them, grad mode, the default dtype, each module's ``training`` flag, each
-parameter's shape and dtype, and the Python values the function reads by name -- below) run that
-function: the same Function code eager runs, in the same
+Later calls whose guards hold run that function: the same Function code eager runs, in the same
 order, on the same arrays -- so the results are bit-identical to eager -- with no Tensor, graph
 node, version counter or saved-memory bookkeeping. ``compiled.code`` is its source.
 
-What cannot be replayed is refused while recording, and the call finishes eagerly: a value read
-into Python (``.item()``, ``bool(t)``, ``.tolist()``, ``.numpy()``), an in-place edit, random
-numbers drawn outside a Function (other than a dropout mask, which is drawn again each call from
-the same generator, in the same order), a tensor made from data the recorder cannot trace, hooks,
-``create_graph``, a graph reaching nodes made before the call, a result that still carries a
-graph, or a computed tensor kept outside the call (an attribute, a list, a cache). A refused function is retried once (a cache filled on the first call); after the second
-refusal it stays eager, and a warning names the reason once (``fullgraph=True`` raises instead).
+**The correctness contract.** A replay must equal eager. Every value the recorded call read into
+Python is therefore either *guarded* (checked before each replay; when it differs, the call is
+recorded anew, up to ``max_programs`` programs) or *refused* while recording (the call finishes
+eagerly; a refused function is retried once, then stays eager with one :class:`CompileWarning`
+naming why; ``fullgraph=True`` raises :class:`CompileRefused` instead). Each row is tested with a
+value that changes between calls (``tests/test_compile_guards.py``):
 
-A recorded program holds the Python numbers it was computed with, so the ones the function can
-read by name are guards too (``guards.py``, :class:`NameReads`; a changed one records a new
-program): the globals and closure variables named in its code, and in the code of the Python
-functions and user classes' methods it reaches by those names, four calls deep (library code is
-not followed); the attributes named in that code of the objects and Python modules so reached
-(``cfg.scale``); and, for every module reached by name or called, its whole tree's number, string
-and tensor attributes (``self.temperature``, a dropout's ``p``, a norm's ``eps``) and children.
-Numbers, strings, None and small flat tuples, lists and dicts of them are compared by value,
-anything else by identity (a global tensor is read live each call; bound to another tensor, it
-records anew). A value the call itself changes (a counter) is refused: the replay would not
-repeat the change. The check costs about 25 us per call on the tutorial GPT step (~445 values,
-a 17-25 ms step). Still frozen at the recording, as in any tracing jit: a number reached another
-way -- an item of a large or nested container changed in place (``cfg["opt"]["lr"]``), the result
-of a library object's method (``scheduler.get_last_lr()``), an attribute named by a computed
-string (``getattr(obj, name)``): pass such values as arguments (a number as a tensor, if it
-changes at every call). A tensor made before the call is read live only when it is a parameter or
-buffer of a module the call ran, or read by a guarded name; one reached otherwise (``next(batches)``,
-an item of a list) makes the call run eagerly.
+What the call reads                                  -> guarded how / refused
+---------------------------------------------------  -----------------------------------------------------
+an argument tensor's shape, dtype, strides,          -> guarded: the key (``guards._tensor_state``); the
+  requires_grad, graph or not, ``.grad is None``,       strides make ``is_contiguous()``/``stride()``
+  hooks                                                 branches replay-safe
+a parameter's, buffer's or global tensor's state     -> guarded the same way when the call first reads it
+  (the same list)                                       (``live``; ``.grad is None`` unless the call itself
+                                                        set or cleared it); parameter identities
+                                                        (``_members``)
+Python numbers, strings, None among the arguments    -> guarded by value: ``-0.0`` is not ``0.0``, NaN
+  (in tuples, lists, dicts); NumPy scalars              matches NaN, ``np.int64(3)`` is not ``3``
+another argument object (``cfg`` in ``f(x, cfg)``)   -> by identity, the object kept alive so that Python
+                                                        cannot reuse its id for a new one; the attributes
+                                                        the code names guarded as below
+an argument tensor's values read into Python         -> guarded by value up to 64 elements, else refused
+  (``x[:n]``, ``n.item()``, ``int(n)``,
+  ``full_like(x, v)``, ``huber_loss(delta=t)``,
+  ``dropout(p=t)``, ``allclose``/``equal``)
+a computed tensor's values read into Python          -> refused (``Tensor._one_element``, ``__bool__``,
+  (``.item()``, ``float``/``int``/``bool``,             ``__repr__``, ``recording.read`` in library code)
+  ``tolist``, ``numpy``, ``repr``/``str``,
+  ``format``, ``allclose``, ``equal``)
+``data_ptr()``                                       -> refused (an address differs at each call)
+the size of a tensor whose shape depends on values   -> refused when read into Python (``len(x[mask])``,
+  (``x[mask]``, ``masked_select``, ``nonzero``)         ``.numel()``, ``.shape``); ops on it replay (NumPy
+                                                        sizes them again)
+globals and closure variables the code names, four   -> guarded: numbers and containers of up to 1024
+  calls deep (functions; methods, static and class      numbers (nested: ``cfg["opt"]["lr"]``) by value,
+  methods, properties of user classes); default         anything else by identity; a value the call
+  arguments (``def f(x, acc=[])``)                      itself changes is refused
+attributes the code names of objects so reached      -> guarded the same way (instance attributes, and
+  (``self.cfg.scale``, ``Model.scale = 2.0``)           class attributes of user classes and their bases)
+each module reached or called: ``training``, its     -> guarded (``training`` where called; the rest in
+  number/string/container/tensor attributes,            ``NameReads.add_module``)
+  children, forward hooks
+grad mode, the default dtype                         -> guarded: the key
+``manual_seed``/``set_rng_state`` in the call; a     -> refused (a replay would not reset the stream,
+  draw from the engine's generator outside a            nor draw again)
+  Function (``randn``)
+Python's ``random``, NumPy's global or Generator     -> refused (the walk finds the stream by name)
+  streams reached by name
+a leaf made in the call (``x.clone()                 -> refused (a replay would keep the first call's
+  .requires_grad_()``, the FGSM step)                   leaf and add every gradient into it)
+hooks on a computed value or a leaf,                 -> refused
+  ``retain_grad``, ``create_graph``, ``autograd.grad``
+an in-place edit (other than the optimizer's and     -> refused
+  the engine's own), a computed tensor kept outside
+  the call, a result still carrying a graph
+a tensor made from data the recorder cannot trace;   -> refused
+  a tensor made before the call reached another way
+  (``next(batches)``, an item of a list)
+
+Numbers, strings, None and containers of them are compared by value, anything else by identity (a
+global tensor is read live each call; bound to another tensor, it records anew). The check cost
+about 25 us per call on the tutorial GPT step (~445 values, a 17-25 ms step) before strides,
+``.grad is None`` and hooks joined each tensor's guard (not measured again since).
+
+What no guard covers, as in any tracing jit (documented, not detected): a number reached through a
+container larger than 1024 numbers or holding other objects and changed in place, the result of a
+library object's method (``scheduler.get_last_lr()``), an attribute named by a computed string
+(``getattr(obj, name)``), a NumPy or engine Generator passed as an argument and drawn from in
+Python: pass such values as arguments (a number as a tensor, if it changes at every call).
+A tensor made before the call is read live only when it is a parameter or buffer of a module the
+call ran, or read by a guarded name; one reached otherwise makes the call run eagerly.
 
 Not seen by the recorder, and so not replayed: Python side effects that keep no tensor (printing,
 an LR scheduler's ``step()`` inside the function -- an optimizer whose hyperparameters changed
@@ -64,15 +106,15 @@ import warnings
 from ..autograd import anomaly as _anomaly
 from ..autograd import engine as _engine
 from ..autograd import recording as _recording
-from .guards import _flatten, _members
+from .guards import Unreplayable, _flatten, _members, _tensor_state
 from .program import Ctx, _identifier
-from .recorder import CompileRefused, _Recorder, _Refuse
+from .recorder import CompileRefused, CompileWarning, _Recorder, _Refuse
 
-__all__ = ["compile", "CompiledFunction", "CompileRefused", "Ctx"]
+__all__ = ["compile", "CompiledFunction", "CompileRefused", "CompileWarning", "Ctx"]
 
 
 class _Program:
-    def __init__(self, code, ns, modules, live, reads):
+    def __init__(self, code, ns, modules, live, reads, read_args=(), pinned=()):
         self.code = code
         self.namespace = ns           # the names the code reads (Function classes, parameters, constants)
         exec(builtins.compile(code, "<tinygrad_tx.compile>", "exec"), ns)
@@ -80,14 +122,19 @@ class _Program:
         self.modules = list(modules.values())
         self.live = list(live.values())
         self.reads = reads            # the Python values the function read by name (guards.NameReads)
+        self.read_args = read_args    # (k, values): argument tensors whose values were read into Python
+        self.pinned = pinned          # the objects its key names by id, kept so that the ids stay theirs
 
-    def guards_hold(self) -> bool:
+    def guards_hold(self, flat) -> bool:
         for m, training, members in self.modules:
             if m.training != training or _members(m) != members:
                 return False
-        for t, shape, dtype, requires_grad in self.live:
-            d = t._data
-            if d.shape != shape or d.dtype != dtype or t._requires_grad != requires_grad:
+        for t, state in self.live:
+            now = _tensor_state(t)
+            if now != state and (state[5] is not None or now[:5] + now[6:] != state[:5] + state[6:]):
+                return False
+        for k, values in self.read_args:      # bytes: -0.0 is not 0.0 here (the key fixed shape and dtype)
+            if flat[k]._data.tobytes() != values:
                 return False
         return self.reads.changed() is None
 
@@ -128,10 +175,10 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self.eager_reason is not None or _recording.recorder is not None:
             return self.fn(*args, **kwargs)      # eager; or inside another recording, which sees every op
-        flat, key = _flatten(args, kwargs)
+        flat, key, pinned = _flatten(args, kwargs)
         if not _anomaly._state.enabled:
             for program in self.programs.get(key, ()):
-                if program.guards_hold():
+                if program.guards_hold(flat):
                     self.last = program
                     return program.run(flat)
         if sum(map(len, self.programs.values())) >= self.max_programs:
@@ -140,12 +187,14 @@ class CompiledFunction:
                           "by name) were met" + (f"; the last: {changed} changed (a Python number is part of "
                                                  "the program: pass it as a tensor)" if changed else ""))
             return self.fn(*args, **kwargs)
-        return self._record(args, kwargs, flat, key)
+        return self._record(args, kwargs, flat, key, pinned)
 
-    def _record(self, args, kwargs, flat, key):
+    def _record(self, args, kwargs, flat, key, pinned):
         recorder = _Recorder(flat, _argument_names(self.fn, len(flat), flat))
         try:
             recorder.reads.collect([(self.fn, "the function")] + [(a, f"argument {k}") for k, a in enumerate(flat)])
+        except Unreplayable as e:
+            recorder.refuse(str(e))
         except Exception as e:    # an object that cannot be walked: no replay rather than one missing a guard
             recorder.refuse(f"the Python values it reads by name could not be listed ({type(e).__name__}: {e})")
         _recording.recorder = recorder if recorder.refused is None else None
@@ -169,7 +218,8 @@ class CompiledFunction:
             if self.refusals >= 2 or self.fullgraph:
                 self._give_up(recorder.refused, stacklevel=4)
             return result
-        program = _Program(code, recorder.ns, recorder.modules, recorder.live, recorder.reads)
+        program = _Program(code, recorder.ns, recorder.modules, recorder.live, recorder.reads,
+                           recorder.read_args, pinned)
         self.programs.setdefault(key, []).append(program)
         self.last = program
         return result
@@ -180,7 +230,7 @@ class CompiledFunction:
         message = f"tinygrad_tx.compile: {name} runs eagerly: {reason}"
         if self.fullgraph:
             raise CompileRefused(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)   # at the caller's line
+        warnings.warn(message, CompileWarning, stacklevel=stacklevel)   # at the caller's line
 
 
 def _argument_names(fn, n, flat) -> list:

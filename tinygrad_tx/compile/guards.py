@@ -22,31 +22,56 @@ def _members(module) -> tuple:
     return tuple(map(id, module._parameters.values())) + tuple(map(id, module._buffers.values()))
 
 
+def _tensor_state(t) -> tuple:
+    """What a replay assumes of a tensor it reads (an argument, a parameter, a global): shape,
+    dtype, strides (``is_contiguous()``/``stride()`` branch on them), ``requires_grad``, whether
+    it has a graph, whether its ``.grad`` is None (``if p.grad is None``), and its hooks (a replay
+    runs none: a hook added after the recording must record anew)."""
+    d = t._data
+    return (d.shape, d.dtype, d.strides, t._requires_grad, t._ctx is None, t._grad is None, tuple(map(id, t._hooks)))
+
+
+def _scalar_key(x):
+    """A Python or NumPy scalar as a key that tells apart what ``==`` does not: ``-0.0`` from
+    ``0.0`` (``x / s`` gives -inf or inf), NaN from NaN (equal to itself here), ``1`` from
+    ``1.0`` and ``True``, ``np.int64(3)`` from ``3`` (its dtype takes part in promotion)."""
+    if isinstance(x, np.generic):
+        return ("G", x.dtype, x.tobytes())
+    if type(x) is float:
+        return (float, x.hex())
+    if type(x) is complex:
+        return (complex, x.real.hex(), x.imag.hex())
+    return (type(x), x)
+
+
 def _flatten(args, kwargs):
-    """The call's arguments as a flat list, and a key of what the program depends on."""
-    flat, key = [], []
+    """The call's arguments as a flat list, a key of what the program depends on, and the objects
+    keyed by identity (the program keeps them alive, so that Python cannot give their id to a
+    new object: ``f(x, Cfg(2.0))`` then ``f(x, Cfg(3.0))`` is two keys, not one)."""
+    flat, key, pinned = [], [], []
     stack = [("k", tuple(sorted(kwargs.items()))), ("a", args)]
     while stack:
         tag, x = stack.pop()
         if isinstance(x, Tensor):
             flat.append(x)
-            key.append(("T", x._data.shape, x._data.dtype, x._requires_grad, x._ctx is None))
+            key.append(("T",) + _tensor_state(x))
         elif isinstance(x, np.ndarray):
             flat.append(x)
-            key.append(("N", x.shape, x.dtype))
+            key.append(("N", x.shape, x.dtype, x.strides))
         elif isinstance(x, (tuple, list)):
             key.append((tag, type(x), len(x)))
             stack.extend(("i", v) for v in reversed(x))
         elif isinstance(x, dict):
-            key.append((tag, dict, tuple(x)))
+            key.append((tag, dict, tuple(map(_scalar_key, x))))
             stack.extend(("i", v) for v in reversed(list(x.values())))
-        elif x is None or isinstance(x, (bool, int, float, str)):
-            key.append((type(x), x))
+        elif x is None or isinstance(x, (bool, int, float, complex, str, bytes, np.generic)):
+            key.append(_scalar_key(x))
         else:
             flat.append(x)
+            pinned.append(x)
             key.append(("O", id(x)))
     key.append((_grad_mode.enabled, _dtypes.default_float()))
-    return flat, tuple(key)
+    return flat, tuple(key), pinned
 
 
 # ---------------------------------------------------------------------------- Python values read by name
@@ -58,16 +83,51 @@ _LIBRARY_ROOTS = {"tinygrad_tx", "numpy", "torch", "scipy", "builtins"}
 _LIBRARY_DIRS = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
 
 
+_CONTAINER_VALUES = 1024        # the most numbers a container compared by value holds
+
+
 def _value(v):
-    """``v`` as a guard compares it by value (a copy of a small container of numbers), or
-    ``_MISSING`` where it is compared by identity."""
-    t = type(v)
-    if t in _VALUE_TYPES or isinstance(v, np.generic):
-        return v
-    if t in (tuple, list, dict, Size) and len(v) <= 16 and all(type(x) in _VALUE_TYPES
-                                                         for x in (v.values() if t is dict else v)):
-        return v if t is tuple or t is Size else t(v)
-    return _MISSING
+    """``v`` as a guard compares it by value (a deep copy of a container of numbers, nested ones
+    too: ``cfg["opt"]["lr"]``), or ``_MISSING`` where it is compared by identity."""
+    budget = [_CONTAINER_VALUES]
+
+    def copy(x):
+        t = type(x)
+        if t in _VALUE_TYPES or isinstance(x, np.generic):
+            return x
+        if t not in (tuple, list, dict, set, frozenset, Size):
+            return _MISSING
+        budget[0] -= len(x)
+        if budget[0] < 0:
+            return _MISSING
+        items = [copy(k) for k in x.values()] if t is dict else [copy(k) for k in x]
+        if any(k is _MISSING for k in items):
+            return _MISSING
+        if t is dict:
+            return dict(zip(x.keys(), items))
+        return Size(items) if t is Size else t(items)
+    return copy(v)
+
+
+_RANDOM_MODULES = {"random", "secrets", "numpy.random", "numpy.random.mtrand"}
+
+
+class Unreplayable(Exception):
+    """What the walk finds that no guard can cover: a Python random stream the function reads."""
+
+
+def _python_random(obj) -> bool:
+    """Whether ``obj`` is a random stream outside the engine's (Python's ``random``, NumPy's
+    global or a NumPy Generator): a number drawn from it would be frozen into the program."""
+    from ..generator import Generator
+    owner = getattr(obj, "__self__", obj)
+    if isinstance(owner, Generator):
+        return False        # the engine's: its draws go through Functions or are caught by the recorder
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__ in _RANDOM_MODULES
+    import random
+    return isinstance(owner, (random.Random, np.random.RandomState, np.random.Generator)) or \
+        getattr(obj, "__module__", None) in _RANDOM_MODULES
 
 
 def _library(obj) -> bool:
@@ -99,6 +159,39 @@ def _names(code):
             elif ins.opname in _ATTRIBUTE_OPS:
                 attributes.add(ins.argval)
     return globals_, attributes
+
+
+def _methods(cls) -> list:
+    """The user functions a class defines: methods, static and class methods, properties' getters
+    (a global read in a ``@staticmethod`` is a read of the call like any other)."""
+    out = []
+    for f in vars(cls).values():
+        if isinstance(f, (staticmethod, classmethod)):
+            f = f.__func__
+        elif isinstance(f, property):
+            f = f.fget
+        if isinstance(f, types.FunctionType) and not _library(f):
+            out.append(f)
+    return out
+
+
+def _defaults(fn) -> list:
+    """``fn``'s default argument values as ``(name, value)`` pairs."""
+    code = fn.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    out = list(zip(positional[len(positional) - len(fn.__defaults__ or ()):], fn.__defaults__ or ()))
+    return out + sorted((fn.__kwdefaults__ or {}).items())
+
+
+class _Defaults:
+    """A function's defaults as a namespace that ``NameReads.changed`` reads like a dict: a
+    mutable default changed in place (``acc.append(...)``) or replaced is a changed guard."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def get(self, key, missing):
+        return dict(_defaults(self.fn)).get(key, missing)
 
 
 class NameReads:
@@ -183,6 +276,9 @@ class NameReads:
         """What the walk reaches from one object: more objects to visit."""
         from . import CompiledFunction
         from ..nn.module import Module
+        if _python_random(obj):
+            raise Unreplayable(f"it reads a random stream outside the engine ({label}: Python's random or "
+                               "NumPy's): a replay would keep this call's numbers")
         if isinstance(obj, CompiledFunction):
             return [(obj.fn, depth, label)]
         if isinstance(obj, types.MethodType):
@@ -192,13 +288,17 @@ class NameReads:
         if isinstance(obj, Module):
             for m in obj.modules():
                 self.add_module(m)
-            classes = {type(m) for m in obj.modules()}
-            return [(f, depth + 1, c.__qualname__) for c in classes for f in vars(c).values()
-                    if isinstance(f, types.FunctionType) and not _library(f)]
+            classes = {c for m in obj.modules() for c in type(m).__mro__ if not _library(c)}
+            spaces.extend((c, depth, c.__qualname__) for c in classes)   # class attributes (``scale = 2.0``)
+            spaces.extend((m, depth, type(m).__name__) for m in obj.modules() if not _library(type(m)))
+            return [(f, depth + 1, c.__qualname__) for c in classes for f in _methods(c)]
         if isinstance(obj, types.FunctionType):
             if _library(obj):
                 return []
             out = []
+            for k, v in _defaults(obj):        # ``def f(x, acc=[])``: a default is read like a global
+                self.add(_Defaults(obj), k, v, f"the default of `{k}` (of {obj.__qualname__})")
+                out.append((v, depth + 1, k))
             globals_, attributes = _names(obj.__code__)
             names.update(attributes)
             for k in sorted(globals_.intersection(obj.__globals__)):
@@ -216,8 +316,9 @@ class NameReads:
             spaces.append((obj, depth, label))
             cls = obj if isinstance(obj, type) else type(obj)
             if not isinstance(obj, types.ModuleType) and not _library(cls):
-                return [(f, depth + 1, cls.__qualname__) for f in vars(cls).values()
-                        if isinstance(f, types.FunctionType) and not _library(f)]
+                classes = [c for c in cls.__mro__ if not _library(c)]
+                spaces.extend((c, depth, c.__qualname__) for c in classes if c is not obj)
+                return [(f, depth + 1, c.__qualname__) for c in classes for f in _methods(c)]
         return []
 
     def tensors(self) -> set:

@@ -18,12 +18,17 @@ from ..autograd.broadcast import reduce_grad_to_input
 from ..autograd.function import Context, _as_array, _NoGradContext
 from ..autograd.grad_mode import _state as _grad_mode
 from ..tensor import Tensor, _to_array, default_generator
-from .guards import NameReads, _members
+from .guards import NameReads, _members, _tensor_state
 from .program import _SUMS, Ctx, _free_when_dead, _identifier, _index_src, _literal, accumulate_grad, one
 
 
 class CompileRefused(RuntimeError):
     """What a compiled function cannot replay (raised with ``fullgraph=True``, else a warning)."""
+
+
+class CompileWarning(RuntimeWarning):
+    """The one warning a compiled function gives when it stops recording and runs eagerly: the
+    message names the read or the step that a replay could not repeat."""
 
 
 class _Refuse(Exception):
@@ -72,7 +77,10 @@ class _Recorder:
         self.made_arrays = {}            # id(its array) -> that tensor
         self.ctx_of = {}                 # id(Context) -> (ctx name, output name, Function)
         self.modules = {}                # id(module) -> (module, training)
-        self.live = {}                   # id(tensor) -> (tensor, shape, dtype, requires_grad)
+        self.live = {}                   # id(tensor) -> (tensor, its _tensor_state when first read)
+        self.grad_written = set()        # ids of tensors whose .grad the call itself set or cleared
+        self.read_args = []              # (k, bytes): argument tensors whose values were read into Python
+        self.dynamic = set()             # ids of arrays whose shape depends on values (x[mask], masked_select)
         self.reduced_ids = set()
         self.leaf_grads = {}             # id(a leaf's .grad Tensor) -> the leaf, in the program
         self.bw = None                   # the open backward pass
@@ -162,7 +170,10 @@ class _Recorder:
             name = name or "tensor"
             name = name if name not in self.taken else self.fresh(name)
             self.taken.add(name)
-            self.live[id(tensor)] = (tensor, array.shape, array.dtype, tensor._requires_grad)
+            state = _tensor_state(tensor)
+            if id(tensor) in self.grad_written:    # ``.grad is None`` follows from the call's own steps
+                state = state[:5] + (None,) + state[6:]
+            self.live[id(tensor)] = (tensor, state)
             self.consts[id(tensor)] = "T_" + name
             self.ns["T_" + name] = tensor
             self.keep.append(tensor)
@@ -211,8 +222,10 @@ class _Recorder:
     def leaf_src(self, leaf) -> str:
         if id(leaf) in self.inputs:
             return f"ARGS[{self.inputs[id(leaf)]}]"
-        if id(leaf) in self.made:
-            raise _Refuse("a leaf tensor that requires grad is made inside the function")
+        if id(leaf) in self.made or id(leaf._data) in self.names and id(leaf) not in self.live:
+            raise _Refuse("a leaf tensor that requires grad is made inside the function (x.clone()."
+                          "requires_grad_(), then backward: the replay would keep the first call's leaf and "
+                          "add every call's gradient into it)")
         self.value(leaf._data, leaf)
         return self.const(leaf, "T")
 
@@ -224,11 +237,11 @@ class _Recorder:
 
     def guarded(method):
         @functools.wraps(method)
-        def run(self, *args):
+        def run(self, *args, **kwargs):
             if _recording.recorder is not self:
                 return None
             try:
-                return method(self, *args)
+                return method(self, *args, **kwargs)
             except _Refuse as e:
                 self.refuse(str(e))
         return run
@@ -289,6 +302,9 @@ class _Recorder:
         self.keep.append(out)
         self.keep.append(out._data)
         self.names[id(out._data)] = name
+        if _sized_by_values(cls, args, kwargs) or any(id(_as_data(a)) in self.dynamic
+                                                      for a in list(args) + list(kwargs.values())):
+            self.dynamic.add(id(out._data))
         return out
 
     def rerun(self, fn, *args):
@@ -331,7 +347,9 @@ class _Recorder:
             else:
                 how = ("other", f"from a {type(data).__name__} (Tensor(...) of data computed outside the engine)")
         else:
-            how = ("const",) if _made_by_factory() else ("other", "outside a Function")
+            how = (("const",) if _made_by_factory() else
+                   ("grad", "outside a Function") if _on_stack((_engine._accumulate.__code__,)) else   # a leaf's .grad
+                   ("other", "outside a Function"))
         self.made[id(t)] = how
         self.made_arrays.setdefault(id(t._data), t)
 
@@ -342,7 +360,24 @@ class _Recorder:
             self.reads.add_module(module)
 
     @guarded
-    def readout(self, t, what):
+    def shape_read(self, t):
+        if id(t._data) in self.dynamic or self.made.get(id(t), ("",))[0] == "other":   # x[mask]; nonzero()
+            raise _Refuse(f"the size of a tensor whose shape depends on its input's values (x[mask], "
+                          f"masked_select: {tuple(t._data.shape)} here) is read into Python: a replay would "
+                          "keep this call's size")
+
+    @guarded
+    def unsupported(self, what):
+        raise _Refuse(what)
+
+    @guarded
+    def readout(self, t, what, values=True):
+        k = self.inputs.get(id(t))
+        if values and k is not None and t._data.size <= 64:
+            # an argument's value read into Python (``x[:n]``, ``n.item()``): a guard on its values,
+            # so that other values record a new program
+            self.read_args.append((k, t._data.tobytes()))
+            return
         raise _Refuse(f"{what} reads a value into Python (data-dependent code cannot be replayed; return "
                       "the tensor instead)")
 
@@ -371,6 +406,7 @@ class _Recorder:
         if value is not None:
             raise _Refuse("a .grad is assigned a tensor")
         self.event()
+        self.grad_written.add(id(t))
         self.emit(f"{self.leaf_src(t)}.grad = None", "zero_grad")
 
     @guarded
@@ -390,6 +426,7 @@ class _Recorder:
             if not arg:
                 params += [p.grad for p in params if p.grad is not None]
         self.opaque = (obj, {id(p) for p in params}, getattr(type(obj), method).__code__)
+        self.grad_written.update(map(id, params))
 
     # ------------------------------------------------------------------ hooks: the backward
     @guarded
@@ -495,6 +532,7 @@ class _Recorder:
                 raise _Refuse("a hook (register_hook) on a leaf")
             name = f"dense({name})" if _SUMS else name
             self.emit(f"accumulate_grad({self.leaf_src(leaf)}, {name})", "backward")
+            self.grad_written.add(id(leaf))
             self.leaf_grads[id(leaf._grad)] = self.leaf_src(leaf)
 
     # ------------------------------------------------------------------ the end
@@ -553,6 +591,22 @@ class _Recorder:
             raise _Refuse("a Python float result (computed from a tensor's value?)")
         lit = _literal(x)
         return lit if lit is not None else self.const(x, "K")
+
+
+def _as_data(a):
+    return a._data if isinstance(a, Tensor) else a
+
+
+def _sized_by_values(cls, args, kwargs) -> bool:
+    """Whether a Function's output shape depends on its inputs' values: a boolean mask selects
+    (``x[mask]``, ``masked_select``)."""
+    if cls.__name__ not in ("GetItem", "MaskedSelect"):
+        return False
+    def boolean(a):
+        a = _as_data(a)
+        return isinstance(a, np.ndarray) and a.dtype == np.bool_ and a.ndim > 0 or \
+            isinstance(a, (tuple, list)) and any(map(boolean, a))
+    return any(boolean(a) for a in list(args[1:]) + list(kwargs.values()))
 
 
 def _on_stack(codes, depth: int = 16) -> bool:

@@ -70,7 +70,7 @@ def check_real(op: str, name: str, value) -> float:
     one-element Tensor, else a TypeError naming it (where ``float('a')`` would say only
     "could not convert string to float")."""
     if isinstance(value, Tensor) and value._data.size == 1:
-        value = value._data.item()
+        value = value.item()     # Tensor.item: a compiled call guards or refuses the read
     if not isinstance(value, (numbers.Real, np.bool_)):
         raise TypeError(f"{op}(): argument '{name}' must be a float, not {type(value).__name__} ({value!r})")
     return float(value)
@@ -82,7 +82,7 @@ def check_probability(op: str, name: str, p) -> float:
     'str' and 'float'"); outside [0, 1], NaN included, an :class:`InvalidArgumentError`
     (torch: ValueError, and RuntimeError for NaN) in torch's words."""
     if isinstance(p, Tensor) and p._data.size == 1:
-        p = p._data.item()
+        p = p.item()
     if not isinstance(p, numbers.Real):
         raise TypeError(f"{op}(): argument '{name}' must be a float, not {type(p).__name__} ({p!r})")
     p = float(p)

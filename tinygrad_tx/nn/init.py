@@ -136,7 +136,7 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
 def constant_(tensor, val: float):
     _tensor_arg(tensor, "constant_")
     if isinstance(val, Tensor) and val._data.size == 1:
-        val = val._data.item()
+        val = val.item()
     if not isinstance(val, (numbers.Number, np.bool_)):
         raise TypeError(f"constant_(): argument 'val' must be a number, not {type(val).__name__} ({val!r})")
     return _fill(tensor, val)

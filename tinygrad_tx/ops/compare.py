@@ -129,12 +129,16 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """True when every element is close (``isclose``), as a Python bool."""
-    return bool(np.all(isclose(self, other, rtol, atol, equal_nan)._data))
+    close = isclose(self, other, rtol, atol, equal_nan)
+    _recording.read(close, "allclose()")
+    return bool(np.all(close._data))
 
 
 def equal(self, other) -> bool:
     """True when both tensors have the same shape and the same values (nan != nan)."""
     a, b = _tensor_pair("equal", self, other)
+    _recording.read(self, "equal()")
+    _recording.read(other, "equal()")
     return bool(a.shape == b.shape and np.array_equal(a, b))
 
 

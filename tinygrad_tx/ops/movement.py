@@ -96,7 +96,7 @@ def _slice_bound(v, what, sl):
     if v is None or isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
         return v
     if hasattr(v, "_data") and v._data.size == 1 and v._data.dtype.kind in "iu":
-        return int(v._data.reshape(()))
+        return int(v.item())     # Tensor.item: a compiled call guards or refuses the read
     raise TypeError(f"slice indices must be integers or None or have an __index__ method: "
                     f"{what} {v!r} of {sl!r}")
 

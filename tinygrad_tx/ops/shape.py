@@ -496,7 +496,7 @@ def tensor_split(input, indices_or_sections, dim=0):
         if spec.ndim > 1:
             raise ValueError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional "
                              f"or one-dimensional tensor, but got a tensor with {spec.ndim} dims")
-        spec = spec.item() if spec.ndim == 0 else spec._data.tolist()
+        spec = spec.item() if spec.ndim == 0 else spec.tolist()
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
         if spec <= 0:
             raise ValueError(f"tensor_split: number of sections must be larger than 0, got {spec}")
