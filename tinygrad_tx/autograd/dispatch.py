@@ -86,6 +86,16 @@ def _method(name):
     return f
 
 
+def _tensor_pair(a, b):
+    """Both operands as Tensors (``tinygrad_tx.maximum`` takes no Python number, as torch's): a
+    number becomes a constant of the other operand's dtype (``np.maximum(x, 0)``)."""
+    if not isinstance(a, Tensor):
+        a = _const(np.asarray(a, dtype=b._data.dtype))
+    if not isinstance(b, Tensor):
+        b = _const(np.asarray(b, dtype=a._data.dtype))
+    return a, b
+
+
 def _square(x):
     return x * x
 
@@ -102,7 +112,8 @@ UFUNCS = {
     "greater": _binary(operator.gt), "greater_equal": _binary(operator.ge), "less": _binary(operator.lt),
     "less_equal": _binary(operator.le), "equal": _binary(operator.eq), "not_equal": _binary(operator.ne),
     "logical_and": _binary(operator.and_), "logical_or": _binary(operator.or_),
-    "maximum": _binary(lambda a, b: _tg().maximum(a, b)), "minimum": _binary(lambda a, b: _tg().minimum(a, b)),
+    "maximum": _binary(lambda a, b: _tg().maximum(*_tensor_pair(a, b))),
+    "minimum": _binary(lambda a, b: _tg().minimum(*_tensor_pair(a, b))),
     "negative": operator.neg, "positive": lambda x: x, "square": _square, "reciprocal": _reciprocal,
     "absolute": _method("abs"), "exp": _method("exp"), "log": _method("log"), "log1p": _method("log1p"),
     "expm1": _method("expm1"), "sqrt": _method("sqrt"), "tanh": _method("tanh"), "sinh": _method("sinh"),

@@ -11,6 +11,12 @@ Where torch's derivative at a kink takes a particular side (relu6 and hardtanh h
 gradient *at* their corners, leaky_relu has the slope at 0, hardswish has 0 at x = -3 and
 1 at x = 3), the backward takes the same side; the docstrings say which.
 
+Every backward here is differentiable (``differentiable_backward = True``): it runs unchanged on
+Tensors under ``create_graph=True`` (``autograd/dispatch.py``), so it saves only the input (or a
+mask, which has no derivative) and recomputes σ(x) or tanh from it, never an intermediate of the
+forward, which would have no history. Hardsigmoid is the exception, as in torch (whose
+``hardsigmoid_backward`` has no derivative): differentiating its gradient raises.
+
 ``inplace=True`` (where torch has the keyword) computes the same Function out of place and
 writes the result into the input with torch's in-place autograd rules
 (``ops/inplace.apply_inplace``: a leaf that requires grad refuses, a value saved for a backward
@@ -34,8 +40,19 @@ _ONE_SIXTH_F32 = float(np.float32(1 / 6))   # torch's hardsigmoid backward multi
 
 def sigmoid_np(x: np.ndarray) -> np.ndarray:
     """σ(x) without overflow, in x's dtype (``ops.elementwise._sigmoid``: 1/(1+e^-x), and
-    e^x/(1+e^x) where e^-x overflows)."""
+    e^x/(1+e^x) where e^-x overflows). On a Tensor (a backward being differentiated,
+    ``autograd/dispatch.py``) it is the Tensor's ``sigmoid``: the same value, recorded."""
+    if isinstance(x, Tensor):
+        return x.sigmoid()
     return _sigmoid(x)
+
+
+def tanh_np(x: np.ndarray) -> np.ndarray:
+    """tanh x correctly rounded (float32 through float64, as ``ops.elementwise.TanhFn``: NumPy's
+    float32 tanh is an ulp off on a third of inputs); on a Tensor, its recorded ``tanh``."""
+    if isinstance(x, Tensor):
+        return x.tanh()
+    return np.tanh(x, dtype=np.float64).astype(np.float32) if x.dtype == np.float32 else np.tanh(x)
 
 
 def softplus_np(x: np.ndarray) -> np.ndarray:
@@ -83,18 +100,21 @@ class SiluFn(ArrayFunction):
     """y = x σ(x)  (SiLU, "swish").
 
     dy/dx = σ(x) + x σ(x)(1 - σ(x)) = σ(x) (1 + x (1 - σ(x))),
-    so dL/dx = g σ (1 + x (1 - σ)). Saved: x and σ(x).
+    so dL/dx = g σ (1 + x (1 - σ)). Saved: x (σ(x) is recomputed, so that the backward
+    differentiates: d²y/dx² = σ(1 - σ)(2 + x (1 - 2σ))).
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
-        s = sigmoid_np(x)
-        ctx.save_for_backward(x, s)
-        return x * s
+        ctx.save_for_backward(x)
+        return x * sigmoid_np(x)
 
     @staticmethod
     def backward(ctx, g):
-        x, s = ctx.saved_tensors
+        (x,) = ctx.saved_tensors
+        s = sigmoid_np(x)
         return g * s * (1 + x * (1 - s))
 
 
@@ -104,6 +124,8 @@ class SoftplusFn(ArrayFunction):
     d/dx [sp(βx)/β] = σ(βx), so dL/dx = g σ(βx), and g where βx > threshold.
     Saved: x.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, beta, threshold):
@@ -126,6 +148,8 @@ class MishFn(ArrayFunction):
     dy/dx = t + x σ(x) (1 - t²). Saved: x.
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -144,6 +168,8 @@ class LogSigmoidFn(ArrayFunction):
     dy/dx = σ'(x)/σ(x) = 1 - σ(x) = σ(-x), so dL/dx = g σ(-x). Saved: x.
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -159,20 +185,23 @@ class GluFn(ArrayFunction):
     """Gated linear unit: x split in halves a, b along ``dim``;  y = a ∘ σ(b).
 
     dL/da = g σ(b),   dL/db = g a σ(b)(1 - σ(b));  the two halves of dL/dx are
-    concatenated back along ``dim``. Saved: a and σ(b).
+    concatenated back along ``dim``. Saved: x (split again and σ(b) recomputed in the backward).
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, dim):
         a, b = np.split(x, 2, axis=dim)
-        s = sigmoid_np(b)
-        ctx.save_for_backward(a, s)
+        ctx.save_for_backward(x)
         ctx.dim = dim
-        return a * s
+        return a * sigmoid_np(b)
 
     @staticmethod
     def backward(ctx, g):
-        a, s = ctx.saved_tensors
+        (x,) = ctx.saved_tensors
+        a, b = np.split(x, 2, axis=ctx.dim)
+        s = sigmoid_np(b)
         da = g * s
         db = da * a * (1 - s)
         return np.concatenate([da, db], axis=ctx.dim)
@@ -190,6 +219,8 @@ class EluFn(ArrayFunction):
     (at 0 the second branch, as torch). ELU: scale = input_scale = 1; SELU: α and scale
     fixed (Klambauer et al.); CELU: scale = 1, input_scale = 1/α. Saved: x.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, alpha, scale, input_scale):
@@ -212,6 +243,8 @@ class LeakyReluFn(ArrayFunction):
     """y = x (x > 0),  s·x (x <= 0).   dy/dx = 1 (x > 0), s (x <= 0; s at 0, as torch).
     Saved: the mask x > 0."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, *, slope):
         pos = x > 0
@@ -229,6 +262,8 @@ class HardtanhFn(ArrayFunction):
     """y = clip(x, lo, hi).   dy/dx = 1 for lo < x < hi and 0 elsewhere — 0 *at* the corners
     (torch's choice; ``clamp``'s gradient is 1 there). relu6 is hardtanh(0, 6).
     Saved: the mask lo < x < hi."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, lo, hi):
@@ -264,6 +299,8 @@ class HardswishFn(ArrayFunction):
     Saved: x.
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -272,8 +309,8 @@ class HardswishFn(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        slope = np.where(x <= -3, 0, np.where(x >= 3, 1, x / 3 + 0.5))
-        return g * slope.astype(x.dtype, copy=False)
+        slope = np.where(x <= -3, 0, np.where(x >= 3, 1, x / 3 + 0.5))   # x's dtype (NumPy's scalar rules)
+        return g * slope
 
 
 # ============================================================================ rational and shrink
@@ -281,6 +318,8 @@ class HardswishFn(ArrayFunction):
 class SoftsignFn(ArrayFunction):
     """y = x / (1 + |x|).   dy/dx = ((1 + |x|) - x·sign x) / (1 + |x|)² = 1/(1 + |x|)².
     Saved: x."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -300,20 +339,23 @@ class TanhshrinkFn(ArrayFunction):
     torch computes tanhshrink as the composite x - tanh(x), so its gradient is the sum of the
     two branches, g - g (1 - tanh² x), rounded as written (it is 0 where tanh² x < ulp(1)/2,
     not the exact g tanh² x); we compute it the same way. The forward is computed in float64
-    and rounded once (x - tanh x cancels for small x). Saved: tanh x (float64).
+    and rounded once (x - tanh x cancels for small x). Saved: x (tanh x recomputed, in x's
+    dtype as torch's backward has it, so that the backward differentiates:
+    d²y/dx² = 2 tanh x (1 - tanh² x)).
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
         x64 = x.astype(np.float64)
-        t = np.tanh(x64)
-        ctx.save_for_backward(t)
-        return (x64 - t).astype(x.dtype)
+        ctx.save_for_backward(x)
+        return (x64 - np.tanh(x64)).astype(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        (t,) = ctx.saved_tensors
-        t = t.astype(g.dtype)
+        (x,) = ctx.saved_tensors
+        t = tanh_np(x)
         return g - g * (1 - t * t)
 
 
