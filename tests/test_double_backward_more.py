@@ -198,7 +198,9 @@ def test_double_backward_parity(name, dtype):
 GRADGRAD = ["silu", "softplus", "mish", "logsigmoid", "glu", "elu", "leaky_relu", "hardswish", "softsign",
             "tanhshrink", "prelu", "mse_loss_weighted", "l1_loss", "smooth_l1_loss", "huber_loss",
             "binary_cross_entropy_weighted", "bce_with_logits_weights", "kl_div", "kl_div_log_target",
-            "soft_margin_loss", "norm_dim_p3", "norm_inf", "vector_norm_p3"]
+            "soft_margin_loss", "norm_dim_p3", "norm_inf", "vector_norm_p3", "normalize", "pairwise_distance",
+            "nll_loss_weighted_ignored", "pad_constant_crop", "pad_reflect_2d", "pad_circular", "interpolate_bilinear",
+            "interpolate_nearest_1d"]
 
 
 @pytest.mark.parametrize("name", GRADGRAD)
@@ -214,3 +216,30 @@ def test_hardsigmoid_refuses_as_torch():
     (g,) = tg.autograd.grad(F.hardsigmoid(x * 3) * x, x, tg.from_numpy(rnd(U, seed=4)), create_graph=True)
     with pytest.raises(RuntimeError, match="HardsigmoidFn"):
         tg.autograd.grad((g * g).sum(), x)
+
+
+def test_ctc_loss_refuses_as_torch():
+    """torch: 'derivative for aten::_ctc_loss_backward is not implemented'; ours names CTCLossFn."""
+    r = np.random.default_rng(0)
+    logits = r.standard_normal((6, 2, 5))
+    targets, in_len, tg_len = np.array([[1, 2, 2], [3, 1, 0]]), np.array([6, 5]), np.array([3, 2])
+    for lib, f in ((tg, F), (torch, TF)):
+        x = const(lib, logits).requires_grad_()
+        loss = f.ctc_loss(f.log_softmax(x, 2), const(lib, targets), const(lib, in_len), const(lib, tg_len))
+        (g,) = lib.autograd.grad(loss, x, create_graph=True)
+        with pytest.raises(RuntimeError, match="CTCLossFn" if lib is tg else "_ctc_loss_backward"):
+            lib.autograd.grad((g * g).sum(), x)
+
+
+@pytest.mark.parametrize("sample", ["bernoulli", "normal", "poisson"])
+def test_random_samples_have_a_constant_zero_gradient_as_torch(sample):
+    """torch's derivatives of a sample w.r.t. its parameters are ``zeros_like``: a gradient that
+    does not require grad, so differentiating through it gives zeros, not an error."""
+    p = np.full((3,), 0.5)
+    for lib in (tg, torch):
+        x = const(lib, p).requires_grad_()
+        draw = {"bernoulli": lambda: lib.bernoulli(x), "normal": lambda: lib.normal(x, x * 2),
+                "poisson": lambda: lib.poisson(x)}[sample]
+        (g,) = lib.autograd.grad((draw() * x).sum(), x, create_graph=True)
+        (h,) = lib.autograd.grad((g * x).sum(), x)   # g = the draw; h = g + x · d(draw)/dx = g
+        np.testing.assert_array_equal(h.detach().numpy(), g.detach().numpy())

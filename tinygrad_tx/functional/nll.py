@@ -31,8 +31,15 @@ class NLLLossFn(ArrayFunction):
     g ('sum') or g / Σ w_t ('mean'), and zero at ignored positions. As in torch, a mean over
     no targets at all (all ignored) has a zero gradient, while targets whose weights sum to 0
     get -0 · g/0 = nan. Saved: the targets, the mask of positions not ignored and the
-    per-position weights w_t.
+    per-position weights w_t (a constant: class weights cannot require grad).
+
+    dL/dx is linear in g and does not depend on x, so its own derivative is g's coefficient:
+    the backward runs on Tensors (``create_graph=True``), placing -w_t · r at the target class
+    by a one-hot mask (``np.where``) rather than writing into an array.
     """
+
+    differentiable_backward = True
+    saved_constants = (1,)
 
     @staticmethod
     def forward(ctx, x, target, weight, *, axis, ignore_index, reduction):
@@ -56,11 +63,12 @@ class NLLLossFn(ArrayFunction):
     def backward(ctx, g):
         t, w_t, valid = ctx.saved_tensors
         with np.errstate(invalid="ignore", divide="ignore"):
-            r = g / ctx.denominator if ctx.reduction == "mean" else g
-            at_target = np.where(valid, -w_t * r, 0).astype(w_t.dtype, copy=False)
-        dx = np.zeros(ctx.x_shape, dtype=w_t.dtype)
-        np.put_along_axis(dx, t, np.expand_dims(at_target, ctx.axis), ctx.axis)
-        return dx, None, None
+            r = g / float(ctx.denominator) if ctx.reduction == "mean" else g   # a number: g's dtype
+            at_target = np.where(valid, -w_t * r, 0)
+        n_classes = ctx.x_shape[ctx.axis]
+        classes = np.arange(n_classes).reshape((n_classes,) + (1,) * (len(ctx.x_shape) - 1 - ctx.axis))
+        is_target = classes == t                   # x's shape: True at each position's target class
+        return np.where(is_target, np.expand_dims(at_target, ctx.axis), 0), None, None
 
 
 # ============================================================================ argument checks
