@@ -34,8 +34,7 @@ class NLLLossFn(ArrayFunction):
     per-position weights w_t (a constant: class weights cannot require grad).
 
     dL/dx is linear in g and does not depend on x, so its own derivative is g's coefficient:
-    the backward runs on Tensors (``create_graph=True``), placing -w_t · r at the target class
-    by a one-hot mask (``np.where``) rather than writing into an array.
+    the backward runs on Tensors (``create_graph=True``; ``_place_at_target``).
     """
 
     differentiable_backward = True
@@ -65,10 +64,21 @@ class NLLLossFn(ArrayFunction):
         with np.errstate(invalid="ignore", divide="ignore"):
             r = g / float(ctx.denominator) if ctx.reduction == "mean" else g   # a number: g's dtype
             at_target = np.where(valid, -w_t * r, 0)
-        n_classes = ctx.x_shape[ctx.axis]
-        classes = np.arange(n_classes).reshape((n_classes,) + (1,) * (len(ctx.x_shape) - 1 - ctx.axis))
-        is_target = classes == t                   # x's shape: True at each position's target class
-        return np.where(is_target, np.expand_dims(at_target, ctx.axis), 0), None, None
+        return _place_at_target(np.expand_dims(at_target, ctx.axis), t, ctx.x_shape, ctx.axis), None, None
+
+
+def _place_at_target(values, t, shape, axis):
+    """An array of ``shape``, zero but for ``values`` at each position's target class ``t`` along
+    ``axis``: ``np.put_along_axis`` into zeros; on a Tensor (a backward being differentiated) the
+    same through a one-hot mask, recorded (writing into an array would leave the graph). Why two:
+    the mask costs two full passes, (512, 1024) float32 0.16 -> 2.3 ms at first order."""
+    if isinstance(values, Tensor):
+        n_classes = shape[axis]
+        classes = np.arange(n_classes).reshape((n_classes,) + (1,) * (len(shape) - 1 - axis))
+        return np.where(classes == t, values, 0)   # classes == t: True at each position's target class
+    out = np.zeros(shape, dtype=values.dtype)
+    np.put_along_axis(out, t, values, axis)
+    return out
 
 
 # ============================================================================ argument checks

@@ -12,9 +12,10 @@ gradient *at* their corners, leaky_relu has the slope at 0, hardswish has 0 at x
 1 at x = 3), the backward takes the same side; the docstrings say which.
 
 Every backward here is differentiable (``differentiable_backward = True``): it runs unchanged on
-Tensors under ``create_graph=True`` (``autograd/dispatch.py``), so it saves only the input (or a
-mask, which has no derivative) and recomputes σ(x) or tanh from it, never an intermediate of the
-forward, which would have no history. Hardsigmoid is the exception, as in torch (whose
+Tensors under ``create_graph=True`` (``autograd/dispatch.py``), so what it reads is the input, a
+mask (which has no derivative), or an intermediate such as σ(x) that the op names in
+``saved_recomputed``: kept for the first-order backward, computed again from x (with its
+history) when the backward is differentiated. Hardsigmoid is the exception, as in torch (whose
 ``hardsigmoid_backward`` has no derivative): differentiating its gradient raises.
 
 ``inplace=True`` (where torch has the keyword) computes the same Function out of place and
@@ -45,14 +46,6 @@ def sigmoid_np(x: np.ndarray) -> np.ndarray:
     if isinstance(x, Tensor):
         return x.sigmoid()
     return _sigmoid(x)
-
-
-def tanh_np(x: np.ndarray) -> np.ndarray:
-    """tanh x correctly rounded (float32 through float64, as ``ops.elementwise.TanhFn``: NumPy's
-    float32 tanh is an ulp off on a third of inputs); on a Tensor, its recorded ``tanh``."""
-    if isinstance(x, Tensor):
-        return x.tanh()
-    return np.tanh(x, dtype=np.float64).astype(np.float32) if x.dtype == np.float32 else np.tanh(x)
 
 
 def softplus_np(x: np.ndarray) -> np.ndarray:
@@ -100,21 +93,22 @@ class SiluFn(ArrayFunction):
     """y = x σ(x)  (SiLU, "swish").
 
     dy/dx = σ(x) + x σ(x)(1 - σ(x)) = σ(x) (1 + x (1 - σ(x))),
-    so dL/dx = g σ (1 + x (1 - σ)). Saved: x (σ(x) is recomputed, so that the backward
-    differentiates: d²y/dx² = σ(1 - σ)(2 + x (1 - 2σ))).
+    so dL/dx = g σ (1 + x (1 - σ)). Saved: x and σ(x) (recomputed from x when the backward is
+    differentiated: d²y/dx² = σ(1 - σ)(2 + x (1 - 2σ))).
     """
 
     differentiable_backward = True
+    saved_recomputed = {1: lambda ctx, x, s: x.sigmoid()}
 
     @staticmethod
     def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * sigmoid_np(x)
+        s = sigmoid_np(x)
+        ctx.save_for_backward(x, s)
+        return x * s
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        s = sigmoid_np(x)
+        x, s = ctx.saved_tensors
         return g * s * (1 + x * (1 - s))
 
 
@@ -185,23 +179,25 @@ class GluFn(ArrayFunction):
     """Gated linear unit: x split in halves a, b along ``dim``;  y = a ∘ σ(b).
 
     dL/da = g σ(b),   dL/db = g a σ(b)(1 - σ(b));  the two halves of dL/dx are
-    concatenated back along ``dim``. Saved: x (split again and σ(b) recomputed in the backward).
+    concatenated back along ``dim``. Saved: x and σ(b) (recomputed from x when the backward is
+    differentiated).
     """
 
     differentiable_backward = True
+    saved_recomputed = {1: lambda ctx, x, s: np.split(x, 2, axis=ctx.dim)[1].sigmoid()}
 
     @staticmethod
     def forward(ctx, x, *, dim):
         a, b = np.split(x, 2, axis=dim)
-        ctx.save_for_backward(x)
+        s = sigmoid_np(b)
+        ctx.save_for_backward(x, s)
         ctx.dim = dim
-        return a * sigmoid_np(b)
+        return a * s
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        a, b = np.split(x, 2, axis=ctx.dim)
-        s = sigmoid_np(b)
+        x, s = ctx.saved_tensors
+        a = np.split(x, 2, axis=ctx.dim)[0]
         da = g * s
         db = da * a * (1 - s)
         return np.concatenate([da, db], axis=ctx.dim)
@@ -339,23 +335,24 @@ class TanhshrinkFn(ArrayFunction):
     torch computes tanhshrink as the composite x - tanh(x), so its gradient is the sum of the
     two branches, g - g (1 - tanh² x), rounded as written (it is 0 where tanh² x < ulp(1)/2,
     not the exact g tanh² x); we compute it the same way. The forward is computed in float64
-    and rounded once (x - tanh x cancels for small x). Saved: x (tanh x recomputed, in x's
-    dtype as torch's backward has it, so that the backward differentiates:
-    d²y/dx² = 2 tanh x (1 - tanh² x)).
+    and rounded once (x - tanh x cancels for small x). Saved: x and tanh x (float64; recomputed
+    from x when the backward is differentiated: d²y/dx² = 2 tanh x (1 - tanh² x)).
     """
 
     differentiable_backward = True
+    saved_recomputed = {1: lambda ctx, x, t: x.tanh()}
 
     @staticmethod
     def forward(ctx, x):
         x64 = x.astype(np.float64)
-        ctx.save_for_backward(x)
-        return (x64 - np.tanh(x64)).astype(x.dtype)
+        t = np.tanh(x64)
+        ctx.save_for_backward(x, t)
+        return (x64 - t).astype(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        t = tanh_np(x)
+        _, t = ctx.saved_tensors
+        t = np.astype(t, np.result_type(g))
         return g - g * (1 - t * t)
 
 
