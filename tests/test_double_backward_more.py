@@ -276,3 +276,19 @@ DRAWN = {
 def test_drawn_double_backward(name, seed, shape):
     make, (lo, hi) = DRAWN[name]
     check_double_parity(make(F), make(TF), rnd(shape, lo, hi, seed), dtype=F64, name=name, seed=seed)
+
+
+@pytest.mark.parametrize("name", ["multi_margin_loss", "multilabel_margin_loss"])
+def test_margin_losses_torch_cannot_differentiate_twice_are_checked_by_finite_differences(name):
+    """torch's fused kernels have no double backward ('derivative for aten::<op>_backward is not
+    implemented'); ours are composites of differentiable primitives, so their second derivative
+    exists, and is checked against finite differences of the gradient instead of torch."""
+    target = {"multi_margin_loss": CLS, "multilabel_margin_loss": ML_TARGET}[name]
+    kwargs = {"multi_margin_loss": {"p": 2, "margin": 1.5}, "multilabel_margin_loss": {}}[name]
+    x = rnd(U, 0.2, 1.2)
+    xt = torch.from_numpy(x.copy()).requires_grad_()
+    (g,) = torch.autograd.grad(getattr(TF, name)(xt * xt, torch.from_numpy(target), **kwargs), xt, create_graph=True)
+    with pytest.raises(RuntimeError, match=f"derivative for aten::{name}_backward is not implemented"):
+        torch.autograd.grad((g * g).sum(), xt)
+    assert tg.autograd.gradgradcheck(lambda a: getattr(F, name)(a * a, const(tg, target), **kwargs),
+                                     (tg.from_numpy(x.copy()).requires_grad_(),))
