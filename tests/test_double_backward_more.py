@@ -292,3 +292,40 @@ def test_margin_losses_torch_cannot_differentiate_twice_are_checked_by_finite_di
         torch.autograd.grad((g * g).sum(), xt)
     assert tg.autograd.gradgradcheck(lambda a: getattr(F, name)(a * a, const(tg, target), **kwargs),
                                      (tg.from_numpy(x.copy()).requires_grad_(),))
+
+
+# Functions whose gradient is deliberately not differentiable, each with torch's reason
+ONCE_DIFFERENTIABLE = {
+    "HardsigmoidFn": "torch: derivative for aten::hardsigmoid_backward is not implemented",
+    "CTCLossFn": "torch: derivative for aten::_ctc_loss_backward is not implemented",
+    "FlashAttention": "torch's CPU flash kernel has no double backward; F.scaled_dot_product_attention "
+                      "differentiates twice through its closed form",
+    "NotTwiceDifferentiable": "the engine's marker of such a gradient", "DelayedError": "@once_differentiable's marker",
+}
+
+
+def test_every_op_differentiates_twice_or_says_why_not():
+    """Every engine Function (the package's ArrayFunction subclasses, less the exercises' reference
+    answers, which learners write) runs its backward on Tensors, or names a closed form to be
+    differentiated through, or is listed above with torch's reason: a new op that refuses
+    create_graph fails here. Left out: the rung-2 ``*ClosedForm`` classes, which the engine runs on
+    Tensors to differentiate their fused op twice, but which, called directly (``softmax_closed_form``),
+    still refuse a second derivative (not yet made twice differentiable on their own)."""
+    import importlib
+    import pkgutil
+
+    from tinygrad_tx.autograd.function import ArrayFunction
+    for m in pkgutil.walk_packages(tg.__path__, "tinygrad_tx."):
+        if not m.name.startswith(("tinygrad_tx.exercises", "tinygrad_tx.cli", "tinygrad_tx.__main__")):
+            importlib.import_module(m.name)
+    seen, todo = set(), [ArrayFunction]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                todo.append(sub)
+    refusing = sorted(c.__name__ for c in seen if c.__module__.startswith("tinygrad_tx.")
+                      and not c.__module__.startswith("tinygrad_tx.exercises")
+                      and not c.differentiable_backward and c.twice_differentiable_via is None
+                      and not c.__name__.endswith("ClosedForm"))
+    assert refusing == sorted(ONCE_DIFFERENTIABLE)
