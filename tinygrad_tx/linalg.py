@@ -32,7 +32,12 @@ class VectorNorm(ArrayFunction):
     * p < 1: sign(x)|x|^{p−1} · y^{1−p}, with sign(x)|x|^{p−1} taken as 0 where x = 0;
     * p = ±inf: y is |x| at the selected elements; sign(x) shared evenly by the ties;
     * p = 0: piecewise constant: no gradient (None, as torch).
+
+    The backward reads only x and y (``save_reduced``) and runs on Tensors: it differentiates
+    again (``create_graph=True``), its selections and signs being constants.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, ord=2.0, axes=(), keepdim=False):
@@ -69,7 +74,7 @@ class VectorNorm(ArrayFunction):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if p == math.inf or p == -math.inf:
                 hit = np.abs(x) == y
-                count = np.sum(hit, axis=ctx.axes, keepdims=True).astype(x.dtype)
+                count = np.astype(np.sum(hit, axis=ctx.axes, keepdims=True), np.result_type(x))
                 return np.sign(x) * hit * (g / count)
             if p == 1:
                 return np.sign(x) * g

@@ -125,6 +125,8 @@ class NormalSample(ArrayFunction):
     Backward, as torch defines it: dL/dmean = 0 and dL/dstd = 0 -- the sample is treated
     as a constant of its parameters (torch's ``normal`` derivatives are ``zeros_like``)."""
 
+    differentiable_backward = True   # the zero gradient is a constant under create_graph, as torch's
+
     @staticmethod
     def forward(ctx, mean, std, generator=None, dtype=None):
         shape = np.broadcast_shapes(np.shape(mean), np.shape(std))
@@ -146,6 +148,8 @@ class BernoulliSample(ArrayFunction):
 
     Backward, as torch defines it: dL/dinput = 0 (y is piecewise constant in p)."""
 
+    differentiable_backward = True   # the zero gradient is a constant under create_graph, as torch's
+
     @staticmethod
     def forward(ctx, x, p=None, generator=None):
         if p is None:   # torch's bernoulli_(tensor p): a uniform of p's own dtype against each p
@@ -161,6 +165,8 @@ class PoissonSample(ArrayFunction):
     """y ~ Poisson(rate) elementwise, from ``generator``, in the rate's dtype.
 
     Backward, as torch defines it: dL/drate = 0 (y is integer-valued, piecewise constant)."""
+
+    differentiable_backward = True   # the zero gradient is a constant under create_graph, as torch's
 
     @staticmethod
     def forward(ctx, rate, generator=None):

@@ -86,6 +86,16 @@ def _method(name):
     return f
 
 
+def _tensor_pair(a, b):
+    """Both operands as Tensors (``tinygrad_tx.maximum`` takes no Python number, as torch's): a
+    number becomes a constant of the other operand's dtype (``np.maximum(x, 0)``)."""
+    if not isinstance(a, Tensor):
+        a = _const(np.asarray(a, dtype=b._data.dtype))
+    if not isinstance(b, Tensor):
+        b = _const(np.asarray(b, dtype=a._data.dtype))
+    return a, b
+
+
 def _square(x):
     return x * x
 
@@ -102,7 +112,8 @@ UFUNCS = {
     "greater": _binary(operator.gt), "greater_equal": _binary(operator.ge), "less": _binary(operator.lt),
     "less_equal": _binary(operator.le), "equal": _binary(operator.eq), "not_equal": _binary(operator.ne),
     "logical_and": _binary(operator.and_), "logical_or": _binary(operator.or_),
-    "maximum": _binary(lambda a, b: _tg().maximum(a, b)), "minimum": _binary(lambda a, b: _tg().minimum(a, b)),
+    "maximum": _binary(lambda a, b: _tg().maximum(*_tensor_pair(a, b))),
+    "minimum": _binary(lambda a, b: _tg().minimum(*_tensor_pair(a, b))),
     "negative": operator.neg, "positive": lambda x: x, "square": _square, "reciprocal": _reciprocal,
     "absolute": _method("abs"), "exp": _method("exp"), "log": _method("log"), "log1p": _method("log1p"),
     "expm1": _method("expm1"), "sqrt": _method("sqrt"), "tanh": _method("tanh"), "sinh": _method("sinh"),
@@ -283,6 +294,32 @@ def _copy(a, order="K", subok=False):
     return _as_t(a).clone()
 
 
+def _tensordot(a, b, axes=2):
+    """``np.tensordot`` as one ``einsum``: the contracted axes of a and b share letters."""
+    a, b = _as_t(a), _as_t(b)
+    if isinstance(axes, (int, np.integer)):
+        axes = (list(range(a.ndim - int(axes), a.ndim)), list(range(int(axes))))
+    ax_a, ax_b = ([x] if isinstance(x, (int, np.integer)) else list(x) for x in axes)
+    ax_a, ax_b = [x % a.ndim for x in ax_a], [x % b.ndim for x in ax_b]
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    sa = [next(letters) for _ in range(a.ndim)]
+    sb = [next(letters) for _ in range(b.ndim)]
+    for i, j in zip(ax_a, ax_b):
+        sb[j] = sa[i]
+    out = [c for i, c in enumerate(sa) if i not in ax_a] + [c for j, c in enumerate(sb) if j not in ax_b]
+    return _tg().einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)
+
+
+def _pad(array, pad_width, mode="constant", constant_values=0, **kw):
+    """``np.pad`` with a constant as ``nn.functional.pad`` (torch's flat pads, last axis first)."""
+    if mode != "constant" or kw:
+        raise TypeError(f"np.pad(mode={mode!r}) in a differentiated backward: only the constant mode")
+    a = _as_t(array)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (a.ndim, 2))
+    flat = [int(w) for before_after in widths[::-1] for w in before_after]
+    return _tg().nn.functional.pad(a, flat, value=float(_data(constant_values)))
+
+
 def _dot(a, b, out=None):
     return _as_t(a) @ b
 
@@ -324,7 +361,7 @@ FUNCTIONS = {
     np.concatenate: _concatenate, np.stack: _stack, np.take_along_axis: _take_along_axis, np.einsum: _einsum,
     np.tril: _tril, np.triu: _triu, np.cumsum: _cumsum, np.flip: _flip, np.diagonal: _diagonal,
     np.clip: _clip, np.copy: _copy, np.dot: _dot, np.outer: _outer, np.split: _split, np.astype: _astype,
-    np.cumprod: _cumprod, np.roll: _roll, np.take: _take,
+    np.cumprod: _cumprod, np.roll: _roll, np.take: _take, np.tensordot: _tensordot, np.pad: _pad,
     np.shape: _on_data(np.shape), np.ndim: _on_data(np.ndim), np.size: _on_data(np.size),
     np.result_type: _on_data(np.result_type), np.any: _on_data(np.any), np.all: _on_data(np.all),
     np.count_nonzero: _on_data(np.count_nonzero), np.array_equal: _on_data(np.array_equal),

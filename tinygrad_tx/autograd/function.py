@@ -213,6 +213,10 @@ class ArrayFunction:
     # and can be differentiated again. False: differentiating this op's gradient raises.
     differentiable_backward = False
     saved_constants = ()
+    # A saved intermediate that is a function of the other saved values (σ(x) beside x): kept for
+    # the fast first-order backward, and recomputed on Tensors when the backward is differentiated:
+    # {position: f(ctx, *saved values as Tensors, None at recomputed positions)}.
+    saved_recomputed = {}
     # A fused op whose fast backward cannot run on Tensors may name its closed form (rung 2, an
     # ArrayFunction whose forward and backward do): create_graph then differentiates that one
     # (``engine._backward_via_closed_form``; the fused class also defines ``closed_form_call``).
@@ -282,7 +286,8 @@ def _saved_as_tensors(ctx) -> tuple:
     bool arrays (indices, masks) and non-arrays stay as they are: they have no derivative. A
     floating array computed inside the forward cannot be traced back to the inputs and is
     refused, unless the op lists its position in ``saved_constants`` (it does not depend on the
-    inputs: a dropout mask)."""
+    inputs: a dropout mask) or in ``saved_recomputed`` (a function of the other saved values,
+    computed again from them, with their history: σ(x) from x)."""
     origin = {rec[0]: rec[4] for rec in ctx._versions}
     out = []
     for k, s in enumerate(ctx._saved):
@@ -294,6 +299,9 @@ def _saved_as_tensors(ctx) -> tuple:
             out.append(Tensor._from_op(s, None))
             continue
         if o is None:
+            if k in ctx.fn.saved_recomputed:
+                out.append(None)   # filled below, from the others
+                continue
             if k in ctx.fn.saved_constants:
                 out.append(Tensor._from_op(s, None))
                 continue
@@ -306,6 +314,9 @@ def _saved_as_tensors(ctx) -> tuple:
         else:
             node = ctx.input_nodes[o]
             out.append(node if isinstance(node, Tensor) else Tensor._from_op(s, node))
+    for k, recompute in ctx.fn.saved_recomputed.items():
+        if out[k] is None:
+            out[k] = recompute(ctx, *out)
     return tuple(out)
 
 

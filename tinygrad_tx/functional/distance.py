@@ -27,12 +27,16 @@ class VectorNorm(ArrayFunction):
         p = inf:    g sign(x) where |x_i| = n, shared equally among ties (torch's choice),
         p = 0:      0 (a count is piecewise constant).
     Where n = 0 the gradient is 0 (torch's subgradient; the formula would be 0/0).
-    Saved: x and n. float32 norms are summed in float64 and rounded once.
+    Saved: x and the output n. float32 norms are summed in float64 and rounded once; the
+    backward, like torch's, works in x's dtype, on the saved input and output only, so that it
+    runs on Tensors and ``create_graph=True`` differentiates it again.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, p, dim, keepdim):
-        dtype = x.dtype
+        x_in, dtype = x, x.dtype
         x = x.astype(np.float64, copy=False)
         a = np.abs(x)
         if p == 2:
@@ -48,17 +52,19 @@ class VectorNorm(ArrayFunction):
         else:
             with np.errstate(divide="ignore"):
                 n = np.sum(a ** p, axis=dim, keepdims=True) ** (1.0 / p)
-        ctx.save_for_backward(x, n)
-        ctx.dtype = dtype
-        ctx.p, ctx.dim = p, dim
         n = n.astype(dtype, copy=False)
-        return n if keepdim else np.squeeze(n, dim)
+        out = n if keepdim else np.squeeze(n, dim)
+        ctx.save_for_backward(x_in, out)
+        ctx.dtype = dtype
+        ctx.p, ctx.dim, ctx.keepdim = p, dim, keepdim
+        return out
 
     @staticmethod
     def backward(ctx, g):
         x, n = ctx.saved_tensors
         p, dim = ctx.p, ctx.dim
-        g = g.reshape(n.shape)                    # keepdim=False: put the reduced axis back
+        if not ctx.keepdim:                       # put the reduced axis back
+            n, g = np.expand_dims(n, dim), np.expand_dims(g, dim)
         if p == 0:
             return np.zeros(x.shape, ctx.dtype)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -71,7 +77,7 @@ class VectorNorm(ArrayFunction):
                 dx = np.sign(x) * tie * (g / np.sum(tie, axis=dim, keepdims=True))
             else:
                 dx = np.sign(x) * np.abs(x) ** (p - 1) * np.where(n == 0, 0, g / n ** (p - 1))
-        return dx.astype(ctx.dtype, copy=False)
+        return np.astype(dx, ctx.dtype, copy=False)
 
 
 def _p(p, op) -> float:

@@ -28,8 +28,11 @@ class BinaryCrossEntropy(ArrayFunction):
     dℓ/dp = -w [t/p - (1 - t)/(1 - p)] = w (p - t) / (p (1 - p)), the denominator clamped to
     >= 1e-12 as torch does;  dℓ/dt = -w [log p - log(1 - p)] = w (log(1 - p) - log p)
     (unclamped: ±inf at p = 0 or 1, as torch). Saved: p, t and w. float32 inputs are computed
-    in float64 and rounded once (log(1 - p) - log p cancels near p = 1/2).
+    in float64 and rounded once (log(1 - p) - log p cancels near p = 1/2). The backward runs on
+    Tensors (``create_graph=True`` differentiates it).
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, p, t, weight):
@@ -44,14 +47,14 @@ class BinaryCrossEntropy(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         p, t, weight = ctx.saved_tensors
-        dtype = p.dtype
-        p, t = p.astype(np.float64), t.astype(np.float64)
+        dtype = np.result_type(p)
+        p, t = np.astype(p, np.float64), np.astype(t, np.float64)
         gw = g if weight is None else g * weight
-        dp = (gw * (p - t) / np.maximum(p * (1 - p), _BCE_EPS)).astype(dtype)
+        dp = np.astype(gw * (p - t) / np.maximum(p * (1 - p), _BCE_EPS), dtype)
         dt = None
         if ctx.needs_input_grad[1]:
             with np.errstate(divide="ignore", invalid="ignore"):
-                dt = (gw * (np.log1p(-p) - np.log(p))).astype(dtype)
+                dt = np.astype(gw * (np.log1p(-p) - np.log(p)), dtype)
         return dp, dt, None
 
 
@@ -62,8 +65,10 @@ class BinaryCrossEntropyWithLogits(ArrayFunction):
 
     dℓ/dx = w [(1 - t) σ(x) - π t σ(-x)]  (π = 1: w (σ(x) - t));
     dℓ/dt = w [π sp(-x) - sp(x)] = w [(π - 1) sp(-x) - x]  (sp(-x) - sp(x) = -x: exact, no
-    cancellation). Saved: x, t, w, π.
+    cancellation). Saved: x, t, w, π. The backward runs on Tensors (``create_graph=True``).
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, t, weight, pos_weight):
@@ -97,8 +102,11 @@ class KLDivergence(ArrayFunction):
 
     dℓ/dx = -t  (or -e^t);   dℓ/dt = log t + t/t - x  — torch's xlogy derivative, whose t/t
     makes it nan at t = 0 — (or e^t (t - x + 1)). Saved: x and t. float32 is computed in
-    float64 and rounded once (log t + 1 - x cancels).
+    float64 and rounded once (log t + 1 - x cancels). The backward runs on Tensors
+    (``create_graph=True``).
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, t, *, log_target):
@@ -116,7 +124,7 @@ class KLDivergence(ArrayFunction):
     def backward(ctx, g):
         x, t = ctx.saved_tensors
         dtype = np.result_type(x, t)
-        x, t = x.astype(np.float64), t.astype(np.float64)
+        x, t = np.astype(x, np.float64), np.astype(t, np.float64)
         e = np.exp(t) if ctx.log_target else t
         dx = -g * e
         dt = None
@@ -126,8 +134,8 @@ class KLDivergence(ArrayFunction):
             else:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     dt = g * (np.log(t) + t / t - x)
-            dt = dt.astype(dtype)
-        return dx.astype(dtype), dt
+            dt = np.astype(dt, dtype)
+        return np.astype(dx, dtype), dt
 
 
 # ============================================================================ argument handling

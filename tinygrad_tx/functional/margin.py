@@ -63,7 +63,10 @@ class SoftMargin(ArrayFunction):
 
     dℓ/dx = -y e^{-yx} / (1 + e^{-yx}) = -y σ(-y x). The target y is a label: torch does not
     differentiate with respect to it (and refuses a target that requires grad). Saved: x, y.
+    The backward runs on Tensors (``create_graph=True``): d²ℓ/dx² = y² σ(-yx)(1 - σ(-yx)).
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, y):
@@ -73,7 +76,7 @@ class SoftMargin(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        return (-g * y * sigmoid_np(-y * x)).astype(x.dtype, copy=False), None
+        return np.astype(-g * y * sigmoid_np(-y * x), np.result_type(x), copy=False), None
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:

@@ -31,8 +31,14 @@ class NLLLossFn(ArrayFunction):
     g ('sum') or g / Σ w_t ('mean'), and zero at ignored positions. As in torch, a mean over
     no targets at all (all ignored) has a zero gradient, while targets whose weights sum to 0
     get -0 · g/0 = nan. Saved: the targets, the mask of positions not ignored and the
-    per-position weights w_t.
+    per-position weights w_t (a constant: class weights cannot require grad).
+
+    dL/dx is linear in g and does not depend on x, so its own derivative is g's coefficient:
+    the backward runs on Tensors (``create_graph=True``; ``_place_at_target``).
     """
+
+    differentiable_backward = True
+    saved_constants = (1,)
 
     @staticmethod
     def forward(ctx, x, target, weight, *, axis, ignore_index, reduction):
@@ -56,11 +62,23 @@ class NLLLossFn(ArrayFunction):
     def backward(ctx, g):
         t, w_t, valid = ctx.saved_tensors
         with np.errstate(invalid="ignore", divide="ignore"):
-            r = g / ctx.denominator if ctx.reduction == "mean" else g
-            at_target = np.where(valid, -w_t * r, 0).astype(w_t.dtype, copy=False)
-        dx = np.zeros(ctx.x_shape, dtype=w_t.dtype)
-        np.put_along_axis(dx, t, np.expand_dims(at_target, ctx.axis), ctx.axis)
-        return dx, None, None
+            r = g / float(ctx.denominator) if ctx.reduction == "mean" else g   # a number: g's dtype
+            at_target = np.where(valid, -w_t * r, 0)
+        return _place_at_target(np.expand_dims(at_target, ctx.axis), t, ctx.x_shape, ctx.axis), None, None
+
+
+def _place_at_target(values, t, shape, axis):
+    """An array of ``shape``, zero but for ``values`` at each position's target class ``t`` along
+    ``axis``: ``np.put_along_axis`` into zeros; on a Tensor (a backward being differentiated) the
+    same through a one-hot mask, recorded (writing into an array would leave the graph). Why two:
+    the mask costs two full passes, (512, 1024) float32 0.16 -> 2.3 ms at first order."""
+    if isinstance(values, Tensor):
+        n_classes = shape[axis]
+        classes = np.arange(n_classes).reshape((n_classes,) + (1,) * (len(shape) - 1 - axis))
+        return np.where(classes == t, values, 0)   # classes == t: True at each position's target class
+    out = np.zeros(shape, dtype=values.dtype)
+    np.put_along_axis(out, t, values, axis)
+    return out
 
 
 # ============================================================================ argument checks

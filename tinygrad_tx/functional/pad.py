@@ -19,8 +19,11 @@ class ConstantPad(ArrayFunction):
     """y = x cropped by the negative pads, then surrounded by ``value`` for the positive ones.
 
     Every entry of y is either a copy of one entry of x or the constant, so dL/dx is g with
-    the padding cut away, and zeros where x was cropped. Saved: nothing but the pads.
+    the padding cut away, and zeros where x was cropped. Saved: nothing but the pads. The
+    backward (a crop and a zero pad) runs on Tensors: ``create_graph=True`` differentiates it.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, pads, value):
@@ -42,8 +45,11 @@ class IndexedPad(ArrayFunction):
     Forward: y = take(x, src) along each padded axis in turn. Backward: an input entry that
     is read at several output positions receives all of their gradients, so the gradient is
     the scatter-add  dL/dx[i] = Σ_{j : src(j) = i} g[j],  axis by axis in reverse order.
-    Saved: the index maps.
+    Saved: the index maps. The backward runs on Tensors (``_scatter_add``), so that
+    ``create_graph=True`` differentiates it (it is linear in g).
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, maps):
@@ -58,11 +64,20 @@ class IndexedPad(ArrayFunction):
         shape = list(g.shape)
         for axis, src in reversed(ctx.maps):
             shape[axis] = ctx.in_shape[axis]
-            moved = np.moveaxis(g, axis, 0)
-            acc = np.zeros((shape[axis],) + moved.shape[1:], dtype=g.dtype)
-            np.add.at(acc, src, moved)
-            g = np.moveaxis(acc, 0, axis)
+            g = np.moveaxis(_scatter_add(np.moveaxis(g, axis, 0), src, shape[axis]), 0, axis)
         return g
+
+
+def _scatter_add(g, src, n):
+    """acc[i] = Σ_{j : src[j] = i} g[j] along the first axis, acc of length n: ``np.add.at`` on
+    arrays; on a Tensor (a backward being differentiated) ``index_add``, the same sum, recorded
+    (``np.add.at`` writes in place, which a recorded backward cannot)."""
+    if isinstance(g, Tensor):
+        from ..factories import zeros
+        return zeros((n,) + tuple(g.shape[1:]), dtype=g.dtype).index_add(0, Tensor(src), g)
+    acc = np.zeros((n,) + g.shape[1:], dtype=g.dtype)
+    np.add.at(acc, src, g)
+    return acc
 
 
 def _source_index(n: int, lo: int, hi: int, mode: str, axis: int) -> np.ndarray:

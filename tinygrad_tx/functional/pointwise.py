@@ -11,6 +11,13 @@ Where torch's derivative at a kink takes a particular side (relu6 and hardtanh h
 gradient *at* their corners, leaky_relu has the slope at 0, hardswish has 0 at x = -3 and
 1 at x = 3), the backward takes the same side; the docstrings say which.
 
+Every backward here is differentiable (``differentiable_backward = True``): it runs unchanged on
+Tensors under ``create_graph=True`` (``autograd/dispatch.py``), so what it reads is the input, a
+mask (which has no derivative), or an intermediate such as σ(x) that the op names in
+``saved_recomputed``: kept for the first-order backward, computed again from x (with its
+history) when the backward is differentiated. Hardsigmoid is the exception, as in torch (whose
+``hardsigmoid_backward`` has no derivative): differentiating its gradient raises.
+
 ``inplace=True`` (where torch has the keyword) computes the same Function out of place and
 writes the result into the input with torch's in-place autograd rules
 (``ops/inplace.apply_inplace``: a leaf that requires grad refuses, a value saved for a backward
@@ -34,7 +41,10 @@ _ONE_SIXTH_F32 = float(np.float32(1 / 6))   # torch's hardsigmoid backward multi
 
 def sigmoid_np(x: np.ndarray) -> np.ndarray:
     """σ(x) without overflow, in x's dtype (``ops.elementwise._sigmoid``: 1/(1+e^-x), and
-    e^x/(1+e^x) where e^-x overflows)."""
+    e^x/(1+e^x) where e^-x overflows). On a Tensor (a backward being differentiated,
+    ``autograd/dispatch.py``) it is the Tensor's ``sigmoid``: the same value, recorded."""
+    if isinstance(x, Tensor):
+        return x.sigmoid()
     return _sigmoid(x)
 
 
@@ -83,8 +93,12 @@ class SiluFn(ArrayFunction):
     """y = x σ(x)  (SiLU, "swish").
 
     dy/dx = σ(x) + x σ(x)(1 - σ(x)) = σ(x) (1 + x (1 - σ(x))),
-    so dL/dx = g σ (1 + x (1 - σ)). Saved: x and σ(x).
+    so dL/dx = g σ (1 + x (1 - σ)). Saved: x and σ(x) (recomputed from x when the backward is
+    differentiated: d²y/dx² = σ(1 - σ)(2 + x (1 - 2σ))).
     """
+
+    differentiable_backward = True
+    saved_recomputed = {1: lambda ctx, x, s: x.sigmoid()}
 
     @staticmethod
     def forward(ctx, x):
@@ -104,6 +118,8 @@ class SoftplusFn(ArrayFunction):
     d/dx [sp(βx)/β] = σ(βx), so dL/dx = g σ(βx), and g where βx > threshold.
     Saved: x.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, beta, threshold):
@@ -126,6 +142,8 @@ class MishFn(ArrayFunction):
     dy/dx = t + x σ(x) (1 - t²). Saved: x.
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -144,6 +162,8 @@ class LogSigmoidFn(ArrayFunction):
     dy/dx = σ'(x)/σ(x) = 1 - σ(x) = σ(-x), so dL/dx = g σ(-x). Saved: x.
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -159,20 +179,25 @@ class GluFn(ArrayFunction):
     """Gated linear unit: x split in halves a, b along ``dim``;  y = a ∘ σ(b).
 
     dL/da = g σ(b),   dL/db = g a σ(b)(1 - σ(b));  the two halves of dL/dx are
-    concatenated back along ``dim``. Saved: a and σ(b).
+    concatenated back along ``dim``. Saved: x and σ(b) (recomputed from x when the backward is
+    differentiated).
     """
+
+    differentiable_backward = True
+    saved_recomputed = {1: lambda ctx, x, s: np.split(x, 2, axis=ctx.dim)[1].sigmoid()}
 
     @staticmethod
     def forward(ctx, x, *, dim):
         a, b = np.split(x, 2, axis=dim)
         s = sigmoid_np(b)
-        ctx.save_for_backward(a, s)
+        ctx.save_for_backward(x, s)
         ctx.dim = dim
         return a * s
 
     @staticmethod
     def backward(ctx, g):
-        a, s = ctx.saved_tensors
+        x, s = ctx.saved_tensors
+        a = np.split(x, 2, axis=ctx.dim)[0]
         da = g * s
         db = da * a * (1 - s)
         return np.concatenate([da, db], axis=ctx.dim)
@@ -190,6 +215,8 @@ class EluFn(ArrayFunction):
     (at 0 the second branch, as torch). ELU: scale = input_scale = 1; SELU: α and scale
     fixed (Klambauer et al.); CELU: scale = 1, input_scale = 1/α. Saved: x.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, alpha, scale, input_scale):
@@ -212,6 +239,8 @@ class LeakyReluFn(ArrayFunction):
     """y = x (x > 0),  s·x (x <= 0).   dy/dx = 1 (x > 0), s (x <= 0; s at 0, as torch).
     Saved: the mask x > 0."""
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x, *, slope):
         pos = x > 0
@@ -229,6 +258,8 @@ class HardtanhFn(ArrayFunction):
     """y = clip(x, lo, hi).   dy/dx = 1 for lo < x < hi and 0 elsewhere — 0 *at* the corners
     (torch's choice; ``clamp``'s gradient is 1 there). relu6 is hardtanh(0, 6).
     Saved: the mask lo < x < hi."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, lo, hi):
@@ -264,6 +295,8 @@ class HardswishFn(ArrayFunction):
     Saved: x.
     """
 
+    differentiable_backward = True
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -272,8 +305,8 @@ class HardswishFn(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        slope = np.where(x <= -3, 0, np.where(x >= 3, 1, x / 3 + 0.5))
-        return g * slope.astype(x.dtype, copy=False)
+        slope = np.where(x <= -3, 0, np.where(x >= 3, 1, x / 3 + 0.5))   # x's dtype (NumPy's scalar rules)
+        return g * slope
 
 
 # ============================================================================ rational and shrink
@@ -281,6 +314,8 @@ class HardswishFn(ArrayFunction):
 class SoftsignFn(ArrayFunction):
     """y = x / (1 + |x|).   dy/dx = ((1 + |x|) - x·sign x) / (1 + |x|)² = 1/(1 + |x|)².
     Saved: x."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -300,20 +335,24 @@ class TanhshrinkFn(ArrayFunction):
     torch computes tanhshrink as the composite x - tanh(x), so its gradient is the sum of the
     two branches, g - g (1 - tanh² x), rounded as written (it is 0 where tanh² x < ulp(1)/2,
     not the exact g tanh² x); we compute it the same way. The forward is computed in float64
-    and rounded once (x - tanh x cancels for small x). Saved: tanh x (float64).
+    and rounded once (x - tanh x cancels for small x). Saved: x and tanh x (float64; recomputed
+    from x when the backward is differentiated: d²y/dx² = 2 tanh x (1 - tanh² x)).
     """
+
+    differentiable_backward = True
+    saved_recomputed = {1: lambda ctx, x, t: x.tanh()}
 
     @staticmethod
     def forward(ctx, x):
         x64 = x.astype(np.float64)
         t = np.tanh(x64)
-        ctx.save_for_backward(t)
+        ctx.save_for_backward(x, t)
         return (x64 - t).astype(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        (t,) = ctx.saved_tensors
-        t = t.astype(g.dtype)
+        _, t = ctx.saved_tensors
+        t = np.astype(t, np.result_type(g))
         return g - g * (1 - t * t)
 
 

@@ -23,7 +23,10 @@ __all__ = ["PReluFn", "prelu"]
 
 
 class PReluFn(ArrayFunction):
-    """y = where(x > 0, x, w·x); backward in the module docstring."""
+    """y = where(x > 0, x, w·x); backward in the module docstring (it runs on Tensors: both
+    gradients are linear in g, x and w, so they differentiate again)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, w):
@@ -35,7 +38,7 @@ class PReluFn(ArrayFunction):
         x, w = ctx.saved_tensors
         positive = x > 0
         gx = np.where(positive, g, w * g) if ctx.needs_input_grad[0] else None
-        gw = np.where(positive, 0, x * g).astype(g.dtype, copy=False) if ctx.needs_input_grad[1] else None
+        gw = np.where(positive, 0, x * g) if ctx.needs_input_grad[1] else None   # g's dtype: 0 is a weak scalar
         return gx, gw
 
 

@@ -11,6 +11,10 @@ reduction then is a composite of the engine's Sum and Mean, whose gradients are 
 a weight, by Σ weight for mse_loss and l1_loss (torch's weighted mean; huber_loss keeps the count). As in torch, a target of another shape is
 broadcast against the input (with torch's warning, since it is usually a mistake), an integer
 target is cast to the input's dtype, and two float dtypes promote to the wider one.
+
+Every backward runs on Tensors (``differentiable_backward``): it saves x and t (or, for the L1
+loss, sign d, piecewise constant) and forms d again, so that ``create_graph=True`` differentiates
+it: f''(d) = 2, 0, 1/β inside |d| < β (0 outside), 1 inside |d| < δ (0 outside).
 """
 from __future__ import annotations
 
@@ -25,24 +29,30 @@ from ._util import as_tensor, check_real, loss_reduction, reduce_loss
 
 
 class SquaredError(ArrayFunction):
-    """ℓ = d²,  d = x - t.   f'(d) = 2d:  dL/dx = 2 g d,  dL/dt = -2 g d. Saved: d."""
+    """ℓ = d²,  d = x - t.   f'(d) = 2d:  dL/dx = 2 g d,  dL/dt = -2 g d. Saved: x and t."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, t):
         d = x - t
-        ctx.save_for_backward(d)
+        ctx.save_for_backward(x, t)
         return d * d
 
     @staticmethod
     def backward(ctx, g):
-        (d,) = ctx.saved_tensors
-        dx = 2 * g * d
+        x, t = ctx.saved_tensors
+        dx = 2 * g * (x - t)
         return dx, -dx
 
 
 class AbsoluteError(ArrayFunction):
     """ℓ = |d|.   f'(d) = sign d (0 at d = 0, as torch):  dL/dx = g sign d,  dL/dt = -g sign d.
-    Saved: sign d."""
+    Saved: sign d (a constant of the backward: its derivative is 0 almost everywhere)."""
+
+    differentiable_backward = True
+
+    saved_constants = (0,)
 
     @staticmethod
     def forward(ctx, x, t):
@@ -61,14 +71,16 @@ class SmoothL1Error(ArrayFunction):
     """ℓ = d²/(2β) where |d| < β, else |d| - β/2 (β = ``beta``; β = 0 is the L1 loss).
 
     f'(d) = d/β where |d| < β, else sign d (the two pieces meet with equal slope at |d| = β).
-    Saved: d.
+    Saved: x and t.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, t, *, beta):
         d = x - t
         a = np.abs(d)
-        ctx.save_for_backward(d)
+        ctx.save_for_backward(x, t)
         ctx.beta = beta
         if beta == 0:
             return a
@@ -76,7 +88,8 @@ class SmoothL1Error(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        (d,) = ctx.saved_tensors
+        x, t = ctx.saved_tensors
+        d = x - t
         beta = ctx.beta
         slope = np.sign(d) if beta == 0 else np.where(np.abs(d) < beta, d / beta, np.sign(d))
         dx = g * slope
@@ -86,21 +99,23 @@ class SmoothL1Error(ArrayFunction):
 class HuberError(ArrayFunction):
     """ℓ = d²/2 where |d| < δ, else δ (|d| - δ/2) (δ = ``delta``) — δ times smooth L1 with β = δ.
 
-    f'(d) = d where |d| <= δ, else δ sign d (equivalently: d clipped to [-δ, δ]). Saved: d.
+    f'(d) = d where |d| <= δ, else δ sign d (equivalently: d clipped to [-δ, δ]). Saved: x and t.
     """
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, t, *, delta):
         d = x - t
         a = np.abs(d)
-        ctx.save_for_backward(d)
+        ctx.save_for_backward(x, t)
         ctx.delta = delta
         return np.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta)).astype(d.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
-        (d,) = ctx.saved_tensors
-        dx = g * np.clip(d, -ctx.delta, ctx.delta)
+        x, t = ctx.saved_tensors
+        dx = g * np.clip(x - t, -ctx.delta, ctx.delta)
         return dx, -dx
 
 

@@ -56,8 +56,19 @@ def _apply(x: np.ndarray, mats, transpose: bool = False) -> np.ndarray:
     return x
 
 
+def _contiguous(a):
+    """An array in C order (tensordot leaves the resized axis last in memory); a Tensor (the
+    backward being differentiated) as it is: ``np.ascontiguousarray`` would take its values out
+    of the graph."""
+    return a if isinstance(a, Tensor) else np.ascontiguousarray(a)
+
+
 class Resample(ArrayFunction):
-    """y = ⊗ A_k · x along the spatial axes; dL/dx = ⊗ A_kᵀ · g (see the module docstring)."""
+    """y = ⊗ A_k · x along the spatial axes; dL/dx = ⊗ A_kᵀ · g (see the module docstring).
+    The backward is the same products (``np.tensordot``, an einsum on Tensors): it runs on
+    Tensors and differentiates again (linear in g; the matrices are constants)."""
+
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, *, mats):
@@ -66,7 +77,7 @@ class Resample(ArrayFunction):
 
     @staticmethod
     def backward(ctx, g):
-        return np.ascontiguousarray(_apply(g, ctx.mats, transpose=True)).astype(g.dtype, copy=False)
+        return _contiguous(np.astype(_apply(g, ctx.mats, transpose=True), np.result_type(g), copy=False))
 
 
 def _nearest_matrix(n: int, m: int, scale, exact: bool, shortcut: bool, dtype) -> np.ndarray:
