@@ -118,6 +118,23 @@ class _View:
         self.base, self.steps, self.version = base, steps, version
 
 
+def _check_hook_result(hook, grad, new) -> None:
+    """A tensor hook may replace the gradient only by a Tensor of the same shape and dtype (torch's
+    checks and messages): anything else would flow on as a gradient of the wrong kind."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if not isinstance(new, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}' (hook '{name}' must "
+                        "return a Tensor or None)")
+    if new._data.shape != grad._data.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value (was {tuple(grad._data.shape)}, "
+                           f"got {tuple(new._data.shape)})")
+    if new._data.dtype != grad._data.dtype:
+        names = Tensor._TYPE_NAMES
+        was, got = (names.get(a._data.dtype.name, a._data.dtype.name) for a in (grad, new))
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was tinygrad_tx.{was} got "
+                           f"tinygrad_tx.{got})")
+
+
 class _NoData:
     """``Tensor()``'s missing ``data`` (``torch.Tensor()`` is an empty float tensor)."""
 
@@ -323,7 +340,10 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         def entry(grad):  # one object per registration, so a handle removes exactly its own
-            return hook(grad)
+            new = hook(grad)
+            if new is not None:
+                _check_hook_result(hook, grad, new)
+            return new
         # a leaf keeps its hooks; a non-leaf's live on its graph node, which runs them even
         # after this Tensor object is gone (as torch's grad_fn pre-hooks do)
         ctx = self._ctx
@@ -489,6 +509,14 @@ class Tensor:
         have a Tensor twin (``autograd/dispatch.py``)."""
         if _dispatch._dispatch.active:
             return _dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+        if any(isinstance(o, Tensor) for o in kwargs.get("out", ())):
+            # torch's tensors refuse too (NumPy: "return arrays must be of ArrayType"); writing
+            # behind autograd's back would skip the version check of a tensor saved for backward
+            raise TypeError(f"np.{ufunc.__name__}(..., out=<Tensor>): out= must be a NumPy array, not a "
+                            f"Tensor; use the in-place op (e.g. t.mul_(2) for np.multiply(t, 2, out=t))")
+        if method == "at" and isinstance(inputs[0], Tensor):   # np.add.at writes into its first operand
+            raise TypeError(f"np.{ufunc.__name__}.at: the first operand must be a NumPy array, not a Tensor "
+                            "(torch's tensors refuse too); use index_put_(..., accumulate=True) or index_add_")
         if method == "__call__" and not kwargs:
             fn = _dispatch.UFUNCS.get(ufunc.__name__)
             if fn is not None:
@@ -924,6 +952,9 @@ class Tensor:
         """Indexing and slicing as NumPy/torch. Backward (``GetItem``): g added into zeros at the
         indexed places (repeated indices accumulate)."""
         idx, advanced = _M._normalize_index(index)
+        split = _M.torch_order(idx)
+        if split is not None:   # integers mixed with index arrays: torch's order (movement.torch_order)
+            return _M.GetItem.apply(_M.GetItem.apply(self, split[0]), split[1], advanced=True)
         return _M.GetItem.apply(self, idx, advanced=advanced)
 
     def __iter__(self):

@@ -208,7 +208,10 @@ class Diagonal(ArrayFunction):
     @staticmethod
     def forward(ctx, x, offset=0, dim1=0, dim2=1):
         ctx.shape, ctx.offset, ctx.dims = x.shape, offset, (dim1, dim2)
-        return np.diagonal(x, offset, dim1, dim2).copy()
+        y = np.diagonal(x, offset, dim1, dim2)   # a view, read-only by NumPy's default:
+        if x.flags.writeable:                     # writable as torch's, so writes reach x
+            y.flags.writeable = True
+        return y
 
     @staticmethod
     def backward(ctx, g):
@@ -389,8 +392,10 @@ class UnfoldFn(ArrayFunction):
     @staticmethod
     def forward(ctx, x, dim=0, size=1, step=1):
         ctx.shape, ctx.dim, ctx.step = x.shape, dim, step
-        windows = sliding_window_view(x, size, axis=dim)
-        return np.ascontiguousarray(windows[(slice(None),) * dim + (slice(None, None, step),)])
+        # a view, as torch's: writable when no two windows share an element (step >= size); an
+        # in-place write through overlapping windows is refused (read-only), never order-dependent
+        windows = sliding_window_view(x, size, axis=dim, writeable=bool(x.flags.writeable and step >= size))
+        return windows[(slice(None),) * dim + (slice(None, None, step),)]
 
     @staticmethod
     def backward(ctx, g):
