@@ -190,3 +190,199 @@ def test_setitem_gradient_matches_torch(case, seed):
         grads.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
     for ours, theirs in zip(*grads):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+# ============================================================================ 2. views x in-place ops
+
+# view ops, each written the same for both libraries (t: a (4, 6) tensor)
+VIEWS = {
+    "int -> 0-d": lambda t: t[1, 2], "negative ints -> 0-d": lambda t: t[-1, -2], "row": lambda t: t[1],
+    "slices with steps": lambda t: t[1:3, ::2], "None": lambda t: t[None, 2:], "Ellipsis": lambda t: t[..., 1],
+    "flat element": lambda t: t.view(-1)[7], "diagonal": lambda t: t.diagonal(), "diagonal(1)": lambda t: t.diagonal(1),
+    "diagonal(-1) of T": lambda t: t.T.diagonal(-1), "view": lambda t: t.view(3, 8), "reshape": lambda t: t.reshape(6, 4),
+    "flatten": lambda t: t.flatten(), "view(-1)": lambda t: t.view(-1), "T": lambda t: t.T, "t()": lambda t: t.t(),
+    "mT": lambda t: t.mT, "transpose": lambda t: t.transpose(0, 1), "permute": lambda t: t.permute(1, 0),
+    "narrow": lambda t: t.narrow(1, 1, 3), "unbind": lambda t: t.unbind(0)[1], "split": lambda t: t.split(2, 1)[1],
+    "split sizes": lambda t: t.split([1, 5], 1)[1], "chunk": lambda t: t.chunk(3, 1)[2],
+    "squeeze": lambda t: t[None].squeeze(0), "unsqueeze": lambda t: t.unsqueeze(1), "movedim": lambda t: t.movedim(0, 1),
+    "unflatten": lambda t: t.unflatten(1, (2, 3)), "unfold (no overlap)": lambda t: t.unfold(1, 2, 2),
+    "view of a view of a view": lambda t: t[1:].T[::2].reshape(-1)[1:4], "element of T": lambda t: t.T[3, 1],
+    "diagonal of a slice": lambda t: t[:, 1:5].diagonal(), "int then slice": lambda t: t[2][1:4],
+}
+
+# in-place ops: (name, op(view, operand, m)); operand is a tensor of the view's shape
+INPLACE = {
+    "add_": lambda v, o, m: v.add_(o), "sub_ alpha": lambda v, o, m: v.sub_(o, alpha=2), "mul_": lambda v, o, m: v.mul_(o),
+    "div_": lambda v, o, m: v.div_(o.abs() + 1), "fill_": lambda v, o, m: v.fill_(7.0), "zero_": lambda v, o, m: v.zero_(),
+    "copy_": lambda v, o, m: v.copy_(o), "clamp_": lambda v, o, m: v.clamp_(-0.3, 0.4),
+    "masked_fill_": lambda v, o, m: v.masked_fill_(o > 0, 3.0), "exp_": lambda v, o, m: v.exp_(),
+    "tanh_": lambda v, o, m: v.tanh_(), "lerp_": lambda v, o, m: v.lerp_(o, 0.25), "+=": lambda v, o, m: v.__iadd__(o), "*=": lambda v, o, m: v.__imul__(o),
+    "setitem [...]": lambda v, o, m: v.__setitem__(Ellipsis, o), "pow_": lambda v, o, m: v.pow_(2),
+}
+
+
+def _write_through(m, view, op, a, o, c, grad):
+    """base = a * 1 (a leaf that requires grad: the base is not a leaf); w = view(base); op(w, o);
+    returns base's values and, with ``grad``, the loss sum(base * c) and the gradients of a and o."""
+    x = m.tensor(a, requires_grad=grad)
+    base = x * 1
+    w = view(base)
+    on = m.tensor(o, requires_grad=grad)
+    op(w, on, m)
+    if not grad:
+        return [base.numpy()]
+    loss = (base * m.tensor(c)).sum()
+    loss.backward()
+    return [base.detach().numpy(), loss.detach().numpy(), x.grad.numpy(),
+            on.grad.numpy() if on.grad is not None else np.zeros(o.shape)]
+
+
+@pytest.mark.parametrize("op", sorted(INPLACE))
+@pytest.mark.parametrize("view", sorted(VIEWS))
+def test_write_through_view_matches_torch(view, op):
+    """The base after an in-place write through a view (values, loss, gradients of the base's
+    leaf and of the operand, random cotangent), against torch: the write is never lost."""
+    rng = np.random.default_rng(abs(hash((view, op))) % 2**32)
+    a = rng.standard_normal((4, 6))
+    o = rng.standard_normal(tuple(VIEWS[view](torch.tensor(a)).shape))
+    c = rng.standard_normal((4, 6))
+    for grad in (False, True):
+        theirs, terr = _outcome(lambda: _write_through(torch, VIEWS[view], INPLACE[op], a, o, c, grad))
+        if terr is not None:   # torch refuses a recorded write to one of several views (split, unbind)
+            with pytest.raises(RuntimeError, match="returns multiple views"):
+                _write_through(tg, VIEWS[view], INPLACE[op], a, o, c, grad)
+            continue
+        ours = _write_through(tg, VIEWS[view], INPLACE[op], a, o, c, grad)
+        for u, t in zip(ours, theirs):
+            np.testing.assert_allclose(u, t, rtol=1e-12, atol=1e-12)
+        if grad and op not in ("fill_", "zero_"):   # those leave no gradient where the view covers all
+            assert np.abs(theirs[2]).sum() + np.abs(theirs[3]).sum() > 0
+
+
+@pytest.mark.parametrize("view", ["int -> 0-d", "diagonal", "flat element", "unfold (no overlap)"])
+def test_write_through_view_of_leaf_without_grad(view):
+    """The issue's cases on plain tensors: h[3].add_(1), x[i, j].fill_(7), x.view(-1)[k].add_(1),
+    x.diagonal().fill_(0) changed nothing."""
+    a = np.random.default_rng(3).standard_normal((4, 6))
+    x, tx = tg.tensor(a), torch.tensor(a)
+    VIEWS[view](x).add_(1.5)
+    VIEWS[view](tx).add_(1.5)
+    _same(x, tx)
+    assert x._version == tx._version
+
+
+def test_overlapping_views_refuse_in_place_writes():
+    """expand and overlapping unfold windows share memory between elements: add_ raises (torch:
+    "more than one element of the written-to tensor refers to a single memory location")."""
+    for view in (lambda t: t[:, :1].expand(4, 6), lambda t: t.unfold(1, 3, 2)):
+        with pytest.raises(RuntimeError):
+            view(tg.zeros(4, 6)).add_(1)
+    with pytest.raises(RuntimeError):
+        torch.zeros(4, 6)[:, :1].expand(4, 6).add_(1)
+
+
+def test_split_outputs_refuse_recorded_in_place_writes():
+    """torch refuses a recorded in-place write to an output of split/chunk/unbind (or a view of
+    one); without a graph to record the write goes through."""
+    for piece in (lambda t: t.split(2, 1)[0], lambda t: t.chunk(2)[1], lambda t: t.unbind(0)[2],
+                  lambda t: t.split([1, 3])[1][0]):
+        for m in (tg, torch):
+            x = m.zeros(4, 6, requires_grad=True)
+            with pytest.raises(RuntimeError, match="returns multiple views"):
+                piece(x * 1).mul_(2)
+            y = m.zeros(4, 6)
+            piece(y).add_(1)
+            assert float(y.sum()) > 0
+    for piece in (lambda t: t.tensor_split(3, 1)[1][0], lambda t: t.hsplit(2)[0]):   # slices in torch: allowed
+        results = []
+        for m in (tg, torch):
+            x = m.tensor(np.arange(24.0).reshape(4, 6), requires_grad=True)
+            y = x * 1
+            piece(y).mul_(2)
+            (y * y).sum().backward()
+            results.append(x.grad.numpy())
+        np.testing.assert_allclose(results[0], results[1])
+
+
+# ============================================================================ 3. saved outputs
+
+OUTPUT_SAVERS = {
+    "softmax": lambda m, x: m.softmax(x, -1), "log_softmax": lambda m, x: m.log_softmax(x, -1),
+    "softmin": lambda m, x: m.nn.functional.softmin(x, -1), "F.softmax": lambda m, x: m.nn.functional.softmax(x, 0),
+    "exp": lambda m, x: x.exp(), "tanh": lambda m, x: x.tanh(), "sigmoid": lambda m, x: x.sigmoid(),
+    "sqrt": lambda m, x: x.abs().sqrt(), "rsqrt": lambda m, x: (x.abs() + 1).rsqrt(), "exp2": lambda m, x: m.exp2(x),
+    "expm1": lambda m, x: x.expm1(), "reciprocal": lambda m, x: (x.abs() + 1).reciprocal(),
+    "F.elu": lambda m, x: m.nn.functional.elu(x), "F.relu": lambda m, x: m.relu(x),
+    "cumprod": lambda m, x: x.cumprod(1),
+    "F.layer_norm": lambda m, x: m.nn.functional.layer_norm(x, (5,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUT_SAVERS))
+def test_in_place_change_of_saved_output_raises(name):
+    """y = op(x) saves y for its backward; y.masked_fill_(...) then backward raises in torch
+    ("modified by an inplace operation"), and so here, whether y is the saved array or a view of it."""
+    a = np.random.default_rng(4).standard_normal((3, 5))
+    raised = []
+    for m in (tg, torch):
+        x = m.tensor(a, requires_grad=True)
+        y = OUTPUT_SAVERS[name](m, x)
+        y.masked_fill_(m.tensor(a > 0.5), 0.0)
+        try:
+            y.backward(m.ones(3, 5, dtype=m.float64))
+            raised.append(False)
+        except RuntimeError as e:
+            assert "modified by an inplace operation" in str(e)
+            raised.append(True)
+    assert raised[0] == raised[1], f"torch raised: {raised[1]}, ours: {raised[0]}"
+
+
+# ============================================================================ 4. NumPy's out=
+
+def test_numpy_out_tensor_is_refused():
+    """np.multiply(t, 2, out=t) wrote behind the version counter (a tensor saved for backward then
+    gave a wrong gradient); torch's tensors refuse out= (TypeError), and so do ours, also np.add.at."""
+    with pytest.raises(TypeError):
+        np.multiply(torch.ones(3), 2, out=torch.ones(3))
+    x = tg.ones(3, requires_grad=True)
+    y = x.exp()
+    for call in (lambda: np.multiply(y, 2, out=y), lambda: np.multiply(y, 2, out=(y,)),
+                 lambda: np.negative(y.detach(), out=y.detach()), lambda: np.add.at(y, [0], 1.0)):
+        with pytest.raises(TypeError, match="Tensor"):
+            call()
+    y.backward(tg.ones(3))
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(1.0) * np.ones(3))
+    np.testing.assert_allclose(np.multiply(tg.ones(2), 3).numpy(), [3.0, 3.0])   # without out=: as before
+
+
+# ============================================================================ 5. tensor hooks
+
+HOOKS = {"a different shape": lambda g: g[:2], "the same size, another shape": lambda g: g.reshape(1, 3),
+         "another dtype": lambda g: g.to(torch.float32) if isinstance(g, torch.Tensor) else g.to(tg.float32),
+         "a number": lambda g: 3.0, "an array": lambda g: np.ones(3)}
+
+
+@pytest.mark.parametrize("leaf", [True, False], ids=["leaf", "non-leaf"])
+@pytest.mark.parametrize("what", sorted(HOOKS))
+def test_hook_returning_a_wrong_value_raises(what, leaf):
+    errors = []
+    for m in (tg, torch):
+        x = m.tensor(np.arange(3.0), requires_grad=True)
+        t = x if leaf else x * 2
+        t.register_hook(HOOKS[what])
+        with pytest.raises((TypeError, RuntimeError)) as info:
+            (t * 3).backward(m.ones(3, dtype=m.float64))
+        errors.append(info.value)
+    assert type(errors[0]) is type(errors[1]) or isinstance(errors[0], type(errors[1])), errors
+    expected = {"a number": "expected Variable", "an array": "expected Variable",
+                "another dtype": "changed the type of value"}.get(what, "changed the size of value")
+    for e in errors:
+        assert expected in str(e)
+
+
+def test_hook_returning_a_good_value_still_replaces_the_gradient():
+    x = tg.tensor(np.arange(3.0), requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g * 10)
+    (y * 3).backward(tg.ones(3, dtype=tg.float64))
+    np.testing.assert_allclose(x.grad.numpy(), [60.0, 60.0, 60.0])

@@ -112,10 +112,12 @@ class _View:
     in place since then rebuilds its node from the base (``Tensor._refresh_view``), so a gradient
     through it reaches the base's newest history, as torch's views do."""
 
-    __slots__ = ("base", "steps", "version")
+    __slots__ = ("base", "steps", "version", "multi")
 
-    def __init__(self, base, steps, version):
-        self.base, self.steps, self.version = base, steps, version
+    def __init__(self, base, steps, version, multi=None):
+        # multi: (op name, output number) when the view is (a view of) one output of an op that
+        # returns several views (split, chunk, unbind): torch refuses recorded in-place writes to those
+        self.base, self.steps, self.version, self.multi = base, steps, version, multi
 
 
 def _check_hook_result(hook, grad, new) -> None:
@@ -995,7 +997,7 @@ class Tensor:
         for size in sizes:
             out.append(self.narrow(d, start, size))
             start += size
-        return tuple(out)
+        return autograd.versions.multi_output(out, "Split")
 
     def chunk(self, chunks, dim=0):
         """``chunks`` pieces of equal size along dim (the last may be smaller)."""
@@ -1005,7 +1007,7 @@ class Tensor:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
         n = self.shape[_canonical_dim(dim, self.ndim, "chunk")]
         if n == 0:   # torch: `chunks` empty pieces
-            return tuple(self.narrow(dim, 0, 0) for _ in range(chunks))
+            return autograd.versions.multi_output([self.narrow(dim, 0, 0) for _ in range(chunks)], "Split")
         return self.split(-(-n // chunks), dim)
 
 

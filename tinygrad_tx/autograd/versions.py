@@ -56,8 +56,18 @@ def _link_view(t, fn, args, roots, kwargs) -> None:
             if a._view is None:
                 t._view = _View(a, (step,), a._vc.value)
             else:
-                t._view = _View(a._view.base, a._view.steps + (step,), a._vc.value)
+                t._view = _View(a._view.base, a._view.steps + (step,), a._vc.value, a._view.multi)
             return
+
+
+def multi_output(views, op: str) -> tuple:
+    """Mark each of ``views`` (the outputs of split/chunk/unbind) as one output of an op that
+    returns several views, as torch's creation meta does: a recorded in-place write to one of
+    them (or to a view of one) is refused (``ops/inplace.py``). Returns them as a tuple."""
+    for k, v in enumerate(views):
+        if v._view is not None:
+            v._view.multi = (op, k)
+    return tuple(views)
 
 
 def refresh_stale_views(args) -> None:

@@ -105,6 +105,12 @@ def apply_inplace(self: Tensor, op: str, compute, *args, **kwargs) -> Tensor:
             new = _cast_into(self, compute(self, *args, **kwargs), op)
         _write(self, new._data)
         return self
+    if self._view is not None and self._view.multi is not None:
+        name, k = self._view.multi
+        raise RuntimeError(f"Output {k} of {name} is a view and is being modified inplace ({op}). This view is "
+                           "the output of a function that returns multiple views. Such functions do not allow "
+                           "the output views to be modified inplace. You should replace the inplace operation "
+                           "by an out-of-place one.")
     start = next(autograd._creation_order)
     new = _cast_into(self, compute(self, *args, **kwargs), op)
     if self._vc is not None:

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..autograd import ArrayFunction, accumulation_dtype
+from ..autograd.versions import multi_output
 from ..tensor import Tensor, _adopt
 from .einsum import einsum
 from .movement import canonical_dim, canonical_dims, infer_shape, put
@@ -482,7 +483,7 @@ def unbind(input, dim=0):
     if input.ndim == 0:
         raise IndexError("unbind: dimension specified as 0 but tensor has no dimensions")
     d = canonical_dim(dim, input.ndim, "unbind")
-    return tuple(input[(slice(None),) * d + (i,)] for i in range(input.shape[d]))
+    return multi_output([input[(slice(None),) * d + (i,)] for i in range(input.shape[d])], "Unbind")
 
 
 def tensor_split(input, indices_or_sections, dim=0):
