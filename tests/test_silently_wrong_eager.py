@@ -386,3 +386,51 @@ def test_hook_returning_a_good_value_still_replaces_the_gradient():
     y.register_hook(lambda g: g * 10)
     (y * 3).backward(tg.ones(3, dtype=tg.float64))
     np.testing.assert_allclose(x.grad.numpy(), [60.0, 60.0, 60.0])
+
+
+# ============================================================================ 6. max-pool windows in the padding
+
+POOL_CASES = [  # (input shape, kernel, stride, padding, dilation, ceil_mode, -inf in the first two columns)
+    ((1, 2, 1), 2, 1, 1, 2, False, False), ((1, 2, 1), 2, 2, 1, 3, True, False), ((1, 2, 3), 2, 3, 1, 3, True, False),
+    ((1, 2, 5), 3, 3, 1, 1, True, True), ((1, 2, 4), 2, 1, 1, 1, False, True), ((1, 2, 2), 3, 2, 1, 2, True, False),
+    ((1, 2, 5, 3), (3, 2), (3, 1), (1, 1), (3, 2), True, True), ((1, 2, 2, 3), (2, 2), (1, 2), (1, 1), (2, 3), True, False),
+    ((1, 2, 1, 1), (2, 2), (1, 1), (1, 1), (2, 2), False, False), ((2, 3, 4, 4), 3, 2, 1, 1, True, True),
+]
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=[str(c[:6]) for c in POOL_CASES])
+def test_max_pool_window_in_padding(case):
+    """A window whose elements are all padding (dilation larger than the padding) or all -inf:
+    the output (-inf), torch's returned indices and the gradient; backward used to raise NumPy's
+    ValueError (a negative index into np.bincount). Where torch's own backward would write outside
+    the input plane (its index is past the plane), the window reads no pixel and passes no gradient."""
+    shape, k, s, p, d, ceil, neginf = case
+    a = np.random.default_rng(5).standard_normal(shape)
+    if neginf:
+        a[..., :2] = -np.inf
+    f, ours = (torch.nn.functional.max_pool1d, tg.nn.functional.max_pool1d) if len(shape) == 3 else \
+        (torch.nn.functional.max_pool2d, tg.nn.functional.max_pool2d)
+    tx, x = torch.tensor(a, requires_grad=True), tg.tensor(a, requires_grad=True)
+    ty, ti = f(tx, k, s, p, d, ceil_mode=ceil, return_indices=True)
+    y, yi = ours(x, k, s, p, d, ceil_mode=ceil, return_indices=True)
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(yi.numpy(), ti.numpy())
+    g = np.random.default_rng(6).standard_normal(tuple(ty.shape))
+    y.backward(tg.tensor(g))
+    plane = int(np.prod(shape[2:]))
+    if 0 <= ti.min() and ti.max() < plane:   # torch's backward is safe to run: compare
+        ty.backward(torch.tensor(g))
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    else:   # the gradient is the sum over the windows that read a pixel
+        expected = np.zeros(shape)
+        flat = expected.reshape(shape[0] * shape[1], plane)
+        for row, (i, gg) in enumerate(zip(ti.numpy().reshape(len(flat), -1), g.reshape(len(flat), -1))):
+            reads = (i >= 0) & (i < plane)
+            np.add.at(flat[row], i[reads], gg[reads])
+        np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
+
+
+def test_max_pool_padding_over_half_the_kernel_is_refused():
+    for m in (torch, tg):
+        with pytest.raises((RuntimeError, ValueError), match="half of kernel size"):
+            m.nn.functional.max_pool1d(m.zeros(1, 1, 5), 3, 1, 2)
