@@ -434,3 +434,37 @@ def test_max_pool_padding_over_half_the_kernel_is_refused():
     for m in (torch, tg):
         with pytest.raises((RuntimeError, ValueError), match="half of kernel size"):
             m.nn.functional.max_pool1d(m.zeros(1, 1, 5), 3, 1, 2)
+
+
+# ============================================================================ 7. CTC with impossible alignments
+
+CTC_CASES = {  # (input lengths, targets (N, 4), target lengths): 6 frames, 4 classes
+    "too few frames": ([3, 6, 6], [[1, 2, 2, 3], [1, 1, 1, 1], [2, 3, 0, 0]], [4, 4, 2]),
+    "repeats need blanks": ([6, 5, 6], [[1, 1, 1, 0], [2, 2, 2, 0], [3, 0, 0, 0]], [3, 3, 1]),
+    "empty input": ([0, 0, 4], [[1, 0, 0, 0], [0, 0, 0, 0], [1, 2, 0, 0]], [1, 0, 2]),
+    "all possible": ([6, 4, 5], [[1, 2, 0, 0], [3, 0, 0, 0], [2, 2, 0, 0]], [2, 1, 2]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("case", sorted(CTC_CASES))
+def test_ctc_impossible_alignment_matches_torch(case, reduction, zero_infinity, dtype):
+    """Loss and the gradient of the logits (through log_softmax, random cotangent): an impossible
+    sample's gradient is nan on its frames and 0 past its input length (ours was nan everywhere),
+    or 0 with zero_infinity."""
+    in_len, targets, tgt_len = CTC_CASES[case]
+    rng = np.random.default_rng(8)
+    logits = rng.standard_normal((6, 3, 4)).astype(dtype)
+    cot = rng.standard_normal(3) if reduction == "none" else np.array(1.0)
+    results = []
+    for m in (tg, torch):
+        x = m.tensor(logits, requires_grad=True)
+        loss = m.nn.functional.ctc_loss(x.log_softmax(-1), m.tensor(targets), m.tensor(in_len), m.tensor(tgt_len),
+                                        reduction=reduction, zero_infinity=zero_infinity)
+        loss.backward(m.tensor(cot.astype(dtype)))
+        results.append((loss.detach().numpy(), x.grad.numpy()))
+    tol = 1e-10 if dtype == "float64" else 2e-5
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol)
