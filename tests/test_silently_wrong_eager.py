@@ -79,12 +79,14 @@ def index_tuples(draw):
     shape = tuple(draw(st.lists(st.integers(1, 4), min_size=ndim, max_size=ndim)))
     items, dim = [], 0
     ellipsis_left = draw(st.booleans())
-    while dim < ndim and len(items) < 6:
-        kind = draw(st.sampled_from(["int", "int0d", "slice", "none", "bool", "ellipsis", "list", "tensor", "mask",
-                                     "stop"]))
-        n = shape[dim]
-        if kind == "stop":
+    kinds = draw(st.lists(st.sampled_from(["int", "int0d", "slice", "none", "bool", "ellipsis", "list", "tensor",
+                                           "mask"]), max_size=6))
+    if draw(st.booleans()):   # half the draws start int, slice/None/Ellipsis, array: where NumPy's order differs
+        kinds = ["int", draw(st.sampled_from(["slice", "none", "ellipsis"])), draw(st.sampled_from(["list", "tensor"]))] + kinds
+    for kind in kinds:
+        if dim >= ndim:
             break
+        n = shape[dim]
         if kind == "int":
             items.append(("int", draw(st.integers(-n, n - 1))))
             dim += 1
