@@ -825,6 +825,8 @@ class Tensor:
         if isinstance(value, Tensor):
             if value._data.size != 1:
                 raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got shape {value.shape}")
+            if value._requires_grad and autograd.is_grad_enabled():   # its gradient: g summed over the mask
+                return where(mask, value.reshape(())._cast(self._data.dtype), self)
             value = value.item()
         return _E.MaskedFill.apply(self, mask, value)
 
