@@ -556,3 +556,35 @@ def test_fill_with_a_tensor_keeps_the_old_value_in_the_graph():
         (x * 1).fill_(v).sum().backward()
         np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3))
         assert float(v.grad) == 3.0
+
+
+INDEX_FORMS = {  # written the same for both libraries (m: the library); x is (3, 2)
+    "list of lists is a tuple": lambda m: [[0, 1], [1, 0]], "list of tensors is a tuple": lambda m: [m.tensor([0, 2]), m.tensor([1, 0])],
+    "list with a slice": lambda m: [slice(None), 1], "list with None": lambda m: [None, 0], "list of ints": lambda m: [2, 0, 2],
+    "uint8 tensor is a mask": lambda m: m.tensor([1, 0, 1], dtype=m.uint8), "int32 tensor": lambda m: m.tensor([2, 0], dtype=m.int32),
+    "0-d uint8 tensor is a bool": lambda m: m.tensor(1, dtype=m.uint8), "2-D index tensor": lambda m: m.tensor([[0, 1], [1, 0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX_FORMS))
+def test_index_forms_match_torch(name):
+    """torch reads a short list holding a sequence, tensor, slice or None as a tuple of indices
+    (NumPy: x[[[0, 1], [1, 0]]] is one 2-D index), and a uint8 index as a mask (ours: integers)."""
+    a = np.arange(6.0).reshape(3, 2)
+    x, tx = tg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # torch's deprecation warning for uint8 indices
+        ty = tx[INDEX_FORMS[name](torch)]
+    y = x[INDEX_FORMS[name](tg)]
+    _same(y, ty)
+    g = np.random.default_rng(11).standard_normal(tuple(ty.shape))
+    y.backward(tg.tensor(g))
+    ty.backward(torch.tensor(g))
+    _same(x.grad, tx.grad)
+
+
+def test_small_integer_index_dtypes_are_refused_as_torch():
+    for m in (tg, torch):
+        with pytest.raises(IndexError, match="long, int, byte or bool"):
+            m.zeros(3)[m.tensor([0, 1], dtype=m.int16)]

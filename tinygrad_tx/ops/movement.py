@@ -114,6 +114,8 @@ def _check_slice(sl: slice) -> slice:
 def _normalize_index(index):
     """Tensors become arrays, lists become integer/bool arrays; report if advanced."""
     from ..tensor import Tensor
+    if isinstance(index, list) and _sequence_as_tuple(index, Tensor):
+        index = tuple(index)
     items = index if isinstance(index, tuple) else (index,)
     out = []
     advanced = False
@@ -124,7 +126,7 @@ def _normalize_index(index):
             else:
                 it = it._data
         elif isinstance(it, np.ndarray) and it.ndim == 0 and it.dtype.kind in "iub":
-            it = it.item()
+            it = bool(it) if it.dtype == np.uint8 else it.item()
         if isinstance(it, slice):
             it = _check_slice(it)
         elif isinstance(it, list):
@@ -138,13 +140,29 @@ def _normalize_index(index):
             if it.dtype.kind == "f":
                 raise TypeError(f"tensors used as indices must be long or bool, got a list of floats {index!r}")
         if isinstance(it, np.ndarray):
-            if it.dtype.kind not in "iub":
-                raise TypeError(f"tensors used as indices must be long or bool, got dtype {it.dtype}")
+            if it.dtype == np.uint8:   # torch reads a byte index as a mask (deprecated there)
+                it = it.astype(np.bool_)
+            if it.dtype.kind not in "ib" or (it.dtype.kind == "i" and it.dtype.itemsize < 4):
+                raise _IndexDtypeError(f"tensors used as indices must be long, int, byte or bool tensors, got "
+                                       f"dtype {it.dtype}")
             advanced = True
         elif isinstance(it, float) or (isinstance(it, np.generic) and it.dtype.kind == "f"):
             raise TypeError(f"index must be an int, slice, None, Ellipsis, or an integer/bool tensor, got {it!r}")
         out.append(it)
     return (tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]), advanced
+
+
+class _IndexDtypeError(IndexError, TypeError):
+    """An index tensor of a dtype torch refuses (its IndexError; a TypeError as this project raised)."""
+
+
+def _sequence_as_tuple(index: list, tensor_type) -> bool:
+    """torch's rule for a list index: fewer than 32 items, one of them a sequence, a tensor, a slice,
+    Ellipsis or None, and the list is a tuple of indices (``x[[[0, 1], [1, 0]]]`` is
+    ``x[[0, 1], [1, 0]]``, two elements, where NumPy reads one 2-D index array); a list of numbers
+    is one index array."""
+    return len(index) < 32 and any(isinstance(i, (list, tuple, np.ndarray, tensor_type, slice)) or i is None
+                                   or i is Ellipsis for i in index)
 
 
 def _scalar_index(t):
@@ -153,7 +171,7 @@ def _scalar_index(t):
     from ..autograd import recording
     if recording.recorder is not None:
         recording.recorder.readout(t, "a 0-d tensor used as an index")
-    return t._data.item()
+    return bool(t._data) if t._data.dtype == np.uint8 else t._data.item()
 
 
 def _is_int(it) -> bool:
