@@ -112,10 +112,29 @@ class _View:
     in place since then rebuilds its node from the base (``Tensor._refresh_view``), so a gradient
     through it reaches the base's newest history, as torch's views do."""
 
-    __slots__ = ("base", "steps", "version")
+    __slots__ = ("base", "steps", "version", "multi")
 
-    def __init__(self, base, steps, version):
-        self.base, self.steps, self.version = base, steps, version
+    def __init__(self, base, steps, version, multi=None):
+        # multi: (op name, output number) when the view is (a view of) one output of an op that
+        # returns several views (split, chunk, unbind): torch refuses recorded in-place writes to those
+        self.base, self.steps, self.version, self.multi = base, steps, version, multi
+
+
+def _check_hook_result(hook, grad, new) -> None:
+    """A tensor hook may replace the gradient only by a Tensor of the same shape and dtype (torch's
+    checks and messages): anything else would flow on as a gradient of the wrong kind."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if not isinstance(new, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}' (hook '{name}' must "
+                        "return a Tensor or None)")
+    if new._data.shape != grad._data.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value (was {tuple(grad._data.shape)}, "
+                           f"got {tuple(new._data.shape)})")
+    if new._data.dtype != grad._data.dtype:
+        names = Tensor._TYPE_NAMES
+        was, got = (names.get(a._data.dtype.name, a._data.dtype.name) for a in (grad, new))
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was tinygrad_tx.{was} got "
+                           f"tinygrad_tx.{got})")
 
 
 class _NoData:
@@ -323,7 +342,10 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         def entry(grad):  # one object per registration, so a handle removes exactly its own
-            return hook(grad)
+            new = hook(grad)
+            if new is not None:
+                _check_hook_result(hook, grad, new)
+            return new
         # a leaf keeps its hooks; a non-leaf's live on its graph node, which runs them even
         # after this Tensor object is gone (as torch's grad_fn pre-hooks do)
         ctx = self._ctx
@@ -499,6 +521,14 @@ class Tensor:
         have a Tensor twin (``autograd/dispatch.py``)."""
         if _dispatch._dispatch.active:
             return _dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+        if any(isinstance(o, Tensor) for o in kwargs.get("out", ())):
+            # torch's tensors refuse too (NumPy: "return arrays must be of ArrayType"); writing
+            # behind autograd's back would skip the version check of a tensor saved for backward
+            raise TypeError(f"np.{ufunc.__name__}(..., out=<Tensor>): out= must be a NumPy array, not a "
+                            f"Tensor; use the in-place op (e.g. t.mul_(2) for np.multiply(t, 2, out=t))")
+        if method == "at" and isinstance(inputs[0], Tensor):   # np.add.at writes into its first operand
+            raise TypeError(f"np.{ufunc.__name__}.at: the first operand must be a NumPy array, not a Tensor "
+                            "(torch's tensors refuse too); use index_put_(..., accumulate=True) or index_add_")
         if method == "__call__" and not kwargs:
             fn = _dispatch.UFUNCS.get(ufunc.__name__)
             if fn is not None:
@@ -807,6 +837,8 @@ class Tensor:
         if isinstance(value, Tensor):
             if value._data.size != 1:
                 raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got shape {value.shape}")
+            if value._requires_grad and autograd.is_grad_enabled():   # its gradient: g summed over the mask
+                return where(mask, value.reshape(())._cast(self._data.dtype), self)
             value = value.item()
         return _E.MaskedFill.apply(self, mask, value)
 
@@ -936,6 +968,9 @@ class Tensor:
         """Indexing and slicing as NumPy/torch. Backward (``GetItem``): g added into zeros at the
         indexed places (repeated indices accumulate)."""
         idx, advanced = _M._normalize_index(index)
+        split = _M.torch_order(idx)
+        if split is not None:   # integers mixed with index arrays: torch's order (movement.torch_order)
+            return _M.GetItem.apply(_M.GetItem.apply(self, split[0]), split[1], advanced=True)
         return _M.GetItem.apply(self, idx, advanced=advanced)
 
     def __iter__(self):
@@ -976,7 +1011,7 @@ class Tensor:
         for size in sizes:
             out.append(self.narrow(d, start, size))
             start += size
-        return tuple(out)
+        return autograd.versions.multi_output(out, "Split")
 
     def chunk(self, chunks, dim=0):
         """``chunks`` pieces of equal size along dim (the last may be smaller)."""
@@ -986,7 +1021,7 @@ class Tensor:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
         n = self.shape[_canonical_dim(dim, self.ndim, "chunk")]
         if n == 0:   # torch: `chunks` empty pieces
-            return tuple(self.narrow(dim, 0, 0) for _ in range(chunks))
+            return autograd.versions.multi_output([self.narrow(dim, 0, 0) for _ in range(chunks)], "Split")
         return self.split(-(-n // chunks), dim)
 
 

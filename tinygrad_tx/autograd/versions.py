@@ -17,15 +17,25 @@ import numpy as np
 
 def _root(a: np.ndarray) -> np.ndarray:
     """The array that owns ``a``'s memory (``a`` itself when it owns it). NumPy points a view's
-    ``base`` at the owner already, so this is one step but for views built on foreign buffers."""
-    b = a.base
-    if not isinstance(b, np.ndarray):   # owns its memory, or wraps a foreign buffer (memoryview, bytes)
+    ``base`` at the owner already, so this is one step but for views built on foreign buffers
+    and NumPy's strided views (``as_strided``, ``sliding_window_view``: their base is a helper
+    object whose own ``base`` is the array)."""
+    b = _array_base(a)
+    if b is None:   # owns its memory, or wraps a foreign buffer (memoryview, bytes)
         return a
     while True:
-        nb = b.base
-        if not isinstance(nb, np.ndarray):
+        nb = _array_base(b)
+        if nb is None:
             return b
         b = nb
+
+
+def _array_base(a):
+    """``a.base`` when it is an array (through NumPy's ``as_strided`` helper object), else None."""
+    b = a.base
+    if b is not None and not isinstance(b, np.ndarray):
+        b = getattr(b, "base", None) if type(b).__name__ == "DummyArray" else None
+    return b if isinstance(b, np.ndarray) else None
 
 
 def _tensor_roots(args, arrays) -> list:
@@ -46,8 +56,18 @@ def _link_view(t, fn, args, roots, kwargs) -> None:
             if a._view is None:
                 t._view = _View(a, (step,), a._vc.value)
             else:
-                t._view = _View(a._view.base, a._view.steps + (step,), a._vc.value)
+                t._view = _View(a._view.base, a._view.steps + (step,), a._vc.value, a._view.multi)
             return
+
+
+def multi_output(views, op: str) -> tuple:
+    """Mark each of ``views`` (the outputs of split/chunk/unbind) as one output of an op that
+    returns several views, as torch's creation meta does: a recorded in-place write to one of
+    them (or to a view of one) is refused (``ops/inplace.py``). Returns them as a tuple."""
+    for k, v in enumerate(views):
+        if v._view is not None:
+            v._view.multi = (op, k)
+    return tuple(views)
 
 
 def refresh_stale_views(args) -> None:
@@ -106,9 +126,9 @@ def _saved_versions(saved, roots, out, t_out, args=()) -> tuple:
                     if s is a._data:
                         owner, origin = a, pos
                         break
-            if owner is None and s.base is not None:
-                if out_root is None:
-                    out_root = _root(out)
+            if owner is None and (s.base is not None or out.base is not None):
+                if out_root is None:   # s is a view of the output, or the output a view of s
+                    out_root = _root(out)   # (softmax saves its buffer and returns a view of it)
                 if root is out_root:
                     owner = t_out
         if owner is not None:

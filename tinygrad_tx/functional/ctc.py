@@ -39,8 +39,8 @@ is y - γ either way; returning it already formed avoids the cancellation -γ + 
 float32 log_softmax backward on a confident frame (measured: relative error 5e-5 against
 torch's 8e-7). Off the simplex (log_probs that are not normalised) it is not the derivative,
 in torch as here; the finite-difference check goes through log_softmax. An impossible alignment
-(input shorter than the target needs) has loss inf and a nan gradient, or 0 and a zero
-gradient when ``zero_infinity``.
+(input shorter than the target needs) has loss inf and a nan gradient on its own frames (0 past
+its input length, as torch's), or 0 and a zero gradient when ``zero_infinity``.
 """
 from __future__ import annotations
 
@@ -133,7 +133,11 @@ class CTCLossFn(ArrayFunction):
         impossible = ~np.isfinite(loss)
         frames = np.arange(t_max)[:, None] < in_len[None, :]             # (T, N): the sample's own frames
         slope = np.where(frames[:, :, None], np.exp(x), 0.0) - gamma
-        slope[:, impossible] = 0.0 if zero_infinity else np.nan
+        # an impossible sample: zero_infinity zeroes its gradient; otherwise it is nan on the
+        # sample's own frames and 0 past its input length (those frames never enter the loss), as torch's
+        slope[:, impossible] = 0.0
+        if not zero_infinity:
+            slope[:, impossible] = np.where(frames[:, impossible, None], np.nan, 0.0)
         if zero_infinity:
             loss = np.where(impossible, 0.0, loss)
         ctx.save_for_backward(slope)

@@ -55,11 +55,18 @@ def _scatter_to_argmax(g, idx: np.ndarray, x_shape):
     is the gather g'.flat[idx] (and a max pool's second derivative in x is 0)."""
     n, c, h, w = x_shape
     plane = (np.arange(n * c, dtype=np.int64) * (h * w)).reshape(n, c, 1, 1)
-    flat_idx = (np.asarray(getattr(idx, "_data", idx)) + plane).ravel()
+    idx = np.asarray(getattr(idx, "_data", idx))
+    flat_idx = (idx + plane).ravel()
+    chosen = None
+    if idx.size and idx.min() < 0:   # -1: a window wholly in the padding read no pixel (y = -inf, a constant)
+        chosen = np.flatnonzero(np.broadcast_to(idx >= 0, np.shape(g)))
+        flat_idx = flat_idx[chosen]
     if isinstance(g, Tensor):
         from ..factories import zeros
-        return zeros(n * c * h * w, dtype=g.dtype).index_add(0, Tensor(flat_idx), g.reshape(-1)).reshape(x_shape)
-    flat = np.bincount(flat_idx, weights=g.ravel().astype(np.float64), minlength=n * c * h * w)
+        gv = g.reshape(-1) if chosen is None else g.reshape(-1)[chosen]
+        return zeros(n * c * h * w, dtype=g.dtype).index_add(0, Tensor(flat_idx), gv).reshape(x_shape)
+    gv = g.ravel() if chosen is None else g.ravel()[chosen]
+    flat = np.bincount(flat_idx, weights=gv.astype(np.float64), minlength=n * c * h * w)
     return flat.reshape(x_shape).astype(g.dtype, copy=False)
 
 
@@ -72,12 +79,13 @@ class _ArgmaxPool(ArrayFunction):
     saved_constants = (0,)
 
     @staticmethod
-    def keep(ctx, y, idx, x_shape, indices_out):
-        """Save the indices for the backward (and hand them to ``indices_out``); return y."""
+    def keep(ctx, y, idx, x_shape, indices_out, returned=None):
+        """Save the indices for the backward (and hand ``returned``, by default the same, to
+        ``indices_out``); return y."""
         ctx.save_for_backward(idx)
         ctx.x_shape = x_shape
         if indices_out is not None:
-            indices_out.append(idx)
+            indices_out.append(idx if returned is None else returned)
         return y
 
     @staticmethod
@@ -103,10 +111,33 @@ class MaxPool(_ArgmaxPool):
         a = win.argmax(axis=-1)
         y = np.take_along_axis(win, a[..., None], axis=-1)[..., 0]
         kh, kw = kernel_size
-        rows = (np.arange(oh) * stride[0] - padding[0]).reshape(oh, 1) + (a // kw) * dilation[0]
-        cols = (np.arange(ow) * stride[1] - padding[1]) + (a % kw) * dilation[1]
+        top = (np.arange(oh) * stride[0] - padding[0]).reshape(oh, 1)
+        left = np.arange(ow) * stride[1] - padding[1]
+        rows, cols = top + (a // kw) * dilation[0], left + (a % kw) * dilation[1]
         idx = (rows * w + cols).astype(np.int64)
+        if max(padding) > 0:
+            idx, returned = _padding_windows(idx, rows, cols, top, left, (h, w), dilation)
+            return _ArgmaxPool.keep(ctx, y, idx, x.shape, indices_out, returned)
         return _ArgmaxPool.keep(ctx, y, idx, x.shape, indices_out)
+
+
+def _padding_windows(idx, rows, cols, top, left, hw, dilation):
+    """Windows whose maximum is a padding −∞: the window's inputs are all −∞, or it lies wholly
+    in the padding (dilation > padding lets a window skip the whole input). torch's kernel then
+    reports its first in-plane row and column (the window start moved on by the dilation until
+    it is >= 0), even where that is past the plane; that is the returned index. Returns (the
+    backward's indices, the returned ones): a window that reads no pixel at all has the constant
+    y = −∞ and passes no gradient (-1 in the backward's indices; torch's own backward writes outside
+    the plane there)."""
+    h, w = hw
+    padded = (rows < 0) | (rows >= h) | (cols < 0) | (cols >= w)
+    if not padded.any():
+        return idx, idx
+    r0 = top + (-np.minimum(top, 0) + dilation[0] - 1) // dilation[0] * dilation[0]
+    c0 = left + (-np.minimum(left, 0) + dilation[1] - 1) // dilation[1] * dilation[1]
+    returned = np.where(padded, r0 * w + c0, idx).astype(np.int64)
+    hollow = padded & ((r0 >= h) | (c0 >= w))
+    return np.where(hollow, -1, returned).astype(np.int64), returned
 
 
 def _avg_divisor(n, k, s, p, out, count_include_pad):

@@ -371,6 +371,12 @@ def index_put(input, index, values, accumulate=False):
     else:
         raise TypeError(f"index_put: values must be a Tensor or a number, got {type(values).__name__}")
     idx, advanced = _M._normalize_index(index)
+    split = _M.torch_order(idx)
+    if split is not None:   # torch's order: write into the basic part, then put that part back
+        part = _M.GetItem.apply(input, split[0])
+        _M.check_masks(part.shape, split[1])
+        part = _M.IndexPut.apply(part, values, index=split[1], accumulate=bool(accumulate))
+        return _M.IndexPut.apply(input, part, index=split[0])
     if advanced:
         _M.check_masks(input.shape, idx)
     return _M.IndexPut.apply(input, values, index=idx, accumulate=bool(accumulate))

@@ -81,6 +81,44 @@ def _check_writable(self: Tensor, op: str) -> None:
                                f"operation ({op})")
 
 
+def _dense_range(a: np.ndarray):
+    """The byte range [start, end) of ``a`` when its elements fill it exactly once in some order
+    of the dims (torch's "non-overlapping and dense"), else None."""
+    dims = sorted((st, n) for st, n in zip(a.strides, a.shape) if n != 1)
+    expected = a.itemsize
+    for st, n in dims:
+        if st != expected:
+            return None
+        expected *= n
+    start = a.__array_interface__["data"][0]
+    return start, start + a.nbytes
+
+
+def _check_partial_overlap(out: np.ndarray, inputs, op: str, written=None) -> None:
+    """torch's ``assert_no_partial_overlap``: an input that shares some but not all of the written
+    memory ``out`` (``y += y.T``, ``y[1:] = y[:-1]``, ``y.add_(y[0])``) would be read while it is
+    written; torch refuses where it can tell (both dense), and so do we rather than pick a result.
+    ``written``: the tensor written to (an input that is that very tensor is no overlap)."""
+    if out.size == 0:
+        return
+    out_range = None
+    for a in inputs:
+        if not isinstance(a, Tensor) or a is written or a._data.size == 0 or not np.may_share_memory(a._data, out):
+            continue
+        if out_range is None:
+            out_range = _dense_range(out)
+            if out_range is None:
+                return
+        a_range = _dense_range(a._data)
+        if a_range is None:
+            continue
+        same = a_range == out_range and a._data.strides == out.strides and a._data.shape == out.shape
+        if not same and a_range[0] < out_range[1] and out_range[0] < a_range[1]:
+            raise RuntimeError(f"{op}: unsupported operation: some elements of the input tensor and the written-to "
+                               "tensor refer to a single memory location. Please clone() the tensor before "
+                               "performing the operation.")
+
+
 def _cast_into(self: Tensor, new: Tensor, op: str) -> Tensor:
     """``new`` in ``self``'s dtype; a result of a wider kind than ``self`` raises, as torch."""
     have, want = new._data.dtype, self._data.dtype
@@ -97,6 +135,8 @@ def apply_inplace(self: Tensor, op: str, compute, *args, **kwargs) -> Tensor:
     if not isinstance(self, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(self).__name__}")
     _check_writable(self, op)
+    if op != "__setitem__":   # setitem checks the region it writes (setitem below)
+        _check_partial_overlap(self._data, (*args, *kwargs.values()), op, self)
     records = is_grad_enabled() and (self._requires_grad or any(
         isinstance(a, Tensor) and a._requires_grad for a in args) or any(
         isinstance(v, Tensor) and v._requires_grad for v in kwargs.values()))
@@ -105,6 +145,12 @@ def apply_inplace(self: Tensor, op: str, compute, *args, **kwargs) -> Tensor:
             new = _cast_into(self, compute(self, *args, **kwargs), op)
         _write(self, new._data)
         return self
+    if self._view is not None and self._view.multi is not None:
+        name, k = self._view.multi
+        raise RuntimeError(f"Output {k} of {name} is a view and is being modified inplace ({op}). This view is "
+                           "the output of a function that returns multiple views. Such functions do not allow "
+                           "the output views to be modified inplace. You should replace the inplace operation "
+                           "by an out-of-place one.")
     start = next(autograd._creation_order)
     new = _cast_into(self, compute(self, *args, **kwargs), op)
     if self._vc is not None:
@@ -149,7 +195,7 @@ def _fill_value(self: Tensor, value):
         if value._data.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions")
-        return value._cast(self._data.dtype).expand(*self._data.shape).clone()
+        return _replaced(self, value._cast(self._data.dtype).reshape(()))   # the old values get a zero gradient
     if not isinstance(value, (bool, int, float, np.generic)):
         raise TypeError(f"fill_: value must be a number or a 0-d Tensor, got {type(value).__name__}")
     return _replaced(self, np.full(self._data.shape, value, dtype=self._data.dtype))
@@ -194,8 +240,32 @@ def _setitem(self: Tensor, index, value):
     return indexing.index_put(self, index, value)
 
 
+def _setitem_target(self: Tensor, index):
+    """The part of ``self`` that torch's ``x[index] = v`` writes into: the view the basic items
+    select (index arrays whole), which torch then copies or index-puts ``v`` into; None if the
+    index is out of range (the write itself then raises)."""
+    from .movement import _normalize_index
+    idx, _ = _normalize_index(index)
+    basic = []
+    for it in (idx if isinstance(idx, tuple) else (idx,)):
+        if isinstance(it, np.ndarray):
+            basic.extend([slice(None)] * (it.ndim if it.dtype == np.bool_ else 1))
+        else:
+            basic.append(None if isinstance(it, (bool, np.bool_)) else it)
+    if not any(it is Ellipsis for it in basic):
+        basic.append(Ellipsis)   # integers for every dim: a 0-d view, not a NumPy scalar
+    try:
+        return self._data[tuple(basic)]
+    except (IndexError, TypeError, ValueError):
+        return None
+
+
 def setitem(self, index, value):
     """``x[index] = value``: differentiable item assignment (torch's ``copy_slices``/``index_put_``)."""
+    if isinstance(value, Tensor) and value._data.ndim > 0 and np.may_share_memory(value._data, self._data):
+        target = _setitem_target(self, index)
+        if target is not None:
+            _check_partial_overlap(target, (value,), "__setitem__")
     if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
         value = value._cast(self._data.dtype) if value._data.dtype.kind != "c" else value
     return apply_inplace(self, "__setitem__", _setitem, index, value)

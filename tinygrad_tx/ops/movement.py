@@ -114,12 +114,19 @@ def _check_slice(sl: slice) -> slice:
 def _normalize_index(index):
     """Tensors become arrays, lists become integer/bool arrays; report if advanced."""
     from ..tensor import Tensor
+    if isinstance(index, list) and _sequence_as_tuple(index, Tensor):
+        index = tuple(index)
     items = index if isinstance(index, tuple) else (index,)
     out = []
     advanced = False
     for it in items:
         if isinstance(it, Tensor):
-            it = it._data
+            if it._data.ndim == 0 and it._data.dtype.kind in "iub":
+                it = _scalar_index(it)
+            else:
+                it = it._data
+        elif isinstance(it, np.ndarray) and it.ndim == 0 and it.dtype.kind in "iub":
+            it = bool(it) if it.dtype == np.uint8 else it.item()
         if isinstance(it, slice):
             it = _check_slice(it)
         elif isinstance(it, list):
@@ -133,13 +140,76 @@ def _normalize_index(index):
             if it.dtype.kind == "f":
                 raise TypeError(f"tensors used as indices must be long or bool, got a list of floats {index!r}")
         if isinstance(it, np.ndarray):
-            if it.dtype.kind not in "iub":
-                raise TypeError(f"tensors used as indices must be long or bool, got dtype {it.dtype}")
+            if it.dtype == np.uint8:   # torch reads a byte index as a mask (deprecated there)
+                it = it.astype(np.bool_)
+            if it.dtype.kind not in "ib" or (it.dtype.kind == "i" and it.dtype.itemsize < 4):
+                raise _IndexDtypeError(f"tensors used as indices must be long, int, byte or bool tensors, got "
+                                       f"dtype {it.dtype}")
             advanced = True
         elif isinstance(it, float) or (isinstance(it, np.generic) and it.dtype.kind == "f"):
             raise TypeError(f"index must be an int, slice, None, Ellipsis, or an integer/bool tensor, got {it!r}")
         out.append(it)
     return (tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]), advanced
+
+
+class _IndexDtypeError(IndexError, TypeError):
+    """An index tensor of a dtype torch refuses (its IndexError; a TypeError as this project raised)."""
+
+
+def _sequence_as_tuple(index: list, tensor_type) -> bool:
+    """torch's rule for a list index: fewer than 32 items, one of them a sequence, a tensor, a slice,
+    Ellipsis or None, and the list is a tuple of indices (``x[[[0, 1], [1, 0]]]`` is
+    ``x[[0, 1], [1, 0]]``, two elements, where NumPy reads one 2-D index array); a list of numbers
+    is one index array."""
+    return len(index) < 32 and any(isinstance(i, (list, tuple, np.ndarray, tensor_type, slice)) or i is None
+                                   or i is Ellipsis for i in index)
+
+
+def _scalar_index(t):
+    """A 0-d integer (bool) tensor used as an index is the number it holds, as in torch: an
+    integer selects (a view, no advanced-index broadcasting), a bool adds a dim of size 1 or 0."""
+    from ..autograd import recording
+    if recording.recorder is not None:
+        recording.recorder.readout(t, "a 0-d tensor used as an index")
+    return bool(t._data) if t._data.dtype == np.uint8 else t._data.item()
+
+
+def _is_int(it) -> bool:
+    return isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_))
+
+
+def torch_order(index):
+    """torch's two steps for an index that mixes integers (or bool scalars) with index arrays, or
+    None when NumPy's one step gives the same result.
+
+    torch applies the basic items first -- an integer selects (its dim is gone before any index
+    array is placed), None and a bool scalar add a dim -- and then the index arrays (a bool scalar
+    is the array [0] or [] on its new dim) on what is left. NumPy instead treats an integer as a
+    0-d index array that broadcasts with the others, which moves the result's dims: for x of shape
+    (2, 3, 3), ``x[0, :, [1, 2]]`` is (3, 2) in torch and (2, 3) in NumPy. Returns
+    ``(basic, advanced)``: ``x[index]`` (torch) is ``x[basic][advanced]`` (NumPy)."""
+    items = index if isinstance(index, tuple) else (index,)
+    arrays = any(isinstance(it, np.ndarray) for it in items)
+    bools = any(isinstance(it, (bool, np.bool_)) for it in items)
+    if not ((arrays or bools) and (bools or any(_is_int(it) for it in items))):
+        return None
+    basic, advanced = [], []
+    for it in items:
+        if isinstance(it, (bool, np.bool_)):
+            basic.append(None)
+            advanced.append(np.zeros(1 if it else 0, dtype=np.int64))
+        elif _is_int(it):
+            basic.append(it)
+        elif isinstance(it, np.ndarray):
+            basic.extend([slice(None)] * (it.ndim if it.dtype == np.bool_ else 1))
+            advanced.append(it)
+        elif it is Ellipsis:
+            basic.append(it)
+            advanced.append(it)
+        else:   # a slice, or None (its new dim is whole in the second step)
+            basic.append(it)
+            advanced.append(slice(None))
+    return tuple(basic), tuple(advanced)
 
 
 def check_masks(shape: tuple, index) -> None:
@@ -194,7 +264,9 @@ class GetItem(ArrayFunction):
         except IndexError as e:
             raise IndexOutOfRange(f"index {index!r} is out of range for a tensor of shape {x.shape}: {e}") from None
         ctx.shape, ctx.advanced, ctx.index = x.shape, advanced, index
-        return y if isinstance(y, np.ndarray) else np.array(y)   # an int index of a 1-D x gives a scalar
+        if not isinstance(y, np.ndarray):   # integers for every dim give a NumPy scalar: take the 0-d
+            y = x[(index if isinstance(index, tuple) else (index,)) + (Ellipsis,)]   # view (torch's)
+        return y
 
     @staticmethod
     def backward(ctx, g):
@@ -297,6 +369,10 @@ def index_put_kernel(array: np.ndarray, index, values, accumulate: bool = False,
     With duplicate indices and ``accumulate=False`` one of the writes wins (torch: unspecified).
     """
     index, advanced = _normalize_index(index)
+    split = torch_order(index)
+    if split is not None:   # torch's order: the basic items select a view, the arrays index it
+        index_put_kernel(array[split[0]], split[1], values, accumulate, op)
+        return array
     if advanced:
         check_masks(array.shape, index)
     values = _broadcast_values(np.asarray(values), _indexed_shape(array, index, op), op)

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..autograd import ArrayFunction, accumulation_dtype
+from ..autograd.versions import multi_output
 from ..tensor import Tensor, _adopt
 from .einsum import einsum
 from .movement import canonical_dim, canonical_dims, infer_shape, put
@@ -208,7 +209,10 @@ class Diagonal(ArrayFunction):
     @staticmethod
     def forward(ctx, x, offset=0, dim1=0, dim2=1):
         ctx.shape, ctx.offset, ctx.dims = x.shape, offset, (dim1, dim2)
-        return np.diagonal(x, offset, dim1, dim2).copy()
+        y = np.diagonal(x, offset, dim1, dim2)   # a view, read-only by NumPy's default:
+        if x.flags.writeable:                     # writable as torch's, so writes reach x
+            y.flags.writeable = True
+        return y
 
     @staticmethod
     def backward(ctx, g):
@@ -389,8 +393,10 @@ class UnfoldFn(ArrayFunction):
     @staticmethod
     def forward(ctx, x, dim=0, size=1, step=1):
         ctx.shape, ctx.dim, ctx.step = x.shape, dim, step
-        windows = sliding_window_view(x, size, axis=dim)
-        return np.ascontiguousarray(windows[(slice(None),) * dim + (slice(None, None, step),)])
+        # a view, as torch's: writable when no two windows share an element (step >= size); an
+        # in-place write through overlapping windows is refused (read-only), never order-dependent
+        windows = sliding_window_view(x, size, axis=dim, writeable=bool(x.flags.writeable and step >= size))
+        return windows[(slice(None),) * dim + (slice(None, None, step),)]
 
     @staticmethod
     def backward(ctx, g):
@@ -477,7 +483,7 @@ def unbind(input, dim=0):
     if input.ndim == 0:
         raise IndexError("unbind: dimension specified as 0 but tensor has no dimensions")
     d = canonical_dim(dim, input.ndim, "unbind")
-    return tuple(input[(slice(None),) * d + (i,)] for i in range(input.shape[d]))
+    return multi_output([input[(slice(None),) * d + (i,)] for i in range(input.shape[d])], "Unbind")
 
 
 def tensor_split(input, indices_or_sections, dim=0):
