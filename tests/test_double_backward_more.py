@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import tinygrad_tx as tg
 import tinygrad_tx.nn.functional as F
-from reference.testing import check_double_parity
+from reference.testing import DEVICE, check_double_parity
 
 F64, F32 = np.float64, np.float32
 
@@ -286,8 +286,8 @@ def test_margin_losses_torch_cannot_differentiate_twice_are_checked_by_finite_di
     target = {"multi_margin_loss": CLS, "multilabel_margin_loss": ML_TARGET}[name]
     kwargs = {"multi_margin_loss": {"p": 2, "margin": 1.5}, "multilabel_margin_loss": {}}[name]
     x = rnd(U, 0.2, 1.2)
-    xt = torch.from_numpy(x.copy()).requires_grad_()
-    (g,) = torch.autograd.grad(getattr(TF, name)(xt * xt, torch.from_numpy(target), **kwargs), xt, create_graph=True)
+    xt = torch.from_numpy(x.copy()).to(DEVICE).requires_grad_()
+    (g,) = torch.autograd.grad(getattr(TF, name)(xt * xt, torch.from_numpy(target).to(DEVICE), **kwargs), xt, create_graph=True)
     with pytest.raises(RuntimeError, match=f"derivative for aten::{name}_backward is not implemented"):
         torch.autograd.grad((g * g).sum(), xt)
     assert tg.autograd.gradgradcheck(lambda a: getattr(F, name)(a * a, const(tg, target), **kwargs),

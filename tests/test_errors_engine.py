@@ -226,8 +226,23 @@ def test_float32_variance_without_overflow(op):
     np.testing.assert_allclose(g, gt, rtol=1e-5, atol=1e-6 * np.abs(gt).max())
 
 
-def test_ragged_index_list_is_our_error():
-    """NumPy's 'inhomogeneous shape' no longer leaks. (torch 2.13 still reads a list of lists as
-    a tuple of indices, deprecated since 2.9 in favour of reading it as one index tensor, which
-    a ragged list cannot be: we raise.)"""
-    raised_by_us(lambda: tt.ones(3, 3)[[[0, 1], [2]]], "ragged", "[[0, 1], [2]]")
+def test_list_of_lists_index_is_a_tuple_of_indices_with_torchs_warning():
+    """torch 2.13 still reads a short list holding a sequence as a tuple of indices (deprecated since
+    2.9, with a UserWarning): ``x[[[0, 1], [2]]]`` is ``x[[0, 1], [2]]``, the two index lists
+    broadcasting; NumPy's 'inhomogeneous shape' error no longer leaks, and the warning is torch's."""
+    import torch
+    import warnings
+    from reference.testing import DEVICE
+    for index in ([[0, 1], [2]], [slice(None), 0], [None, 0]):
+        with warnings.catch_warnings(record=True) as ours:
+            warnings.simplefilter("always")
+            got = tt.arange(9.0).reshape(3, 3)[index].numpy()
+        with warnings.catch_warnings(record=True) as theirs:
+            warnings.simplefilter("always")
+            want = torch.arange(9.0, device=DEVICE).reshape(3, 3)[index].cpu().numpy()
+        np.testing.assert_array_equal(got, want)
+        assert [str(w.message)[:80] for w in ours] == [str(w.message)[:80] for w in theirs]
+        assert len(ours) == 1 and ours[0].filename == __file__, (index, ours)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tt.ones(3, 3)[[0, 1]]     # a list of numbers is one index array: no warning

@@ -18,6 +18,8 @@ import tinygrad_tx as tg
 from tinygrad_tx.checkpoint import load_checkpoint
 from tinygrad_tx.serialization import LoadError
 
+pytestmark = pytest.mark.cpu_only(reason="files written by torch.save from CPU tensors, as a user's checkpoint is loaded")
+
 
 def _peak(fn):
     """(result, peak bytes traced while ``fn`` ran): NumPy's buffers are traced too."""

@@ -17,6 +17,8 @@ import zlib
 import numpy as np
 import pytest
 import torch
+
+from reference.testing import DEVICE
 from hypothesis import given, strategies as st
 
 import tinygrad_tx as tg
@@ -26,13 +28,13 @@ SHAPE = (2, 3, 3)
 
 def _pair(shape=SHAPE, seed=0, requires_grad=True):
     a = np.random.default_rng(seed).standard_normal(shape)
-    return (tg.tensor(a, requires_grad=requires_grad), torch.tensor(a, requires_grad=requires_grad))
+    return (tg.tensor(a, requires_grad=requires_grad), torch.tensor(a, requires_grad=requires_grad, device=DEVICE))
 
 
 def _same(ours, theirs, rtol=1e-12):
-    theirs = theirs.detach().numpy()
+    theirs = theirs.detach().cpu().numpy()
     assert tuple(ours.shape) == tuple(theirs.shape)
-    np.testing.assert_allclose(ours.detach().numpy(), theirs, rtol=rtol, atol=1e-12)
+    np.testing.assert_allclose(ours.detach().cpu().numpy(), theirs, rtol=rtol, atol=1e-12)
 
 
 # ============================================================================ 1. mixed indexing
@@ -48,8 +50,8 @@ def test_integer_with_index_array_is_torch_order(index):
     _same(y, ty)
     g = np.random.default_rng(1).standard_normal(tuple(ty.shape))
     y.backward(tg.tensor(g))
-    ty.backward(torch.tensor(g))
-    assert np.abs(tx.grad.numpy()).sum() > 0
+    ty.backward(torch.tensor(g, device=DEVICE))
+    assert np.abs(tx.grad.cpu().numpy()).sum() > 0
     _same(x.grad, tx.grad)
 
 
@@ -59,14 +61,14 @@ def test_setitem_integer_with_index_array_is_torch_order(index):
     shape = tuple(tx[index].shape)
     v = np.random.default_rng(2).standard_normal(shape)
     x[index] = tg.tensor(v)
-    tx[index] = torch.tensor(v)
+    tx[index] = torch.tensor(v, device=DEVICE)
     _same(x, tx)
 
 
 def test_zero_dim_integer_tensor_index_selects():
     """torch reads a 0-d integer tensor as the integer it holds (a select, not an index array)."""
     (x, tx) = _pair()
-    _same(x[tg.tensor(0), :, [1, 2]], tx[torch.tensor(0), :, [1, 2]])
+    _same(x[tg.tensor(0), :, [1, 2]], tx[torch.tensor(0, device=DEVICE), :, [1, 2]])
     _same(x[np.array(1), 2], tx[np.array(1), 2])
 
 
@@ -126,7 +128,7 @@ def index_tuples(draw):
         if kind == "list":
             ours.append(v.tolist()), theirs.append(v.tolist())
         elif kind in ("tensor", "mask", "int0d"):
-            ours.append(tg.tensor(v)), theirs.append(torch.tensor(v))
+            ours.append(tg.tensor(v)), theirs.append(torch.tensor(v, device=DEVICE))
         else:
             ours.append(v), theirs.append(v)
     return shape, tuple(ours), tuple(theirs)
@@ -146,7 +148,7 @@ def test_indexing_matches_torch(case, seed):
     shape, index, tindex = case
     rng = np.random.default_rng(seed)
     a = rng.standard_normal(shape)
-    x, tx = tg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    x, tx = tg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True, device=DEVICE)
     ty, terr = _outcome(lambda: tx[tindex])
     y, err = _outcome(lambda: x[index])
     if terr is not None:
@@ -157,17 +159,17 @@ def test_indexing_matches_torch(case, seed):
     g = rng.standard_normal(tuple(ty.shape))
     if g.size:
         y.backward(tg.tensor(g))
-        ty.backward(torch.tensor(g))
+        ty.backward(torch.tensor(g, device=DEVICE))
         _same(x.grad, tx.grad)
     # x[index] = v, in place, with the same value
-    positions = torch.arange(int(np.prod(shape))).reshape(shape)[tindex].reshape(-1)
+    positions = torch.arange(int(np.prod(shape)), device=DEVICE).reshape(shape)[tindex].reshape(-1)
     unique = positions.unique().numel() == positions.numel()
     if not unique:
         return   # which of two writes to one element wins is unspecified in torch
     v = rng.standard_normal(tuple(ty.shape))
-    xs, txs = tg.tensor(a), torch.tensor(a)
+    xs, txs = tg.tensor(a), torch.tensor(a, device=DEVICE)
     xs[index] = tg.tensor(v)
-    txs[tindex] = torch.tensor(v)
+    txs[tindex] = torch.tensor(v, device=DEVICE)
     _same(xs, txs)
 
 
@@ -177,10 +179,10 @@ def test_setitem_gradient_matches_torch(case, seed):
     cotangent, through index_put's and CopySlices' backward, against torch."""
     shape, index, tindex = case
     try:
-        tshape = tuple(torch.zeros(shape)[tindex].shape)
+        tshape = tuple(torch.zeros(shape, device=DEVICE)[tindex].shape)
     except (IndexError, ValueError, RuntimeError):
         return
-    positions = torch.arange(int(np.prod(shape))).reshape(shape)[tindex].reshape(-1)
+    positions = torch.arange(int(np.prod(shape)), device=DEVICE).reshape(shape)[tindex].reshape(-1)
     if positions.unique().numel() != positions.numel():
         return   # which duplicate write wins is unspecified in torch
     rng = np.random.default_rng(seed)
@@ -191,7 +193,7 @@ def test_setitem_gradient_matches_torch(case, seed):
         y = x * 1
         y[idx] = w * 2
         y.backward(m.tensor(g))
-        grads.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+        grads.append((y.detach().cpu().numpy(), x.grad.cpu().numpy(), w.grad.cpu().numpy()))
     for ours, theirs in zip(*grads):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
 
@@ -240,11 +242,11 @@ def _write_through(m, view, op, a, o, c, grad):
     on = m.tensor(o, requires_grad=grad)
     op(w, on, m)
     if not grad:
-        return [base.numpy()]
+        return [base.cpu().numpy()]
     loss = (base * m.tensor(c)).sum()
     loss.backward()
-    return [base.detach().numpy(), loss.detach().numpy(), x.grad.numpy(),
-            on.grad.numpy() if on.grad is not None else np.zeros(o.shape)]
+    return [base.detach().cpu().numpy(), loss.detach().cpu().numpy(), x.grad.cpu().numpy(),
+            on.grad.cpu().numpy() if on.grad is not None else np.zeros(o.shape)]
 
 
 @pytest.mark.parametrize("op", sorted(INPLACE))
@@ -254,7 +256,7 @@ def test_write_through_view_matches_torch(view, op):
     leaf and of the operand, random cotangent), against torch: the write is never lost."""
     rng = np.random.default_rng(zlib.crc32(f"{view} {op}".encode()))
     a = rng.standard_normal((4, 6))
-    o = rng.standard_normal(tuple(VIEWS[view](torch.tensor(a)).shape))
+    o = rng.standard_normal(tuple(VIEWS[view](torch.tensor(a, device=DEVICE)).shape))
     c = rng.standard_normal((4, 6))
     for grad in (False, True):
         theirs, terr = _outcome(lambda: _write_through(torch, VIEWS[view], INPLACE[op], a, o, c, grad))
@@ -274,7 +276,7 @@ def test_write_through_view_of_leaf_without_grad(view):
     """The issue's cases on plain tensors: h[3].add_(1), x[i, j].fill_(7), x.view(-1)[k].add_(1),
     x.diagonal().fill_(0) changed nothing."""
     a = np.random.default_rng(3).standard_normal((4, 6))
-    x, tx = tg.tensor(a), torch.tensor(a)
+    x, tx = tg.tensor(a), torch.tensor(a, device=DEVICE)
     VIEWS[view](x).add_(1.5)
     VIEWS[view](tx).add_(1.5)
     _same(x, tx)
@@ -288,7 +290,7 @@ def test_overlapping_views_refuse_in_place_writes():
         with pytest.raises(RuntimeError):
             view(tg.zeros(4, 6)).add_(1)
     with pytest.raises(RuntimeError):
-        torch.zeros(4, 6)[:, :1].expand(4, 6).add_(1)
+        torch.zeros(4, 6, device=DEVICE)[:, :1].expand(4, 6).add_(1)
 
 
 def test_split_outputs_refuse_recorded_in_place_writes():
@@ -310,7 +312,7 @@ def test_split_outputs_refuse_recorded_in_place_writes():
             y = x * 1
             piece(y).mul_(2)
             (y * y).sum().backward()
-            results.append(x.grad.numpy())
+            results.append(x.grad.cpu().numpy())
         np.testing.assert_allclose(results[0], results[1])
 
 
@@ -353,7 +355,7 @@ def test_numpy_out_tensor_is_refused():
     """np.multiply(t, 2, out=t) wrote behind the version counter (a tensor saved for backward then
     gave a wrong gradient); torch's tensors refuse out= (TypeError), and so do ours, also np.add.at."""
     with pytest.raises(TypeError):
-        np.multiply(torch.ones(3), 2, out=torch.ones(3))
+        np.multiply(torch.ones(3, device=DEVICE), 2, out=torch.ones(3, device=DEVICE))
     x = tg.ones(3, requires_grad=True)
     y = x.exp()
     for call in (lambda: np.multiply(y, 2, out=y), lambda: np.multiply(y, 2, out=(y,)),
@@ -361,7 +363,7 @@ def test_numpy_out_tensor_is_refused():
         with pytest.raises(TypeError, match="Tensor"):
             call()
     y.backward(tg.ones(3))
-    np.testing.assert_allclose(x.grad.numpy(), np.exp(1.0) * np.ones(3))
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.exp(1.0) * np.ones(3))
     np.testing.assert_allclose(np.multiply(tg.ones(2), 3).numpy(), [3.0, 3.0])   # without out=: as before
 
 
@@ -395,7 +397,7 @@ def test_hook_returning_a_good_value_still_replaces_the_gradient():
     y = x * 2
     y.register_hook(lambda g: g * 10)
     (y * 3).backward(tg.ones(3, dtype=tg.float64))
-    np.testing.assert_allclose(x.grad.numpy(), [60.0, 60.0, 60.0])
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [60.0, 60.0, 60.0])
 
 
 # ============================================================================ 6. max-pool windows in the padding
@@ -420,24 +422,24 @@ def test_max_pool_window_in_padding(case):
         a[..., :2] = -np.inf
     f, ours = (torch.nn.functional.max_pool1d, tg.nn.functional.max_pool1d) if len(shape) == 3 else \
         (torch.nn.functional.max_pool2d, tg.nn.functional.max_pool2d)
-    tx, x = torch.tensor(a, requires_grad=True), tg.tensor(a, requires_grad=True)
+    tx, x = torch.tensor(a, requires_grad=True, device=DEVICE), tg.tensor(a, requires_grad=True)
     ty, ti = f(tx, k, s, p, d, ceil_mode=ceil, return_indices=True)
     y, yi = ours(x, k, s, p, d, ceil_mode=ceil, return_indices=True)
-    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(y.detach().cpu().numpy(), ty.detach().cpu().numpy())
     np.testing.assert_array_equal(yi.numpy(), ti.numpy())
     g = np.random.default_rng(6).standard_normal(tuple(ty.shape))
     y.backward(tg.tensor(g))
     plane = int(np.prod(shape[2:]))
     if 0 <= ti.min() and ti.max() < plane:   # torch's backward is safe to run: compare
-        ty.backward(torch.tensor(g))
-        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+        ty.backward(torch.tensor(g, device=DEVICE))
+        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.cpu().numpy(), rtol=1e-12)
     else:   # the gradient is the sum over the windows that read a pixel
         expected = np.zeros(shape)
         flat = expected.reshape(shape[0] * shape[1], plane)
         for row, (i, gg) in enumerate(zip(ti.numpy().reshape(len(flat), -1), g.reshape(len(flat), -1))):
             reads = (i >= 0) & (i < plane)
             np.add.at(flat[row], i[reads], gg[reads])
-        np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
+        np.testing.assert_allclose(x.grad.cpu().numpy(), expected, rtol=1e-12)
 
 
 def test_max_pool_padding_over_half_the_kernel_is_refused():
@@ -474,7 +476,7 @@ def test_ctc_impossible_alignment_matches_torch(case, reduction, zero_infinity, 
         loss = m.nn.functional.ctc_loss(x.log_softmax(-1), m.tensor(targets), m.tensor(in_len), m.tensor(tgt_len),
                                         reduction=reduction, zero_infinity=zero_infinity)
         loss.backward(m.tensor(cot.astype(dtype)))
-        results.append((loss.detach().numpy(), x.grad.numpy()))
+        results.append((loss.detach().cpu().numpy(), x.grad.cpu().numpy()))
     tol = 1e-10 if dtype == "float64" else 2e-5
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol)
@@ -526,7 +528,7 @@ def test_partially_overlapping_in_place_write_refused_as_torch(name):
 @pytest.mark.parametrize("name", sorted(ORDER_DEPENDENT))
 def test_overlapping_write_torch_cannot_check_reads_first(name):
     ours, cloned = ORDER_DEPENDENT[name]
-    z, tz = tg.tensor(np.arange(12.0).reshape(3, 4) - 5), torch.tensor(np.arange(12.0).reshape(3, 4) - 5)
+    z, tz = tg.tensor(np.arange(12.0).reshape(3, 4) - 5), torch.tensor(np.arange(12.0).reshape(3, 4) - 5, device=DEVICE)
     ours(z)
     cloned(tz)
     np.testing.assert_array_equal(z.numpy(), tz.numpy())
@@ -543,7 +545,7 @@ def test_masked_fill_with_a_tensor_value_passes_its_gradient(in_place):
         x, v = m.tensor(a, requires_grad=True), m.tensor(0.5, dtype=m.float64, requires_grad=True)
         y = (x * 1).masked_fill_(x > 0, v * 2) if in_place else x.masked_fill(x > 0, v * 2)
         y.backward(m.tensor(cot))
-        grads.append((y.detach().numpy(), x.grad.numpy(), v.grad.numpy()))
+        grads.append((y.detach().cpu().numpy(), x.grad.cpu().numpy(), v.grad.cpu().numpy()))
     for ours, theirs in zip(*grads):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)
     assert grads[1][2] != 0
@@ -554,7 +556,7 @@ def test_fill_with_a_tensor_keeps_the_old_value_in_the_graph():
     for m in (tg, torch):
         x, v = m.ones(3, requires_grad=True), m.tensor(2.0, requires_grad=True)
         (x * 1).fill_(v).sum().backward()
-        np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3))
+        np.testing.assert_array_equal(x.grad.cpu().numpy(), np.zeros(3))
         assert float(v.grad) == 3.0
 
 
@@ -571,7 +573,7 @@ def test_index_forms_match_torch(name):
     """torch reads a short list holding a sequence, tensor, slice or None as a tuple of indices
     (NumPy: x[[[0, 1], [1, 0]]] is one 2-D index), and a uint8 index as a mask (ours: integers)."""
     a = np.arange(6.0).reshape(3, 2)
-    x, tx = tg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    x, tx = tg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True, device=DEVICE)
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # torch's deprecation warning for uint8 indices
@@ -580,7 +582,7 @@ def test_index_forms_match_torch(name):
     _same(y, ty)
     g = np.random.default_rng(11).standard_normal(tuple(ty.shape))
     y.backward(tg.tensor(g))
-    ty.backward(torch.tensor(g))
+    ty.backward(torch.tensor(g, device=DEVICE))
     _same(x.grad, tx.grad)
 
 

@@ -39,6 +39,7 @@ ALLOWED = {
     ("reference/explain_torch.py", "<lambda>"): "`tinygrad-tx explain`'s live check: a CLI, on the CPU",
     ("reference/explain_torch.py", "run_torch"): "`tinygrad-tx explain`'s live check: a CLI, on the CPU",
     ("reference/explain_torch.py", "run_torch_function"): "`tinygrad-tx explain`'s live check: a CLI, on the CPU",
+    ("reference/explain_torch.py", "run_torch_call"): "`tinygrad-tx explain`'s live check: a CLI, on the CPU",
     ("reference/baselines.py", "__init__"): "the counts buffer: moves with the module's .to(DEVICE)",
     ("reference/train.py", "conv"): "`train --compare-torch`: a CLI run of the twin, on the CPU",
     ("reference/claims.py", "measure"): "`tinygrad-tx plot seq-cost --torch`: one-thread CPU timings",

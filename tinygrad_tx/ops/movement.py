@@ -8,6 +8,7 @@ times, as with repeated integer indices).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -115,6 +116,7 @@ def _normalize_index(index):
     """Tensors become arrays, lists become integer/bool arrays; report if advanced."""
     from ..tensor import Tensor
     if isinstance(index, list) and _sequence_as_tuple(index, Tensor):
+        warnings.warn(_LIST_INDEX_DEPRECATED, UserWarning, stacklevel=_stacklevel_of_caller())
         index = tuple(index)
     items = index if isinstance(index, tuple) else (index,)
     out = []
@@ -154,6 +156,23 @@ def _normalize_index(index):
 
 class _IndexDtypeError(IndexError, TypeError):
     """An index tensor of a dtype torch refuses (its IndexError; a TypeError as this project raised)."""
+
+
+_LIST_INDEX_DEPRECATED = (   # torch 2.13's words, less its "(Triggered internally at ...)" suffix
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+    "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor "
+    "index, x[torch.tensor(seq)], which will result either in an error or a different result")
+
+
+def _stacklevel_of_caller() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside this package."""
+    import os
+    import sys
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _sequence_as_tuple(index: list, tensor_type) -> bool:
