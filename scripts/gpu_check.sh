@@ -4,14 +4,15 @@
 # On a machine with an NVIDIA GPU, from the repository root:   scripts/gpu_check.sh
 #   1. installs what the README says, with torch 2.13.0's CUDA build (the registry's default
 #      Linux wheel); if what lands is a CPU build, it says so LOUDLY and runs everything on the CPU;
-#   2. prints the torch / CUDA / cuDNN / GPU versions;
-#   3. python -m pytest -n 8 -q with TINYGRAD_TX_TORCH_DEVICE=cuda and HYPOTHESIS_PROFILE=dev
+#   2. prints the torch / CUDA / cuDNN / GPU versions and which kernel path runs (C or NumPy);
+#   3. python -m pytest -n 8 -q with TINYGRAD_TX_TORCH_DEVICE=cuda and HYPOTHESIS_PROFILE=dev, in two
+#      passes: the parity and property files first, then the rest with the time left
 #      (torch's float32 reference without TF32: reference/testing.py switches it off, and the
 #      header and the error report say so);
 #   4. tinygrad-tx bench --quick (its torch CUDA columns appear when torch sees the GPU; the CUDA
 #      worker synchronizes around every timed call — bench/backends.py);
 #   and writes under $OUT (default ./gpu-results): env.txt, pytest.txt (the whole output),
-#   pytest-summary.txt, junit.xml, errors.json (worst error per op and dtype, with "_reference":
+#   pytest-summary.txt, junit-{parity,rest}.xml, errors-{parity,rest}.json (worst error per op and dtype, with "_reference":
 #   the float32 matmul precision used), bench/results.json (+ results.md, plots), times.txt, status.txt.
 #
 # Environment (all optional):
@@ -96,18 +97,52 @@ if [ "$DEVICE" = cuda ] && ! "$PY" -c "import torch, sys; sys.exit(0 if torch.ve
   } | tee "$OUT/CPU-FALLBACK.txt" >&2
   DEVICE=cpu
 fi
+"$PY" -c "
+try:
+    from tinygrad_tx import kernels
+except ImportError:
+    print('kernels: this checkout has no kernel ring (NumPy closed forms)')
+else:
+    print('kernels:', kernels.mode())" 2>&1 | tee -a "$OUT/env.txt"
 echo "device=$DEVICE workers=$WORKERS profile=$PROFILE" | tee -a "$OUT/env.txt"
 
 # ------------------------------------------------------------------ 3. tests
-t0=$(date +%s)
-TINYGRAD_TX_TORCH_DEVICE=$DEVICE HYPOTHESIS_PROFILE=$PROFILE TINYGRAD_TX_ERROR_REPORT="$OUT/errors.json" \
-  timeout "$PYTEST_S" "$PY" -m pytest -n "$WORKERS" -q -p no:cacheprovider --junitxml="$OUT/junit.xml" \
-  > "$OUT/pytest.txt" 2>&1
-test_rc=$?
-stamp pytest "$t0"
-[ "$test_rc" -eq 124 ] && echo "gpu_check: pytest passed its ${PYTEST_S}s limit (GPU_CHECK_PYTEST_S)" | tee -a "$OUT/pytest.txt" >&2
-{ grep -E "^(torch device|FAILED|ERROR)" "$OUT/pytest.txt"; grep -E "(passed|failed|error).* in [0-9.]+s" "$OUT/pytest.txt" | tail -1
-  echo "pytest exit status: $test_rc"; } > "$OUT/pytest-summary.txt"
+# Two passes inside the one pytest limit: first the parity and property files (ops, functional,
+# nn, losses, double backward, the fuzzer, the op database: what the GPU run is for), then the rest
+# of the suite with the time left. pytest-summary.txt says which pass ran and how it ended.
+shopt -s nullglob
+first=(tests/test_ops_*.py tests/test_fuzz_api.py tests/test_functional*.py tests/test_double_backward*.py
+       tests/test_nn*.py tests/test_losses_more.py tests/test_gpt_step.py tests/test_flash_attention.py
+       tests/test_opdb*.py tests/test_linalg*.py tests/test_kernels*.py)
+shopt -u nullglob
+rest=(); for f in "${first[@]}"; do rest+=(--ignore="$f"); done
+: > "$OUT/pytest.txt"; : > "$OUT/pytest-summary.txt"
+t_tests=$(date +%s)
+test_rc=0
+run_pass() {   # run_pass NAME LIMIT_S PYTEST-ARGS...
+  local name=$1 limit=$2 rc t0
+  shift 2
+  t0=$(date +%s)
+  if [ "$limit" -lt 10 ]; then
+    echo "pass $name: not run (${limit}s left of GPU_CHECK_PYTEST_S=${PYTEST_S})" | tee -a "$OUT/pytest-summary.txt"
+    test_rc=1; return
+  fi
+  echo "=== pass $name (limit ${limit}s) ===" >> "$OUT/pytest.txt"
+  TINYGRAD_TX_TORCH_DEVICE=$DEVICE HYPOTHESIS_PROFILE=$PROFILE TINYGRAD_TX_ERROR_REPORT="$OUT/errors-$name.json" \
+    timeout "$limit" "$PY" -m pytest -n "$WORKERS" -q -p no:cacheprovider --junitxml="$OUT/junit-$name.xml" "$@" \
+    > "$OUT/pytest-$name.txt" 2>&1
+  rc=$?
+  cat "$OUT/pytest-$name.txt" >> "$OUT/pytest.txt"
+  stamp "pytest-$name" "$t0"
+  [ "$rc" -eq 124 ] && echo "gpu_check: pass $name passed its ${limit}s limit" | tee -a "$OUT/pytest.txt" >&2
+  { echo "pass $name:"; grep -E "^(torch device|FAILED|ERROR)" "$OUT/pytest-$name.txt"
+    grep -E "(passed|failed|error).* in [0-9.]+s" "$OUT/pytest-$name.txt" | tail -1
+    echo "pass $name exit status: $rc"; } >> "$OUT/pytest-summary.txt"
+  [ "$rc" -ne 0 ] && test_rc=$rc
+}
+run_pass parity $(( PYTEST_S / 2 )) "${first[@]}"
+run_pass rest $(( PYTEST_S - ($(date +%s) - t_tests) )) tests "${rest[@]}"
+stamp pytest "$t_tests"
 cat "$OUT/pytest-summary.txt"
 
 # ------------------------------------------------------------------ 4. bench
