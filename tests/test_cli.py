@@ -783,3 +783,29 @@ def test_help_speaks_of_every_command(capsys):
     with pytest.raises(SystemExit):
         bench_args(["--help"])
     assert "``" not in capsys.readouterr().out
+
+
+_WITHOUT = """
+import importlib.abc, sys
+class _Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {"safetensors", "tqdm", "names", "matplotlib"}:
+            raise ModuleNotFoundError(f"No module named {name!r}")
+sys.meta_path.insert(0, _Missing())
+from tinygrad_tx.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("argv", [["explain", "softmax"], ["explain", "TanhBackward0"], ["trace", "layernorm"],
+                                  ["graph", "attention", "-o", "{tmp}/g.svg"], ["--help"]])
+def test_study_commands_run_without_the_training_stack(argv, tmp_path):
+    """Issue 32: every command imported the training stack (models, safetensors checkpoints,
+    tqdm, matplotlib), so `tinygrad-tx explain softmax` failed where safetensors was missing. The
+    study commands now run with those four packages unimportable."""
+    import subprocess
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    done = subprocess.run([sys.executable, "-c", _WITHOUT, *argv], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Error" not in done.stderr, done.stderr[-2000:]

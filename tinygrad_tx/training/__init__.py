@@ -10,13 +10,31 @@
 Each returns a dict with the history and the held-out metrics. NumPy only: the PyTorch side
 of ``--compare-torch`` lives in ``reference.train``.
 """
-from .bigram import train_bigram
-from .config import BigramConfig, EncoderConfig, GPTConfig, Seq2SeqConfig, TrainConfig, ViTConfig
-from .encoder import EncoderTask, train_encoder
-from .gpt import GPTTask, load_gpt, sample_names, train_gpt
-from .loop import Task, fit
-from .seq2seq import Seq2SeqTask, train_seq2seq
-from .vit import ViTTask, train_vit
+import importlib
+
+# Loaded on first use (PEP 562), so ``tinygrad_tx.training.signals`` -- which every CLI command
+# imports -- does not pull in the models, checkpoints (safetensors) and plots: ``tinygrad-tx
+# explain softmax`` runs where the training stack's dependencies are missing.
+_HOME = {
+    "train_bigram": "bigram", "BigramConfig": "config", "EncoderConfig": "config", "GPTConfig": "config",
+    "Seq2SeqConfig": "config", "TrainConfig": "config", "ViTConfig": "config", "EncoderTask": "encoder",
+    "train_encoder": "encoder", "GPTTask": "gpt", "load_gpt": "gpt", "sample_names": "gpt", "train_gpt": "gpt",
+    "Task": "loop", "fit": "loop", "Seq2SeqTask": "seq2seq", "train_seq2seq": "seq2seq", "ViTTask": "vit",
+    "train_vit": "vit",
+}
+
+
+def __getattr__(name):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))
+
 
 __all__ = [
     "BigramConfig", "EncoderConfig", "EncoderTask", "GPTConfig", "GPTTask", "Seq2SeqConfig", "Seq2SeqTask", "Task",
