@@ -159,7 +159,7 @@ def _check_broadcast(op, name, a, shape):
         except ValueError:
             ok = False
         if not ok:
-            raise ValueError(f"{op}: {name} of shape {a.shape} does not broadcast to the input's "
+            raise ValueError(f"{op}: {name} of shape {tuple(a.shape)} does not broadcast to the input's "
                              f"shape {tuple(shape)}")
 
 
@@ -168,7 +168,7 @@ def _pair(input, target, op):
     t = as_tensor(target, op, "target")
     check_float(op, input=x, target=t)
     if x.shape != t.shape:
-        raise ValueError(f"{op}: target size {t.shape} must be the same as input size {x.shape}")
+        raise ValueError(f"{op}: target size {tuple(t.shape)} must be the same as input size {tuple(x.shape)}")
     return x, t
 
 
@@ -222,8 +222,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     try:
         np.broadcast_shapes(x.shape, t.shape)
     except ValueError:
-        raise ValueError(f"{op}: target of shape {t.shape} does not broadcast against input of "
-                         f"shape {x.shape}") from None
+        raise ValueError(f"{op}: target of shape {tuple(t.shape)} does not broadcast against input of "
+                         f"shape {tuple(x.shape)}") from None
     loss = KLDivergence.apply(x, t, log_target=log_target)
     if reduction == "batchmean":
         total = loss.sum()

@@ -147,10 +147,10 @@ def prepare_pair(input, target, op: str):
         try:
             np.broadcast_shapes(x.shape, t.shape)
         except ValueError:
-            raise ValueError(f"{op}: target of shape {t.shape} does not broadcast against input of "
-                             f"shape {x.shape}") from None
-        warnings.warn(f"{op}: Using a target size ({t.shape}) that is different to the input size "
-                      f"({x.shape}). This will likely lead to incorrect results due to broadcasting. "
+            raise ValueError(f"{op}: target of shape {tuple(t.shape)} does not broadcast against input of "
+                             f"shape {tuple(x.shape)}") from None
+        warnings.warn(f"{op}: Using a target size ({tuple(t.shape)}) that is different to the input size "
+                      f"({tuple(x.shape)}). This will likely lead to incorrect results due to broadcasting. "
                       f"Please ensure they have the same size.", UserWarning, stacklevel=3)
     return x, t
 
@@ -164,7 +164,7 @@ def _weighted(loss: Tensor, weight, input_shape, reduction: str, op: str, by_wei
     w = as_tensor(weight, op, "weight")
     if w.shape != tuple(input_shape):
         raise ValueError(f"{op}: weights and input must have the same size: weight has shape "
-                         f"{w.shape}, input has shape {tuple(input_shape)}")
+                         f"{tuple(w.shape)}, input has shape {tuple(input_shape)}")
     loss = loss * w
     if reduction == "none":
         return loss

@@ -37,7 +37,7 @@ def _check_nonempty(x, axes, op):
     for a in axes:
         if x.shape[a] == 0:
             raise DimensionError(f"{op}(): Expected reduction dim {a} to have non-zero size "
-                                 f"(input shape {x.shape})")
+                                 f"(input shape {tuple(x.shape)})")
 
 
 class MaxAll(ArrayFunction):
@@ -53,7 +53,7 @@ class MaxAll(ArrayFunction):
     @staticmethod
     def forward(ctx, x, mode="max"):
         if x.size == 0:
-            raise DimensionError(f"{mode}(): expected a non-empty tensor (got shape {x.shape}); "
+            raise DimensionError(f"{mode}(): expected a non-empty tensor (got shape {tuple(x.shape)}); "
                                  "specify the reduction dim with the 'dim' argument")
         y = np.asarray(np.max(x) if mode == "max" else np.min(x))
         ctx.save_for_backward(x, y)
@@ -131,7 +131,7 @@ def arg_extreme(x, dim, keepdim, mode):
         return None, None
     if x.shape[axis] == 0:
         raise DimensionError(f"{mode}(): Expected reduction dim {axis} to have non-zero size "
-                             f"(input shape {x.shape})")
+                             f"(input shape {tuple(x.shape)})")
     fn = np.argmax if mode == "max" else np.argmin
     return axis, fn(x, axis=axis, keepdims=True)
 
@@ -196,7 +196,7 @@ def _argfn(mode):
         if dim is None:
             if x.size == 0:
                 raise DimensionError(f"{op}(): Expected reduction dim to be specified for an empty "
-                                     f"input (shape {x.shape})")
+                                     f"input (shape {tuple(x.shape)})")
             i = np.asarray(fn(x), dtype=np.int64)
             return _adopt(i.reshape((1,) * x.ndim) if keepdim else i)
         ax = canonical_dim(dim, x.ndim, op)
@@ -204,7 +204,7 @@ def _argfn(mode):
             return _adopt(np.zeros((), dtype=np.int64))
         if x.shape[ax] == 0:
             raise DimensionError(f"{op}(): Expected reduction dim {ax} to have non-zero size "
-                                 f"(input shape {x.shape})")
+                                 f"(input shape {tuple(x.shape)})")
         return _adopt(fn(x, axis=ax, keepdims=keepdim).astype(np.int64, copy=False))
     f.__name__ = op
     return f

@@ -99,7 +99,7 @@ def topk(s, k, dim=-1, largest=True, sorted=True):
 def _nonempty_dim(t, ax, op):
     if t.shape[ax] == 0:
         raise DimensionError(f"{op}(): Expected reduction dim {ax} to have non-zero size "
-                             f"(input shape {t.shape})")
+                             f"(input shape {tuple(t.shape)})")
 
 
 def kthvalue(s, k, dim=-1, keepdim=False):
@@ -244,15 +244,15 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if sorter is not None:
         order = _array(sorter)
         if order.shape != seq.shape:
-            raise ValueError(f"searchsorted(): sorter shape {order.shape} must equal the "
-                             f"sorted_sequence shape {seq.shape}")
+            raise ValueError(f"searchsorted(): sorter shape {tuple(order.shape)} must equal the "
+                             f"sorted_sequence shape {tuple(seq.shape)}")
         seq = np.take_along_axis(seq, order.astype(np.int64), axis=-1)
     if seq.ndim == 1:
         out = np.searchsorted(seq, vals, side=side)
     else:
         if vals.ndim != seq.ndim or vals.shape[:-1] != seq.shape[:-1]:
-            raise ValueError(f"searchsorted(): sorted_sequence of shape {seq.shape} must be 1-D or share "
-                             f"every dim but the last with input (shape {vals.shape})")
+            raise ValueError(f"searchsorted(): sorted_sequence of shape {tuple(seq.shape)} must be 1-D or share "
+                             f"every dim but the last with input (shape {tuple(vals.shape)})")
         s2, v2 = seq.reshape(-1, seq.shape[-1]), vals.reshape(-1, vals.shape[-1])
         out = np.stack([np.searchsorted(a, b, side=side) for a, b in zip(s2, v2)]).reshape(vals.shape)
     return _adopt(np.asarray(out, dtype=np.int32 if out_int32 else np.int64))
@@ -263,7 +263,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     boundaries[i-1] < x <= boundaries[i] (right=False), or boundaries[i-1] <= x < boundaries[i]."""
     b = _array(boundaries)
     if b.ndim != 1:
-        raise ValueError(f"bucketize(): boundaries must be 1-D, got shape {b.shape}")
+        raise ValueError(f"bucketize(): boundaries must be 1-D, got shape {tuple(b.shape)}")
     return searchsorted(b, input, out_int32=out_int32, right=right)
 
 
