@@ -214,3 +214,122 @@ def test_get_printoptions_and_profiles_match_torch():
     tg.set_printoptions(linewidth=40)          # sci_mode is reset to None by every call, as torch's
     torch.set_printoptions(linewidth=40)
     assert tg.get_printoptions() == torch_get()
+
+
+# ----------------------------------------------------------------------------- Size, dtype, device
+
+def test_size_dtype_device_print_as_torch():
+    t, r = tg.zeros(256, 784), torch.zeros(256, 784)
+    for ours, theirs in [(t.shape, r.shape), (t.size(), r.size()), (tg.Size([]), torch.Size([])), (t.shape[1:], r.shape[1:])]:
+        assert repr(ours) == str(ours) == f"{ours}" == as_ours(repr(theirs)) == as_ours(str(theirs))
+    assert str(t.shape) == "tinygrad_tx.Size([256, 784])"
+    for name in ["float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"]:
+        ours, theirs = getattr(tg, name), getattr(torch, name)
+        assert repr(ours) == str(ours) == as_ours(repr(theirs)) == as_ours(str(theirs))
+    assert repr(tg.float) == "tinygrad_tx.float32" and repr(tg.long) == "tinygrad_tx.int64"
+    for ours, theirs in [(tg.device("cpu"), torch.device("cpu")), (tg.device("cpu:0"), torch.device("cpu:0")),
+                         (tg.device("cpu", 0), torch.device("cpu", 0))]:
+        assert repr(ours) == repr(theirs) and str(ours) == str(theirs)
+    assert repr(t.dtype) == "tinygrad_tx.float32" and str(t.device) == "cpu"
+
+
+# ----------------------------------------------------------------------------- Parameter, modules
+
+@given(a=arrays(dtype="float32"))
+def test_parameter_repr_matches_torch(a):
+    ours, ref = tg.nn.Parameter(tg.from_numpy(a.copy())), torch.nn.Parameter(torch.from_numpy(a.copy()))
+    assert repr(ours) == as_ours(repr(ref))
+    assert repr(tg.nn.Parameter(tg.from_numpy(a.copy()), requires_grad=False)) == \
+        as_ours(repr(torch.nn.Parameter(torch.from_numpy(a.copy()), requires_grad=False)))
+
+
+def _modules(nn, zeros):
+    return [
+        nn.Linear(3, 4), nn.Linear(3, 4, bias=False), nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.Conv1d(3, 8, 3),
+        nn.ReLU(), nn.ReLU(inplace=True), nn.GELU(), nn.GELU(approximate="tanh"), nn.Tanh(), nn.Sigmoid(),
+        nn.Dropout(0.1), nn.LayerNorm(8), nn.Embedding(10, 4), nn.Embedding(10, 4, padding_idx=0), nn.BatchNorm2d(8),
+        nn.BatchNorm1d(8), nn.MaxPool2d(2), nn.AvgPool2d(2), nn.Flatten(), nn.Softmax(dim=-1), nn.LogSoftmax(dim=1),
+        nn.LeakyReLU(0.2), nn.Identity(), nn.SiLU(), nn.ELU(), nn.Hardtanh(), nn.MaxPool1d(3, stride=2),
+        nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)),
+        nn.Sequential(*[nn.Linear(4, 4) for _ in range(3)], nn.ReLU()),
+        nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)]), nn.ModuleDict({"a": nn.ReLU(), "b": nn.Linear(2, 3)}),
+        nn.LSTM(4, 8, num_layers=2, batch_first=True), nn.GRU(4, 8), nn.RNN(4, 8), nn.MultiheadAttention(8, 2),
+        nn.TransformerEncoderLayer(8, 2, 16), nn.CrossEntropyLoss(), nn.MSELoss(), nn.Upsample(scale_factor=2),
+        nn.AdaptiveAvgPool2d((1, 1)), nn.ConvTranspose2d(3, 4, 2, stride=2), nn.GroupNorm(2, 8), nn.Unflatten(1, (2, 3)),
+        nn.RMSNorm(8), nn.ZeroPad2d(1),
+        nn.ParameterList([]), nn.ParameterList([nn.Parameter(zeros(2))]),
+        nn.ParameterList([nn.Parameter(zeros(2)), nn.Parameter(zeros(3, 2))]),
+        nn.ParameterDict({"w": nn.Parameter(zeros(2, 3).double())}),
+        nn.ParameterDict({"w": nn.Parameter(zeros(2, 3)), "b": nn.Parameter(zeros(3).half())}),
+    ]
+
+
+def test_module_reprs_match_torch():
+    ours, theirs = _modules(tg.nn, tg.zeros), _modules(torch.nn, torch.zeros)
+    for m, r in zip(ours, theirs):
+        assert repr(m) == as_ours(repr(r)), repr(r)
+        assert str(m) == repr(m)
+
+
+# ----------------------------------------------------------------------------- grad_fn
+
+rng0 = np.random.default_rng(0)
+_A, _B, _V, _C3 = (rng0.standard_normal(s) for s in [(3, 4), (4, 5), (4,), (2, 3, 4)])
+_IMG = rng0.standard_normal((1, 2, 4, 4))
+
+
+def _graph_cases(L, F):
+    def x(a=_A):
+        return L.tensor(a, requires_grad=True)
+    return {
+        "x[0]": lambda: x()[0], "x[0, 1]": lambda: x()[0, 1], "x[1:]": lambda: x()[1:], "x[:, 1:]": lambda: x()[:, 1:],
+        "x[[0, 2]]": lambda: x()[[0, 2]], "x[mask]": lambda: x()[x().detach() > 0], "x[None]": lambda: x()[None],
+        "x[..., 0]": lambda: x()[..., 0], "x[0, 1:]": lambda: x()[0, 1:], "x[0, None]": lambda: x()[0, None],
+        "cross_entropy": lambda: F.cross_entropy(x(), L.tensor([0, 1, 2])),
+        "cross_entropy 3-d": lambda: F.cross_entropy(x(_C3), L.zeros(2, 4, dtype=L.long)),
+        "cross_entropy smoothing": lambda: F.cross_entropy(x(), L.tensor([0, 1, 2]), label_smoothing=0.1),
+        "nll_loss": lambda: F.nll_loss(x(), L.tensor([0, 1, 2])),
+        "mm": lambda: x() @ x(_B), "mv": lambda: x() @ x(_V), "dot": lambda: x(_V) @ x(_V), "vm": lambda: x(_V) @ x(_B),
+        "batched matmul": lambda: x(_C3) @ x(_B), "bmm": lambda: L.bmm(x(_C3), x(_C3).transpose(1, 2)),
+        "linear": lambda: F.linear(x(), x(_B.T), x(_B[0])), "linear no bias": lambda: F.linear(x(), x(_B.T)),
+        "linear 3-d": lambda: F.linear(x(_C3), x(_B.T), x(_B[0])), "linear 3-d no bias": lambda: F.linear(x(_C3), x(_B.T)),
+        "addmm": lambda: L.addmm(x(_A[:, :1]), x(), x(_B)),
+        "tanh": lambda: x().tanh(), "add": lambda: x() + x(), "1 - x": lambda: 1 - x(), "2 ** x": lambda: 2 ** x(),
+        "sum": lambda: x().sum(), "sum(1)": lambda: x().sum(1), "sum((0, 1))": lambda: x().sum((0, 1)),
+        "mean": lambda: x().mean(), "mean(0)": lambda: x().mean(0), "max": lambda: x().max(), "min": lambda: x().min(),
+        "max(1)": lambda: x().max(1)[0], "min(0)": lambda: x().min(0)[0], "sort": lambda: x().sort(1)[0],
+        "topk": lambda: x().topk(2)[0], "median(1)": lambda: x().median(1)[0], "kthvalue": lambda: x().kthvalue(2, 1)[0],
+        "cummax": lambda: x().cummax(1)[0], "cummin": lambda: x().cummin(1)[0], "cumsum": lambda: x().cumsum(1),
+        "view": lambda: x().view(12), "reshape": lambda: x().reshape(12), "reshape of a transpose": lambda: x().t().reshape(12),
+        "flatten": lambda: x(_C3).flatten(1), "unsqueeze": lambda: x().unsqueeze(0), "squeeze()": lambda: x()[None].squeeze(),
+        "squeeze(0)": lambda: x()[None].squeeze(0), "squeeze((0,))": lambda: x()[None].squeeze((0,)),
+        "t": lambda: x().t(), "T": lambda: x().T, "mT": lambda: x(_C3).mT, "transpose": lambda: x(_C3).transpose(0, 1),
+        "permute": lambda: x(_C3).permute(2, 0, 1), "split": lambda: x().split(2)[1], "chunk": lambda: x().chunk(2)[0],
+        "unbind": lambda: x().unbind(0)[1], "float": lambda: x().float(), "to": lambda: x().to(L.float32),
+        "softmax": lambda: F.softmax(x(), -1), "log_softmax": lambda: F.log_softmax(x(), -1), "layer_norm": lambda: F.layer_norm(x(), (4,)),
+        "conv2d": lambda: F.conv2d(x(_IMG), x(rng0.standard_normal((3, 2, 3, 3)))), "max_pool2d": lambda: F.max_pool2d(x(_IMG), 2),
+        "avg_pool2d": lambda: F.avg_pool2d(x(_IMG), 2), "batch_norm": lambda: F.batch_norm(x(), None, None, training=True),
+        "pad": lambda: F.pad(x(), (1, 1)), "clamp": lambda: x().clamp(-1, 1), "norm": lambda: x().norm(),
+        "logsumexp": lambda: x().logsumexp(1), "log1p": lambda: x().abs().log1p(), "square": lambda: x().square(),
+        "tril": lambda: x().tril(), "triu": lambda: x().triu(), "embedding": lambda: F.embedding(L.tensor([0, 1]), x()),
+        "nn.Linear": lambda: L.nn.Linear(4, 5).double()(x()),
+    }
+
+
+@pytest.mark.parametrize("case", list(_graph_cases(torch, torch.nn.functional)))
+def test_grad_fn_names_match_torch(case):
+    ours = _graph_cases(tg, tg.nn.functional)[case]()
+    theirs = _graph_cases(torch, torch.nn.functional)[case]()
+    name = type(theirs.grad_fn).__name__
+    assert ours.grad_fn.name() == name
+    assert repr(ours.grad_fn).startswith(f"<{name} object at 0x")
+    assert f"grad_fn=<{name}>" in repr(ours)
+
+
+def test_grad_fn_keeps_its_name_after_backward():
+    x = tg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x[0]
+    loss = tg.nn.functional.cross_entropy(x, tg.tensor([0, 1]))
+    (y.sum() + loss).backward()
+    assert y.grad_fn.name() == "SelectBackward0" and loss.grad_fn.name() == "NllLossBackward0"
+    assert repr(y) == "tensor([1., 2.], grad_fn=<SelectBackward0>)"

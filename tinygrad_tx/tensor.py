@@ -26,6 +26,7 @@ from .size import of as _size_of
 from .autograd import dispatch as _dispatch
 from .autograd import recording as _recording
 from .autograd import api as _autograd_api
+from .autograd.node_names import named as _named
 
 _rng = np.random.default_rng()
 
@@ -696,7 +697,7 @@ class Tensor:
 
     def __rsub__(self, other):
         _check_no_bool_sub(other, self)
-        return _reflected(_E.Sub, self, other)
+        return _named(_reflected(_E.Sub, self, other), "RsubBackward1")   # torch's rsub(tensor, scalar)
 
     def __mul__(self, other):
         """self · other, elementwise. Backward (``Mul``): g·other and g·self."""
@@ -741,7 +742,7 @@ class Tensor:
             raise RuntimeError(f"pow: not implemented for 'Bool' (base {base!r}, exponent a bool tensor "
                                f"of shape {tuple(self.shape)})")
         if isinstance(base, (int, float)) and not isinstance(base, bool) and self._data.dtype.kind == "f":
-            return _E.Pow.apply(float(base), self)
+            return _named(_E.Pow.apply(float(base), self), "PowBackward2")    # torch's pow(scalar, tensor)
         return _binary_op(_E.Pow, _as_operand(base, self), self)
 
     def __matmul__(self, other):
@@ -849,7 +850,9 @@ class Tensor:
         shape = _shape_arg(_dims_arg(shape), "reshape")
         if shape == self._data.shape:
             return self
-        return _M.Reshape.apply(self, shape)
+        if self._data.flags.c_contiguous:
+            return _M.Reshape.apply(self, shape)            # torch's view: ViewBackward0
+        return _named(_M.Reshape.apply(self, shape), "UnsafeViewBackward0")   # torch copies, then views
 
     def view(self, *shape):
         """reshape without a copy, as torch's view: a shape the strides cannot express (a
@@ -899,7 +902,7 @@ class Tensor:
             return self
         dims = list(range(self.ndim))
         dims[d0], dims[d1] = d1, d0
-        return _M.Permute.apply(self, tuple(dims))
+        return _named(_M.Permute.apply(self, tuple(dims)), "TransposeBackward0")
 
     swapaxes = transpose
 
@@ -916,7 +919,7 @@ class Tensor:
     def unsqueeze(self, dim):
         """A size-1 axis inserted at dim (a reshape)."""
         d = _canonical_dim(dim, self.ndim + 1, "unsqueeze")
-        return _M.Reshape.apply(self, self.shape[:d] + (1,) + self.shape[d:])
+        return _named(_M.Reshape.apply(self, self.shape[:d] + (1,) + self.shape[d:]), "UnsqueezeBackward0")
 
     def squeeze(self, dim=None):
         """Size-1 axes removed (all, or those among dim; a reshape)."""
@@ -925,7 +928,10 @@ class Tensor:
         else:
             dims = _R.normalize_dims(dim, self.ndim, "squeeze")
             new = tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1))
-        return self if new == self.shape else _M.Reshape.apply(self, new)
+        if new == self.shape:
+            return self
+        kind = 0 if dim is None else 2 if isinstance(dim, (tuple, list)) else 1   # torch's three overloads
+        return _named(_M.Reshape.apply(self, new), f"SqueezeBackward{kind}")
 
     def expand(self, *sizes):
         """Size-1 axes repeated without a copy (−1 keeps a size). Backward (``Expand``): g summed
@@ -1004,7 +1010,7 @@ class Tensor:
                                  f"{dim} (shape {tuple(self.shape)})")
         out, start = [], 0
         for size in sizes:
-            out.append(self.narrow(d, start, size))
+            out.append(_named(self.narrow(d, start, size), "SplitBackward0"))
             start += size
         return autograd.versions.multi_output(out, "Split")
 
@@ -1016,7 +1022,8 @@ class Tensor:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
         n = self.shape[_canonical_dim(dim, self.ndim, "chunk")]
         if n == 0:   # torch: `chunks` empty pieces
-            return autograd.versions.multi_output([self.narrow(dim, 0, 0) for _ in range(chunks)], "Split")
+            return autograd.versions.multi_output([_named(self.narrow(dim, 0, 0), "SplitBackward0")
+                                                   for _ in range(chunks)], "Split")
         return self.split(-(-n // chunks), dim)
 
 

@@ -24,6 +24,7 @@ MinResult = namedtuple("min", ["values", "indices"])
 AminmaxResult = namedtuple("aminmax", ["min", "max"])
 
 from ..autograd import ArrayFunction  # noqa: E402
+from ..autograd.node_names import named  # noqa: E402
 from .movement import put  # noqa: E402
 
 
@@ -143,14 +144,14 @@ def _extreme(mode, result_cls):
             return s.maximum(dim) if mode == "max" else s.minimum(dim)
         dim = pick_dim(dim, axis, mode, out)
         if dim is None:
-            return MaxAll.apply(s, mode=mode)
+            return named(MaxAll.apply(s, mode=mode), f"{mode.capitalize()}Backward1")
         if isinstance(dim, (tuple, list)):
             raise TypeError(f"{mode}(): argument 'dim' must be an int, got {dim!r}; use "
                             f"amax/amin to reduce over several dims")
         ax, idx = arg_extreme(s._data, dim, keepdim, mode)
         if ax is None:  # 0-d input: the value itself, index 0
             return result_cls(s.clone(), _adopt(np.zeros((), dtype=np.int64)))
-        values = SelectAlongDim.apply(s, idx, axis=ax, keepdim=keepdim)
+        values = named(SelectAlongDim.apply(s, idx, axis=ax, keepdim=keepdim), f"{mode.capitalize()}Backward0")
         return result_cls(values, _adopt(idx if keepdim else np.squeeze(idx, ax)))
     f.__name__ = mode
     return f

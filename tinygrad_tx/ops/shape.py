@@ -14,6 +14,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..autograd import ArrayFunction, accumulation_dtype
+from ..autograd.node_names import named
 from ..autograd.versions import multi_output
 from ..tensor import Tensor, _adopt
 from .einsum import einsum
@@ -466,7 +467,9 @@ def t(input):
     input = _tensor(input, "t")
     if input.ndim > 2:
         raise ValueError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return input.transpose(0, 1) if input.ndim == 2 else input
+    if input.ndim < 2:
+        return input
+    return named(input.transpose(0, 1), "TBackward0")
 
 
 def ravel(input):
@@ -483,7 +486,8 @@ def unbind(input, dim=0):
     if input.ndim == 0:
         raise IndexError("unbind: dimension specified as 0 but tensor has no dimensions")
     d = canonical_dim(dim, input.ndim, "unbind")
-    return multi_output([input[(slice(None),) * d + (i,)] for i in range(input.shape[d])], "Unbind")
+    return multi_output([named(input[(slice(None),) * d + (i,)], "UnbindBackward0")
+                         for i in range(input.shape[d])], "Unbind")
 
 
 def tensor_split(input, indices_or_sections, dim=0):

@@ -17,6 +17,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..autograd import ArrayFunction
+from ..autograd.node_names import named
 from .reduce import DimensionError, as_function, canonical_dim
 from .reduce_minmax import SelectAlongDim
 
@@ -56,9 +57,11 @@ def _as_1d(s, dim, op):
 
 
 def _select(s, idx, ax, squeeze_0d, result, keepdim=True):
-    """(values gathered at idx along ax, indices) as the named tuple ``result``."""
+    """(values gathered at idx along ax, indices) as the named tuple ``result`` (its node named
+    as torch's: ``sort`` -> ``SortBackward0``, ``median(dim)`` -> ``MedianBackward1``)."""
     from ..tensor import Tensor, _adopt
-    values = SelectAlongDim.apply(s, idx, axis=ax, keepdim=keepdim)
+    values = named(SelectAlongDim.apply(s, idx, axis=ax, keepdim=keepdim),
+                   result.__name__.capitalize() + ("Backward1" if result is MedianResult else "Backward0"))
     indices = idx if keepdim else np.squeeze(idx, ax)
     if squeeze_0d:
         return result(values.reshape(()), _adopt(indices.reshape(())))
