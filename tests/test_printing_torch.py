@@ -313,6 +313,11 @@ def _graph_cases(L, F):
         "logsumexp": lambda: x().logsumexp(1), "log1p": lambda: x().abs().log1p(), "square": lambda: x().square(),
         "tril": lambda: x().tril(), "triu": lambda: x().triu(), "embedding": lambda: F.embedding(L.tensor([0, 1]), x()),
         "nn.Linear": lambda: L.nn.Linear(4, 5).double()(x()),
+        **{f"{loss} {reduction}": (lambda loss=loss, reduction=reduction: getattr(F, loss)(
+            x().sigmoid() if loss == "binary_cross_entropy" else x(), L.tensor(_A).sigmoid(), reduction=reduction))
+           for loss in ["mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy",
+                        "binary_cross_entropy_with_logits"] for reduction in ["mean", "sum", "none"]},
+        "mse_loss weighted": lambda: F.mse_loss(x(), L.tensor(_A), weight=L.tensor(_A).abs()),
     }
 
 

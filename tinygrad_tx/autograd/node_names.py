@@ -14,8 +14,9 @@ can depend on how the op was called:
   ``reshape``, ``unsqueeze``, ``squeeze``, ``t``, ``transpose`` are one Reshape / Permute
   Function here, and ``sum(dim)`` is ``SumBackward1`` where ``sum()`` is ``SumBackward0``.
 
-Where the engine composes an op from others (``F.mse_loss`` is a mean of squares here, torch
-has ``MseLossBackward0``) the node is the last Function that ran.
+Where the engine composes an op torch runs as one (``F.mse_loss`` is squared errors, then their
+mean), the last node carries torch's name for the whole (``MseLossBackward0``); its
+``next_functions`` lead into the engine's own parts.
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ RENAMED = {
     "CumExtreme": "CummaxBackward0",
     "MaxPool": "MaxPool2DWithIndicesBackward0",
     "AvgPool": "AvgPool2DBackward0",
+    "AbsoluteError": "AbsBackward0",        # F.l1_loss(reduction='none'): torch's abs(x - y)
 }
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction, is_grad_enabled
+from ..autograd.node_names import named
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, loss_reduction, reduce_loss
 from .pointwise import sigmoid_np, softplus_np
@@ -187,7 +188,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                              f"in [{np.min(a)}, {np.max(a)}]")
     w = _constant(weight, op, "weight", p._data.dtype)
     _check_broadcast(op, "weight", w, p.shape)
-    return reduce_loss(BinaryCrossEntropy.apply(p, t, w), reduction)
+    return named(reduce_loss(BinaryCrossEntropy.apply(p, t, w), reduction), "BinaryCrossEntropyBackward0")
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -202,7 +203,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     pw = _constant(pos_weight, op, "pos_weight", x._data.dtype)
     _check_broadcast(op, "weight", w, x.shape)
     _check_broadcast(op, "pos_weight", pw, x.shape)
-    return reduce_loss(BinaryCrossEntropyWithLogits.apply(x, t, w, pw), reduction)
+    return named(reduce_loss(BinaryCrossEntropyWithLogits.apply(x, t, w, pw), reduction),
+                 "BinaryCrossEntropyWithLogitsBackward0")
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
