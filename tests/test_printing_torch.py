@@ -318,6 +318,8 @@ def _graph_cases(L, F):
            for loss in ["mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy",
                         "binary_cross_entropy_with_logits"] for reduction in ["mean", "sum", "none"]},
         "mse_loss weighted": lambda: F.mse_loss(x(), L.tensor(_A), weight=L.tensor(_A).abs()),
+        "2 / x": lambda: 2 / x(), "diag of a matrix": lambda: L.diag(x(_A[:3, :3])), "diag of a vector": lambda: L.diag(x(_V)),
+        "group_norm": lambda: F.group_norm(x(_C3), 1), "instance_norm": lambda: F.instance_norm(x(_C3)),
     }
 
 

@@ -714,7 +714,8 @@ class Tensor:
         return _binary_op(_E.Div, self, other, float_result=True)
 
     def __rtruediv__(self, other):
-        return _binary_op(_E.Div, _as_operand(other, self), self, float_result=True, reflected=True)
+        y = _binary_op(_E.Div, _as_operand(other, self), self, float_result=True, reflected=True)
+        return y if isinstance(other, Tensor) else _named(y, "MulBackward0")   # torch: other * self.reciprocal()
 
     def __neg__(self):
         """−self. Backward (``Neg``): −g."""

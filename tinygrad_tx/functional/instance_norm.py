@@ -19,6 +19,7 @@ import numbers
 import numpy as np
 
 from ..autograd import no_grad
+from ..autograd.node_names import named
 from ..tensor import Tensor
 from ._util import as_tensor, check_float
 
@@ -75,7 +76,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         y = y * weight.reshape(_channel_shape(x))
     if bias is not None:
         y = y + bias.reshape(_channel_shape(x))
-    return y
+    return named(y, "ViewBackward0")     # torch's: batch_norm on the (1, N·C, *) view, viewed back
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
@@ -109,4 +110,4 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         y = y * weight.reshape(_channel_shape(x))
     if bias is not None:
         y = y + bias.reshape(_channel_shape(x))
-    return y
+    return named(y, "NativeGroupNormBackward0")

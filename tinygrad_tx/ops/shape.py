@@ -273,7 +273,7 @@ def diag(input, diagonal=0):
     if input.ndim == 1:
         return DiagEmbed.apply(input, offset=int(diagonal), dim1=0, dim2=1)
     if input.ndim == 2:
-        return Diagonal.apply(input, offset=int(diagonal), dim1=0, dim2=1)
+        return named(Diagonal.apply(input, offset=int(diagonal), dim1=0, dim2=1), "DiagonalBackward0_copy")
     raise ValueError(f"diag(): supports 1D or 2D tensors, got {input.ndim}D (shape {tuple(input.shape)})")
 
 
