@@ -141,7 +141,7 @@ class Context:
         name = self.name()
         self._release()
         self.__dict__.clear()
-        self.torch_name = name
+        self.torch_name = name      # a name read from what the node kept (x[0]: its index)
         self.input_nodes = ()
         self._freed = True
 

@@ -113,20 +113,26 @@ _BY_NODE = {
 }
 
 
+_BY_CLASS: dict = {}   # Function class -> (rule or None, its fixed name): names are asked per node
+
+
 def torch_name(ctx) -> str:
     """The name torch prints for ``ctx``'s node (its ``grad_fn``)."""
     given = ctx.__dict__.get("torch_name")
     if given is not None:
         return given
-    from .function import op_name
-    op = op_name(ctx.fn)
-    rule = _BY_NODE.get(op)
+    entry = _BY_CLASS.get(ctx.fn)
+    if entry is None:
+        from .function import op_name
+        op = op_name(ctx.fn)
+        entry = _BY_CLASS[ctx.fn] = (_BY_NODE.get(op), RENAMED.get(op, f"{op}Backward0"))
+    rule, fixed = entry
     if rule is not None:
         try:
             return rule(ctx)
         except (AttributeError, IndexError, TypeError):   # a node freed after backward
             pass
-    return RENAMED.get(op, f"{op}Backward0")
+    return fixed
 
 
 def named(tensor, name: str):
