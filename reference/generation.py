@@ -88,7 +88,7 @@ def _decode(next_logits, idx, max_new_tokens, temperature, top_k, top_p, greedy,
         uniforms = np.asarray(uniforms, dtype=np.float64)
         if uniforms.shape != (max_new_tokens, idx.size(0)):
             raise ValueError(f"uniforms must have shape (max_new_tokens, batch) = "
-                             f"({max_new_tokens}, {idx.size(0)}), got {uniforms.shape}")
+                             f"({max_new_tokens}, {idx.size(0)}), got {tuple(uniforms.shape)}")
     done = torch.zeros(idx.size(0), dtype=torch.bool, device=idx.device)
     for step in range(max_new_tokens):
         logits = next_logits(idx)

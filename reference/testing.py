@@ -290,12 +290,12 @@ def check_parity(ours, theirs, *inputs, dtype=None, name=None, grad=None, seed=0
             assert np.array_equal(a, o, equal_nan=True), f"{name}: an input was mutated"
 
     ref_out, ref_grads = _run_torch(theirs, inputs, dtype, diff_mask, g)
-    assert out.shape == ref_out.shape, f"{name}: output shape {out.shape} vs torch {ref_out.shape}"
+    assert out.shape == ref_out.shape, f"{name}: output shape {tuple(out.shape)} vs torch {tuple(ref_out.shape)}"
     assert out.dtype == ref_out.dtype, f"{name}: output dtype {np.dtype(out.dtype)} vs torch {ref_out.dtype}"
     diff_positions = [i for i, d in enumerate(diff_mask) if d]
     for i, og, rg in zip(diff_positions, our_grads, ref_grads):
         assert og is not None, f"{name}: no gradient reached input {i}"
-        assert og.shape == rg.shape, f"{name}: grad {i} shape {og.shape} vs torch {rg.shape}"
+        assert og.shape == rg.shape, f"{name}: grad {i} shape {tuple(og.shape)} vs torch {tuple(rg.shape)}"
         assert og.dtype == inputs[i].dtype, f"{name}: grad {i} dtype {np.dtype(og.dtype)} vs input {inputs[i].dtype}"
         if i not in allow_zero_grad:
             assert_nontrivial(rg, f"{name}: grad of input {i}")

@@ -190,7 +190,7 @@ def test_size_behaves_as_torch_size():
                          (tg.Size([True, 2]), torch.Size([True, 2]))]:
         assert type(ours) is tg.Size and tuple(ours) == tuple(theirs) and ours.numel() == theirs.numel()
     assert t.shape == (2, 3, 4) and (2, 3, 4) == t.shape and t.shape == tg.Size([2, 3, 4]) and t.size(-1) == 4
-    assert repr(t.shape) == "tinygrad_tx.Size([2, 3, 4])" and str(t.shape) == "(2, 3, 4)" and isinstance(t.shape[0], int)
+    assert repr(t.shape) == str(t.shape) == f"{t.shape}" == "tinygrad_tx.Size([2, 3, 4])" and isinstance(t.shape[0], int)
     assert np.zeros(t.shape).shape == (2, 3, 4) and tg.zeros(t.shape).shape == t.shape
     import pickle
     assert pickle.loads(pickle.dumps(t.shape)) == t.shape and type(pickle.loads(pickle.dumps(t.shape))) is tg.Size

@@ -124,7 +124,7 @@ def digest(tensors: dict) -> str:
         a = np.asarray(tensors[key])
         if a.dtype.byteorder == ">":
             a = a.astype(a.dtype.newbyteorder("<"))
-        h.update(f"{key}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(f"{key}\0{a.dtype.str}\0{tuple(a.shape)}\0".encode())
         h.update(np.ascontiguousarray(a.reshape(-1)).view(np.uint8))
     return h.hexdigest()
 

@@ -267,7 +267,7 @@ def _number_arg(value, op: str, arg: str):
     """A Python number from numbers, NumPy scalars and one-element Tensors (else TypeError)."""
     if isinstance(value, Tensor):
         if value._data.size != 1:
-            raise TypeError(f"{op}(): argument '{arg}' must be a number, got a Tensor of shape {value.shape}")
+            raise TypeError(f"{op}(): argument '{arg}' must be a number, got a Tensor of shape {tuple(value.shape)}")
         value = value.item()     # Tensor.item: a compiled call guards or refuses the read
     if isinstance(value, np.generic):
         value = value.item()

@@ -116,7 +116,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 def _matrix_dims(x, dim, op):
     if x.ndim < 2:
-        raise ValueError(f"{op}(): the input must have at least 2 dimensions, got shape {x.shape}")
+        raise ValueError(f"{op}(): the input must have at least 2 dimensions, got shape {tuple(x.shape)}")
     if not isinstance(dim, (tuple, list)) or len(dim) != 2:
         raise ValueError(f"{op}(): dim must be a 2-tuple, got {dim!r}")
     d0, d1 = normalize_dims(dim[0], x.ndim, op)[0], normalize_dims(dim[1], x.ndim, op)[0]
@@ -160,7 +160,7 @@ def norm(x, ord=None, dim=None, keepdim=False, *, dtype=None):
     if x.ndim == 2:
         return matrix_norm(x, ord, (-2, -1), keepdim, dtype=dtype)
     raise ValueError(f"linalg.norm(): the input must be 1-D or 2-D when ord is given and dim is "
-                     f"None, got shape {x.shape}")
+                     f"None, got shape {tuple(x.shape)}")
 
 
 def norm_(x, p="fro", dim=None, keepdim=False, dtype=None):

@@ -264,7 +264,7 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
     if p.dtype.kind != "f":
         raise TypeError(f"multinomial(): only floating-point weights are supported, got dtype {p.dtype}")
     if p.ndim not in (1, 2):
-        raise InvalidArgumentError(f"multinomial(): input must be 1 or 2 dim, got shape {p.shape}")
+        raise InvalidArgumentError(f"multinomial(): input must be 1 or 2 dim, got shape {tuple(p.shape)}")
     k = _as_int(num_samples, "multinomial", "num_samples")
     if k <= 0:
         raise InvalidArgumentError(f"multinomial(): cannot sample num_samples <= 0 samples (got {k})")

@@ -2,9 +2,8 @@
 
 ``t.shape`` and ``t.size()`` return one; it equals the plain tuple of the same ints, so
 ``t.shape == (2, 3)`` and ``t.shape == tinygrad_tx.Size([2, 3])`` both hold, and it goes
-wherever NumPy takes a shape. A difference from torch: ``print(t.shape)`` shows ``(2, 3)`` (as
-before ``Size`` existed, and as the engine's error messages quote shapes); ``repr`` shows
-``tinygrad_tx.Size([2, 3])``.
+wherever NumPy takes a shape. It prints as torch's does (``print(t.shape)``, ``str``,
+f-strings and ``repr`` alike): ``tinygrad_tx.Size([2, 3])``.
 """
 from __future__ import annotations
 
@@ -52,9 +51,7 @@ class Size(tuple):
     def __repr__(self):
         return f"tinygrad_tx.Size({list(self)})"
 
-    def __str__(self):
-        """Printed (and in messages) as the tuple it is, ``(2, 3)``; ``repr`` names the type."""
-        return tuple.__repr__(self)
+    __str__ = __repr__     # torch.Size prints the same way in print(), str() and f-strings
 
     def __reduce__(self):
         return (Size, (tuple(self),))

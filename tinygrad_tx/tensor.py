@@ -26,6 +26,7 @@ from .size import of as _size_of
 from .autograd import dispatch as _dispatch
 from .autograd import recording as _recording
 from .autograd import api as _autograd_api
+from .autograd.node_names import named as _named
 
 _rng = np.random.default_rng()
 
@@ -563,16 +564,11 @@ class Tensor:
     def __repr__(self):
         if _recording.recorder is not None:   # tinygrad_tx.compile: the text shows the values
             _recording.recorder.readout(self, "repr()/str()")
-        body = np.array2string(self._data, separator=", ", prefix="tensor(", **_printing.array2string_options())
-        extras = []
-        if self._data.dtype != dtypes.default_float() and self._data.dtype != np.int64 and self._data.dtype != np.bool_ \
-                or self._data.size == 0:
-            extras.append(f"dtype={self._data.dtype}")
-        if self._ctx is not None:
-            extras.append(f"grad_fn=<{self._ctx.name()}>")
-        elif self._requires_grad:
-            extras.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+        cls = type(self)
+        prefix = "tensor(" if cls is Tensor or cls.__dict__.get("_prints_as_tensor") else f"{cls.__name__}("
+        return _printing.tensor_repr(self._data, prefix=prefix,
+                                     grad_fn=None if self._ctx is None else self._ctx.name(),
+                                     requires_grad=self._requires_grad)
 
     def __bool__(self):
         if _recording.recorder is not None:
@@ -701,7 +697,7 @@ class Tensor:
 
     def __rsub__(self, other):
         _check_no_bool_sub(other, self)
-        return _reflected(_E.Sub, self, other)
+        return _named(_reflected(_E.Sub, self, other), "RsubBackward1")   # torch's rsub(tensor, scalar)
 
     def __mul__(self, other):
         """self · other, elementwise. Backward (``Mul``): g·other and g·self."""
@@ -718,7 +714,8 @@ class Tensor:
         return _binary_op(_E.Div, self, other, float_result=True)
 
     def __rtruediv__(self, other):
-        return _binary_op(_E.Div, _as_operand(other, self), self, float_result=True, reflected=True)
+        y = _binary_op(_E.Div, _as_operand(other, self), self, float_result=True, reflected=True)
+        return y if isinstance(other, Tensor) else _named(y, "MulBackward0")   # torch: other * self.reciprocal()
 
     def __neg__(self):
         """−self. Backward (``Neg``): −g."""
@@ -734,7 +731,7 @@ class Tensor:
             raise RuntimeError(f"pow: Integers to negative integer powers are not allowed "
                                f"(dtype {self._data.dtype}, exponent {exponent}).")
         if isinstance(exponent, Tensor) and self._data.dtype == exponent._data.dtype == np.bool_:
-            raise RuntimeError(f"pow: not implemented for 'Bool' tensors (shapes {self.shape} and {exponent.shape})")
+            raise RuntimeError(f"pow: not implemented for 'Bool' tensors (shapes {tuple(self.shape)} and {tuple(exponent.shape)})")
         return _binary_op(_E.Pow, self, exponent)
 
     pow = __pow__
@@ -744,9 +741,9 @@ class Tensor:
         in float64, as torch's is (the log of a float32-rounded base near 1 loses digits)."""
         if self._data.dtype == np.bool_ and isinstance(base, (bool, np.bool_)):
             raise RuntimeError(f"pow: not implemented for 'Bool' (base {base!r}, exponent a bool tensor "
-                               f"of shape {self.shape})")
+                               f"of shape {tuple(self.shape)})")
         if isinstance(base, (int, float)) and not isinstance(base, bool) and self._data.dtype.kind == "f":
-            return _E.Pow.apply(float(base), self)
+            return _named(_E.Pow.apply(float(base), self), "PowBackward2")    # torch's pow(scalar, tensor)
         return _binary_op(_E.Pow, _as_operand(base, self), self)
 
     def __matmul__(self, other):
@@ -808,7 +805,7 @@ class Tensor:
     def relu(self):
         """max(x, 0). Backward (``ReluFn``): g where x > 0, else 0."""
         if self._data.dtype == np.bool_:
-            raise RuntimeError(f"relu: Boolean inputs not supported for relu (got dtype bool, shape {self.shape})")
+            raise RuntimeError(f"relu: Boolean inputs not supported for relu (got dtype bool, shape {tuple(self.shape)})")
         return _E.ReluFn.apply(self)
 
     def gelu(self, approximate="none"):
@@ -836,7 +833,7 @@ class Tensor:
         mask = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
         if isinstance(value, Tensor):
             if value._data.size != 1:
-                raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got shape {value.shape}")
+                raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got shape {tuple(value.shape)}")
             if value._requires_grad and autograd.is_grad_enabled():   # its gradient: g summed over the mask
                 return where(mask, value.reshape(())._cast(self._data.dtype), self)
             value = value.item()
@@ -854,7 +851,9 @@ class Tensor:
         shape = _shape_arg(_dims_arg(shape), "reshape")
         if shape == self._data.shape:
             return self
-        return _M.Reshape.apply(self, shape)
+        if self._data.flags.c_contiguous:
+            return _M.Reshape.apply(self, shape)            # torch's view: ViewBackward0
+        return _named(_M.Reshape.apply(self, shape), "UnsafeViewBackward0")   # torch copies, then views
 
     def view(self, *shape):
         """reshape without a copy, as torch's view: a shape the strides cannot express (a
@@ -868,7 +867,7 @@ class Tensor:
                 np.reshape(self._data, new, copy=False)
             except ValueError:
                 raise RuntimeError(f"view size is not compatible with input tensor's size and stride "
-                                   f"(shape {self.shape}, strides {self.stride()}, requested {shape}): at least "
+                                   f"(shape {tuple(self.shape)}, strides {self.stride()}, requested {shape}): at least "
                                    "one dimension spans across two contiguous subspaces. Use "
                                    ".reshape(...) instead.") from None
         return _M.Reshape.apply(self, new)
@@ -887,11 +886,11 @@ class Tensor:
         """The axes reordered. Backward (``Permute``): g permuted by the inverse order."""
         if not dims:
             raise TypeError(f"permute() missing 1 required positional argument: 'dims' (a tensor of "
-                            f"shape {self.shape} takes {self.ndim} dims)")
+                            f"shape {tuple(self.shape)} takes {self.ndim} dims)")
         dims = _dims_arg(dims)
         if len(dims) != self.ndim:
             raise ValueError(f"permute: number of dims {len(dims)} does not match the tensor's {self.ndim} "
-                             f"dimensions (shape {self.shape})")
+                             f"dimensions (shape {tuple(self.shape)})")
         dims = tuple(_canonical_dim(d, self.ndim, "permute") for d in dims)
         if len(set(dims)) != len(dims):
             raise ValueError(f"permute: repeated dim in {dims}")
@@ -904,7 +903,7 @@ class Tensor:
             return self
         dims = list(range(self.ndim))
         dims[d0], dims[d1] = d1, d0
-        return _M.Permute.apply(self, tuple(dims))
+        return _named(_M.Permute.apply(self, tuple(dims)), "TransposeBackward0")
 
     swapaxes = transpose
 
@@ -921,7 +920,7 @@ class Tensor:
     def unsqueeze(self, dim):
         """A size-1 axis inserted at dim (a reshape)."""
         d = _canonical_dim(dim, self.ndim + 1, "unsqueeze")
-        return _M.Reshape.apply(self, self.shape[:d] + (1,) + self.shape[d:])
+        return _named(_M.Reshape.apply(self, self.shape[:d] + (1,) + self.shape[d:]), "UnsqueezeBackward0")
 
     def squeeze(self, dim=None):
         """Size-1 axes removed (all, or those among dim; a reshape)."""
@@ -930,7 +929,10 @@ class Tensor:
         else:
             dims = _R.normalize_dims(dim, self.ndim, "squeeze")
             new = tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1))
-        return self if new == self.shape else _M.Reshape.apply(self, new)
+        if new == self.shape:
+            return self
+        kind = 0 if dim is None else 2 if isinstance(dim, (tuple, list)) else 1   # torch's three overloads
+        return _named(_M.Reshape.apply(self, new), f"SqueezeBackward{kind}")
 
     def expand(self, *sizes):
         """Size-1 axes repeated without a copy (−1 keeps a size). Backward (``Expand``): g summed
@@ -938,7 +940,7 @@ class Tensor:
         sizes = _dims_arg(sizes)
         if len(sizes) < self.ndim:
             raise ValueError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or "
-                             f"equal to the number of dimensions in the tensor ({self.ndim}), shape {self.shape}")
+                             f"equal to the number of dimensions in the tensor ({self.ndim}), shape {tuple(self.shape)}")
         lead = len(sizes) - self.ndim
         target = []
         for i, n in enumerate(sizes):
@@ -955,7 +957,7 @@ class Tensor:
             else:
                 raise ValueError(f"expand: the expanded size {n} must match the existing size {cur} "
                                  f"at non-singleton dimension {i}; target sizes {list(sizes)}, "
-                                 f"tensor shape {self.shape}")
+                                 f"tensor shape {tuple(self.shape)}")
         target = tuple(target)
         return self if target == self.shape else _M.Expand.apply(self, target)
 
@@ -987,7 +989,7 @@ class Tensor:
             start += self.shape[d]
         if not (0 <= start and start + length <= self.shape[d]) or length < 0:
             raise ValueError(f"narrow: start ({start}) + length ({length}) exceeds dimension {dim} "
-                             f"of size {self.shape[d]} (shape {self.shape})")
+                             f"of size {self.shape[d]} (shape {tuple(self.shape)})")
         index = (slice(None),) * d + (slice(start, start + length),)
         return _M.GetItem.apply(self, index)
 
@@ -1006,10 +1008,10 @@ class Tensor:
             sizes = [int(x) for x in split_size_or_sections]
             if sum(sizes) != n or any(x < 0 for x in sizes):
                 raise ValueError(f"split: sections {sizes} do not add up to the size {n} of dimension "
-                                 f"{dim} (shape {self.shape})")
+                                 f"{dim} (shape {tuple(self.shape)})")
         out, start = [], 0
         for size in sizes:
-            out.append(self.narrow(d, start, size))
+            out.append(_named(self.narrow(d, start, size), "SplitBackward0"))
             start += size
         return autograd.versions.multi_output(out, "Split")
 
@@ -1021,7 +1023,8 @@ class Tensor:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
         n = self.shape[_canonical_dim(dim, self.ndim, "chunk")]
         if n == 0:   # torch: `chunks` empty pieces
-            return autograd.versions.multi_output([self.narrow(dim, 0, 0) for _ in range(chunks)], "Split")
+            return autograd.versions.multi_output([_named(self.narrow(dim, 0, 0), "SplitBackward0")
+                                                   for _ in range(chunks)], "Split")
         return self.split(-(-n // chunks), dim)
 
 
@@ -1280,7 +1283,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     for i, t in enumerate(tensors):
         if t.ndim != ref.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, ref.shape)) if k != d):
             raise ValueError(f"cat: sizes of tensors must match except in dimension {dim}; "
-                             f"tensor 0 has shape {ref.shape}, tensor {i} has shape {t.shape}")
+                             f"tensor 0 has shape {tuple(ref.shape)}, tensor {i} has shape {tuple(t.shape)}")
     dtype = _common_dtype(tensors)
     tensors = [t if t._data.dtype == dtype else t.to(dtype) for t in tensors]
     return _M.Cat.apply(*tensors, dim=d)
@@ -1293,8 +1296,8 @@ def stack(tensors, dim: int = 0) -> Tensor:
     d = _canonical_dim(dim, ref.ndim + 1, "stack")
     for i, t in enumerate(tensors):
         if t.shape != ref.shape:
-            raise ValueError(f"stack expects each tensor to be equal size, but got {ref.shape} at entry 0 "
-                             f"and {t.shape} at entry {i}")
+            raise ValueError(f"stack expects each tensor to be equal size, but got {tuple(ref.shape)} at entry 0 "
+                             f"and {tuple(t.shape)} at entry {i}")
     dtype = _common_dtype(tensors)
     tensors = [t if t._data.dtype == dtype else t.to(dtype) for t in tensors]
     return _M.Stack.apply(*tensors, dim=d)

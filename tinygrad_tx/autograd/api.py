@@ -37,7 +37,7 @@ def _seed(out, g, create_graph, i):
         return g if create_graph else g._data
     arr = np.asarray(g, dtype=out._data.dtype)
     if arr.shape != out._data.shape:
-        raise GradShapeError(f"Mismatch in shape: grad_output[{i}] has a shape of {arr.shape} "
+        raise GradShapeError(f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(arr.shape)} "
                            f"and output[{i}] has a shape of {tuple(out._data.shape)}.")
     return Tensor._from_op(arr, None) if create_graph else arr
 

@@ -32,6 +32,7 @@ import itertools
 import numpy as np
 
 from . import anomaly as _anomaly
+from . import node_names as _node_names
 from . import recording as _recording
 from .dispatch import _dispatch
 from .grad_mode import _state
@@ -100,8 +101,9 @@ class Context:
 
     def name(self) -> str:
         """torch's name of this backward node: ``"MulBackward0"`` for a node made by ``Mul``,
-        ``"SoftmaxBackward0"`` for one made by ``SoftmaxFn`` (:func:`op_name`)."""
-        return f"{op_name(self.fn)}Backward0"
+        ``"SoftmaxBackward0"`` for one made by ``SoftmaxFn`` (:func:`op_name`), or the name torch
+        gives the same computation (``x[0]``: ``SelectBackward0``; ``node_names.py``)."""
+        return _node_names.torch_name(self)
 
     @property
     def next_functions(self) -> tuple:
@@ -134,9 +136,12 @@ class Context:
         self._saved = ()
 
     def free(self):
-        """Drop the saved arrays and the links to the inputs (after backward)."""
+        """Drop the saved arrays and the links to the inputs (after backward); the node keeps
+        its name."""
+        name = self.name()
         self._release()
         self.__dict__.clear()
+        self.torch_name = name      # a name read from what the node kept (x[0]: its index)
         self.input_nodes = ()
         self._freed = True
 

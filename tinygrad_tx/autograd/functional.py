@@ -61,7 +61,7 @@ def _vectors(v, like, like_packed, fn, create_graph):
     for i, (a, b) in enumerate(zip(v, like)):
         if a.shape != b.shape:
             where = f"Entry {i} in " if like_packed else ""
-            raise RuntimeError(f"{where}v has invalid size: should be {b.size()} but got {a.size()}.")
+            raise RuntimeError(f"{where}v has invalid size: should be {tuple(b.size())} but got {tuple(a.size())}.")
     return v
 
 

@@ -499,11 +499,11 @@ def diagnose(ex: Exercise, fn: type, oc: Outcome, others=(), shrunk: bool = True
         true = oc.truth[n]
         from .ladder import BATCHED_T
         if raw.ndim >= 2 and raw.shape == _swapped(true).shape and close(raw, _swapped(true)):
-            lines.append(f"  dL/d{n}: a transpose: you returned shape {raw.shape}, the true gradient transposed "
-                         f"(the input's shape is {true.shape})")
+            lines.append(f"  dL/d{n}: a transpose: you returned shape {tuple(raw.shape)}, the true gradient transposed "
+                         f"(the input's shape is {tuple(true.shape)})")
             tags[n] = "transpose"
         elif _known_mistake(ex, oc, n, BATCHED_T, mine=np.asarray(raw, np.float64)):
-            lines.append(f"  dL/d{n}: wrong shape {raw.shape} for an input of shape {true.shape}: {BATCHED_T}")
+            lines.append(f"  dL/d{n}: wrong shape {tuple(raw.shape)} for an input of shape {tuple(true.shape)}: {BATCHED_T}")
             tags[n] = "batched_transpose"
         else:
             lines.append(f"  dL/d{n}: wrong shape: {message}")

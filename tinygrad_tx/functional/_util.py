@@ -41,7 +41,7 @@ def check_float(op: str, **tensors) -> np.dtype:
             continue
         d = t._data.dtype
         if d.kind != "f":
-            raise TypeError(f"{op}: {name} must be a floating point tensor, got dtype {d} (shape {t.shape})")
+            raise TypeError(f"{op}: {name} must be a floating point tensor, got dtype {d} (shape {tuple(t.shape)})")
         if dtype is None:
             dtype, first = d, name
         elif d != dtype:

@@ -165,12 +165,12 @@ def _group_query_heads(q: Tensor, k: Tensor, v: Tensor, op: str):
     for name, t in (("query", q), ("key", k), ("value", v)):
         if t.ndim < 3:
             raise ValueError(f"{op}: enable_gqa=True needs a heads dimension (..., heads, length, "
-                             f"features); {name} has shape {t.shape}")
+                             f"features); {name} has shape {tuple(t.shape)}")
     hq = q.shape[-3]
     for name, t in (("key", k), ("value", v)):
         if hq % t.shape[-3]:
             raise ValueError(f"{op}: enable_gqa=True: the number of heads in {name} ({t.shape[-3]}, "
-                             f"shape {t.shape}) must divide the number of query heads ({hq}, shape {q.shape})")
+                             f"shape {tuple(t.shape)}) must divide the number of query heads ({hq}, shape {tuple(q.shape)})")
     return _repeat_heads(k, hq // k.shape[-3]), _repeat_heads(v, hq // v.shape[-3])
 
 
@@ -220,7 +220,7 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal, scale, op, enable
         except ValueError:
             ok = False
         if not ok:
-            raise ValueError(f"{op}: attn_mask of shape {mask.shape} does not broadcast to the attention "
+            raise ValueError(f"{op}: attn_mask of shape {tuple(mask.shape)} does not broadcast to the attention "
                              f"scores' shape {scores_shape} (batch..., L={q.shape[-2]}, S={k.shape[-2]})")
     p = check_probability(op, "dropout_p", dropout_p)
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):

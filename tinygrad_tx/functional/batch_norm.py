@@ -131,15 +131,15 @@ def check_batch_norm(input, running_mean, running_var, weight, bias, training, o
     x = input._data
     if x.ndim < 2:
         raise ValueError(f"{op}: expected input of shape (N, C, *) with at least 2 dimensions, "
-                         f"got shape {x.shape}")
+                         f"got shape {tuple(x.shape)}")
     if x.dtype.kind != "f":
         raise TypeError(f"{op}: expected a floating point input, got dtype {x.dtype}")
     c = x.shape[1]
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
                     ("running_var", running_var)):
         if t is not None and _array(t).shape != (c,):
-            raise ValueError(f"{op}: {name} has shape {_array(t).shape} but the input has {c} channels "
-                             f"at dim 1 (input shape {x.shape})")
+            raise ValueError(f"{op}: {name} has shape {tuple(_array(t).shape)} but the input has {c} channels "
+                             f"at dim 1 (input shape {tuple(x.shape)})")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and _array(t).dtype != x.dtype:
             raise TypeError(f"{op}: {name} has dtype {_array(t).dtype} but the input has dtype {x.dtype}; "
@@ -149,7 +149,7 @@ def check_batch_norm(input, running_mean, running_var, weight, bias, training, o
     m = x.size // c if c else 0
     if training and m <= 1:
         raise ValueError(f"{op}: expected more than 1 value per channel when training, "
-                         f"got input of shape {x.shape}")
+                         f"got input of shape {tuple(x.shape)}")
     return input, weight, bias
 
 

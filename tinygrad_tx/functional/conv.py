@@ -548,7 +548,7 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     x, p = _check_dropout(input, p, "dropout2d", training)
     if x.ndim < 2:
         raise InvalidArgumentError(f"dropout2d: expected an input (N, C, H, W) with at least 2 dimensions, got "
-                                   f"shape {x.shape}")
+                                   f"shape {tuple(x.shape)}")
     if not training or p == 0.0:
         return x
     mask_shape = x.shape[:2] + (1,) * (x.ndim - 2)

@@ -63,8 +63,8 @@ def _gaussian_var(op: str, var, x: Tensor) -> Tensor:
             return v.unsqueeze(-1)
         mismatched = sum(s for xs, s in zip(x.shape, v.shape) if xs != s)
         if not (v.ndim == x.ndim and mismatched == 1):
-            raise ValueError(f"{op}: var is of incorrect size: var of shape {v.shape} for input of shape "
-                             f"{x.shape} (expected the input's shape, its shape without the last dim, or "
+            raise ValueError(f"{op}: var is of incorrect size: var of shape {tuple(v.shape)} for input of shape "
+                             f"{tuple(x.shape)} (expected the input's shape, its shape without the last dim, or "
                              f"one dim of size 1)")
     return v
 

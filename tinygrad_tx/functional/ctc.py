@@ -170,7 +170,7 @@ def _extended_targets(op, targets, target_lengths, blank, n):
     t = t.astype(np.int64)
     if t.ndim == 2:
         if t.shape[0] != n:
-            raise InvalidArgumentError(f"{op}: targets of shape {t.shape} must have batch_size ({n}) rows")
+            raise InvalidArgumentError(f"{op}: targets of shape {tuple(t.shape)} must have batch_size ({n}) rows")
         if target_lengths.size and target_lengths.max() > t.shape[1]:
             raise InvalidArgumentError(f"{op}: targets: expected size at least {target_lengths.max()} at "
                                        f"dimension 1, but got size {t.shape[1]}")
@@ -182,7 +182,7 @@ def _extended_targets(op, targets, target_lengths, blank, n):
         starts = np.concatenate([[0], np.cumsum(target_lengths)[:-1]]).astype(int)
         rows = [t[s:s + k] for s, k in zip(starts, target_lengths)]
     else:
-        raise InvalidArgumentError(f"{op}: targets must be 1-D (concatenated) or 2-D (N, S), got shape {t.shape}")
+        raise InvalidArgumentError(f"{op}: targets must be 1-D (concatenated) or 2-D (N, S), got shape {tuple(t.shape)}")
     s_max = int(target_lengths.max()) if n else 0
     ext = np.full((n, 2 * s_max + 1), blank, np.int64)
     for b, r in enumerate(rows):
@@ -203,7 +203,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     x = as_tensor(log_probs, op, "log_probs")
     check_float(op, log_probs=x)
     if x.ndim not in (2, 3):
-        raise InvalidArgumentError(f"{op}: log_probs must be (T, N, C) or unbatched (T, C), got shape {x.shape}")
+        raise InvalidArgumentError(f"{op}: log_probs must be (T, N, C) or unbatched (T, C), got shape {tuple(x.shape)}")
     unbatched = x.ndim == 2
     if unbatched:
         x = x.unsqueeze(1)

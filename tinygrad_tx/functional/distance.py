@@ -115,7 +115,7 @@ def _broadcast_pair(x1, x2, op):
     try:
         shape = np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
-        raise InvalidArgumentError(f"{op}: shapes of x1 {a.shape} and x2 {b.shape} do not broadcast") from None
+        raise InvalidArgumentError(f"{op}: shapes of x1 {tuple(a.shape)} and x2 {tuple(b.shape)} do not broadcast") from None
     return a, b, shape
 
 
@@ -137,5 +137,5 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     op = "pairwise_distance"
     a, b, shape = _broadcast_pair(x1, x2, op)
     if not shape:
-        raise ValueError(f"{op}: inputs must have at least one dimension, got shapes {a.shape} and {b.shape}")
+        raise ValueError(f"{op}: inputs must have at least one dimension, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     return vector_norm(a - b + check_real(op, "eps", eps), _p(p, op), len(shape) - 1, bool(keepdim))

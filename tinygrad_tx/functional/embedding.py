@@ -77,7 +77,7 @@ def _check_embedding(input, weight, padding_idx, op):
     w = as_tensor(weight, op, "weight")
     check_float(op, weight=w)
     if w.ndim != 2:
-        raise ValueError(f"{op}: weight must be a 2-D table (num_embeddings, embedding_dim), got shape {w.shape}")
+        raise ValueError(f"{op}: weight must be a 2-D table (num_embeddings, embedding_dim), got shape {tuple(w.shape)}")
     v = w.shape[0]
     bad = (ids < 0) | (ids >= v)
     if bad.any():

@@ -19,6 +19,7 @@ import numbers
 import numpy as np
 
 from ..autograd import no_grad
+from ..autograd.node_names import named
 from ..tensor import Tensor
 from ._util import as_tensor, check_float
 
@@ -37,7 +38,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     x = as_tensor(input, op, "input")
     if x.ndim < 3:
         raise ValueError(f"{op}: expected an input of shape (N, C, *spatial) with at least 3 dimensions, "
-                         f"got shape {x.shape}")
+                         f"got shape {tuple(x.shape)}")
     for name, value in (("momentum", momentum), ("eps", eps)):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{op}: {name} must be a number, got {value!r}")
@@ -46,13 +47,13 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     c = x.shape[1]
     for name, t in tensors.items():
         if name != "input" and t is not None and tuple(t.shape) != (c,):
-            raise RuntimeError(f"{op}: {name} must have shape ({c},) (one per channel of input {x.shape}), "
+            raise RuntimeError(f"{op}: {name} must have shape ({c},) (one per channel of input {tuple(x.shape)}), "
                                f"got {tuple(t.shape)}")
     dims = tuple(range(2, x.ndim))
     spatial = int(np.prod(x.shape[2:]))
     if use_input_stats:
         if spatial <= 1:
-            raise ValueError(f"Expected more than 1 spatial element when training, got input size {x.shape}")
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {tuple(x.shape)}")
         mean = x.mean(dims, keepdim=True)
         centered = x - mean
         var = (centered * centered).mean(dims, keepdim=True)
@@ -75,7 +76,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         y = y * weight.reshape(_channel_shape(x))
     if bias is not None:
         y = y + bias.reshape(_channel_shape(x))
-    return y
+    return named(y, "ViewBackward0")     # torch's: batch_norm on the (1, N·C, *) view, viewed back
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
@@ -87,18 +88,18 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     op = "group_norm"
     x = as_tensor(input, op, "input")
     if x.ndim < 2:
-        raise RuntimeError(f"{op}: expected an input with at least 2 dimensions (N, C, *), got shape {x.shape}")
+        raise RuntimeError(f"{op}: expected an input with at least 2 dimensions (N, C, *), got shape {tuple(x.shape)}")
     if isinstance(num_groups, bool) or not isinstance(num_groups, numbers.Integral) or num_groups <= 0:
         raise ValueError(f"{op}: num_groups must be a positive int, got {num_groups!r}")
     c = x.shape[1]
     if c % num_groups:
         raise RuntimeError(f"{op}: Expected number of channels in input to be divisible by num_groups, but got "
-                           f"input of shape {x.shape} and num_groups={num_groups}")
+                           f"input of shape {tuple(x.shape)} and num_groups={num_groups}")
     tensors = {"input": x, "weight": weight, "bias": bias}
     check_float(op, **{k: v for k, v in tensors.items() if isinstance(v, Tensor)})
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != (c,):
-            raise RuntimeError(f"{op}: {name} must have shape ({c},) (one per channel of input {x.shape}), "
+            raise RuntimeError(f"{op}: {name} must have shape ({c},) (one per channel of input {tuple(x.shape)}), "
                                f"got {tuple(t.shape)}")
     g = x.reshape(x.shape[0], num_groups, -1)
     mean = g.mean(2, keepdim=True)
@@ -109,4 +110,4 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         y = y * weight.reshape(_channel_shape(x))
     if bias is not None:
         y = y + bias.reshape(_channel_shape(x))
-    return y
+    return named(y, "NativeGroupNormBackward0")

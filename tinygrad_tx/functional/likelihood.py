@@ -13,6 +13,7 @@ import numpy as np
 
 from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction, is_grad_enabled
+from ..autograd.node_names import named
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, loss_reduction, reduce_loss
 from .pointwise import sigmoid_np, softplus_np
@@ -159,7 +160,7 @@ def _check_broadcast(op, name, a, shape):
         except ValueError:
             ok = False
         if not ok:
-            raise ValueError(f"{op}: {name} of shape {a.shape} does not broadcast to the input's "
+            raise ValueError(f"{op}: {name} of shape {tuple(a.shape)} does not broadcast to the input's "
                              f"shape {tuple(shape)}")
 
 
@@ -168,7 +169,7 @@ def _pair(input, target, op):
     t = as_tensor(target, op, "target")
     check_float(op, input=x, target=t)
     if x.shape != t.shape:
-        raise ValueError(f"{op}: target size {t.shape} must be the same as input size {x.shape}")
+        raise ValueError(f"{op}: target size {tuple(t.shape)} must be the same as input size {tuple(x.shape)}")
     return x, t
 
 
@@ -187,7 +188,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                              f"in [{np.min(a)}, {np.max(a)}]")
     w = _constant(weight, op, "weight", p._data.dtype)
     _check_broadcast(op, "weight", w, p.shape)
-    return reduce_loss(BinaryCrossEntropy.apply(p, t, w), reduction)
+    return named(reduce_loss(BinaryCrossEntropy.apply(p, t, w), reduction), "BinaryCrossEntropyBackward0")
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -202,7 +203,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     pw = _constant(pos_weight, op, "pos_weight", x._data.dtype)
     _check_broadcast(op, "weight", w, x.shape)
     _check_broadcast(op, "pos_weight", pw, x.shape)
-    return reduce_loss(BinaryCrossEntropyWithLogits.apply(x, t, w, pw), reduction)
+    return named(reduce_loss(BinaryCrossEntropyWithLogits.apply(x, t, w, pw), reduction),
+                 "BinaryCrossEntropyWithLogitsBackward0")
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
@@ -222,8 +224,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     try:
         np.broadcast_shapes(x.shape, t.shape)
     except ValueError:
-        raise ValueError(f"{op}: target of shape {t.shape} does not broadcast against input of "
-                         f"shape {x.shape}") from None
+        raise ValueError(f"{op}: target of shape {tuple(t.shape)} does not broadcast against input of "
+                         f"shape {tuple(x.shape)}") from None
     loss = KLDivergence.apply(x, t, log_target=log_target)
     if reduction == "batchmean":
         total = loss.sum()

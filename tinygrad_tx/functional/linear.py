@@ -163,24 +163,24 @@ def _check_patch_embed(input, weight, bias, patch_size, op):
     b = None if bias is None else as_tensor(bias, op, "bias")
     check_float(op, input=x, weight=w, bias=b)
     if x.ndim != 4:
-        raise ValueError(f"{op}: input must be an image batch (B, C, H, W), got shape {x.shape}")
+        raise ValueError(f"{op}: input must be an image batch (B, C, H, W), got shape {tuple(x.shape)}")
     if w.ndim != 4:
-        raise ValueError(f"{op}: weight must have the Conv2d layout (D, C, P, P), got shape {w.shape}")
+        raise ValueError(f"{op}: weight must have the Conv2d layout (D, C, P, P), got shape {tuple(w.shape)}")
     kh, kw = w.shape[2], w.shape[3]
     if patch_size is not None:
         ph, pw = (patch_size, patch_size) if isinstance(patch_size, numbers.Integral) else tuple(patch_size)
         if (ph, pw) != (kh, kw):
             raise ValueError(f"{op}: patch_size {patch_size} does not match the weight's kernel "
-                             f"size {(kh, kw)} (weight shape {w.shape})")
+                             f"size {(kh, kw)} (weight shape {tuple(w.shape)})")
     if x.shape[1] != w.shape[1]:
-        raise ValueError(f"{op}: input has {x.shape[1]} channels (shape {x.shape}) but weight of shape "
-                         f"{w.shape} expects {w.shape[1]}")
+        raise ValueError(f"{op}: input has {x.shape[1]} channels (shape {tuple(x.shape)}) but weight of shape "
+                         f"{tuple(w.shape)} expects {w.shape[1]}")
     h, wd = x.shape[2], x.shape[3]
     if h % kh or wd % kw:
         raise ValueError(f"{op}: patch size {(kh, kw)} does not divide the image size {(h, wd)} "
-                         f"(input shape {x.shape})")
+                         f"(input shape {tuple(x.shape)})")
     if b is not None and b.shape != (w.shape[0],):
-        raise ValueError(f"{op}: bias must have shape ({w.shape[0]},), got {b.shape}")
+        raise ValueError(f"{op}: bias must have shape ({w.shape[0]},), got {tuple(b.shape)}")
     return x, w, b, kh, kw
 
 

@@ -204,8 +204,8 @@ def _cross_entropy_probabilities(input, target, weight, ignore_index, reduction,
     q = as_tensor(target, op, "target")
     axis = class_axis(z, op)
     if q.shape != z.shape:
-        raise ValueError(f"{op}: a probability target must have the input's shape {z.shape}, got "
-                         f"{q.shape} (class-index targets are integer tensors)")
+        raise ValueError(f"{op}: a probability target must have the input's shape {tuple(z.shape)}, got "
+                         f"{tuple(q.shape)} (class-index targets are integer tensors)")
     w = check_class_weight(weight, z.shape[axis], op)
     check_float(op, input=z, weight=w)
     if q._data.dtype != z._data.dtype:                   # torch promotes to the wider float dtype

@@ -51,8 +51,8 @@ def check_broadcast(op: str, input: Tensor, **others) -> tuple:
         try:
             shape = np.broadcast_shapes(shape, t.shape)
         except ValueError:
-            raise InvalidArgumentError(f"{op}: {name} of shape {t.shape} does not broadcast against "
-                                       f"input of shape {input.shape}") from None
+            raise InvalidArgumentError(f"{op}: {name} of shape {tuple(t.shape)} does not broadcast against "
+                                       f"input of shape {tuple(input.shape)}") from None
     return shape
 
 
@@ -108,7 +108,7 @@ def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_averag
     a, b, y = float_tensors(op, input1=input1, input2=input2, target=target)
     if not a.ndim == b.ndim == y.ndim:
         raise InvalidArgumentError(f"{op}: all input tensors should have the same dimension but got sizes: "
-                                   f"input1: {a.shape}, input2: {b.shape}, target: {y.shape}")
+                                   f"input1: {tuple(a.shape)}, input2: {tuple(b.shape)}, target: {tuple(y.shape)}")
     check_broadcast(op, a, input2=b, target=y)
     m = check_real(op, "margin", margin)
     return reduce_loss((-y * (a - b) + m).clamp(min=0), reduction)
@@ -162,7 +162,7 @@ def _class_rows(op: str, input, target):
     check_float(op, input=x)
     if x.ndim not in (1, 2) or x._data.size == 0:
         raise InvalidArgumentError(f"{op}: expected a non-empty vector or matrix input (C,) or (N, C), "
-                                   f"got shape {x.shape}")
+                                   f"got shape {tuple(x.shape)}")
     t = int_array(target, op, "target")
     return x, t
 
@@ -198,7 +198,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     if weight is not None:
         w = _constant(weight, op, "weight", x._data.dtype)
         if w.ndim != 1:
-            raise ValueError(f"{op}: weight must be one-dimensional, got shape {w.shape}")
+            raise ValueError(f"{op}: weight must be one-dimensional, got shape {tuple(w.shape)}")
         if w.shape[0] != c:
             raise InvalidArgumentError(f"{op}: inconsistent weight size, expected {c} but got {list(w.shape)}")
         scale *= w[t_rows][:, None]
@@ -263,15 +263,15 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     y = as_tensor(target, op, "target")
     if y.ndim > 1:
         raise InvalidArgumentError(f"{op}: 0D or 1D target tensor expected, multi-target not supported "
-                                   f"(target has shape {y.shape})")
+                                   f"(target has shape {tuple(y.shape)})")
     if a.ndim != y.ndim + 1 or b.ndim != y.ndim + 1:
         raise InvalidArgumentError(f"{op}: {y.ndim}D target tensor expects {y.ndim + 1}D input tensors, but "
                                    f"found inputs with sizes {list(a.shape)} and {list(b.shape)}")
     if a.shape != b.shape:
-        raise InvalidArgumentError(f"{op}: input1 of shape {a.shape} and input2 of shape {b.shape} must have "
+        raise InvalidArgumentError(f"{op}: input1 of shape {tuple(a.shape)} and input2 of shape {tuple(b.shape)} must have "
                                    f"the same shape")
     if y.ndim == 1 and y.shape[0] != a.shape[0]:
-        raise InvalidArgumentError(f"{op}: target of shape {y.shape} does not match the batch size "
+        raise InvalidArgumentError(f"{op}: target of shape {tuple(y.shape)} does not match the batch size "
                                    f"{a.shape[0]} of the inputs")
     m = check_real(op, "margin", margin)
     prod = (a * b).sum(-1)

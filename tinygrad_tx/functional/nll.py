@@ -105,7 +105,7 @@ def check_class_indices(z: Tensor, target, ignore_index: int, op: str) -> np.nda
     n_classes = z.shape[axis]
     expected = z.shape[:axis] + z.shape[axis + 1:]
     if t.shape != expected:
-        raise ValueError(f"{op}: target shape {t.shape} does not match input shape {z.shape}: "
+        raise ValueError(f"{op}: target shape {tuple(t.shape)} does not match input shape {tuple(z.shape)}: "
                          f"expected target shape {expected} (the input's shape without the class "
                          f"dimension {axis} of size {n_classes})")
     bad = ((t < 0) | (t >= n_classes)) & (t != ignore_index)
@@ -122,7 +122,7 @@ def check_class_weight(weight, n_classes: int, op: str):
         return None
     w = as_tensor(weight, op, "weight")
     if w.shape != (n_classes,):
-        raise InvalidArgumentError(f"{op}: weight must have shape ({n_classes},), one entry per class, got {w.shape}")
+        raise InvalidArgumentError(f"{op}: weight must have shape ({n_classes},), one entry per class, got {tuple(w.shape)}")
     if w.requires_grad and is_grad_enabled():
         raise ValueError(f"{op}: weight cannot require grad (class weights are constants; "
                          f"torch's nll_loss is not differentiable with respect to weight)")

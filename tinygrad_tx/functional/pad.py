@@ -126,7 +126,7 @@ def pad(input, pad, mode: str = "constant", value=None) -> Tensor:
     for axis, (n, (lo, hi)) in enumerate(zip(x.shape, pairs)):
         if n + lo + hi < 0 or (lo < 0 and -lo > n) or (hi < 0 and -hi > n):
             raise InvalidArgumentError(f"pad: pads ({lo}, {hi}) crop more than the size {n} of dimension {axis} "
-                             f"(input shape {x.shape})")
+                             f"(input shape {tuple(x.shape)})")
     if mode == "constant":
         if value is not None:
             check_real("pad", "value", value)   # a str would leak NumPy's conversion error

@@ -388,7 +388,7 @@ def glu(input, dim: int = -1) -> Tensor:
     d = _canonical_dim(dim, x.ndim, "glu")
     if x.shape[d] % 2:
         raise InvalidArgumentError(f"glu: halving dimension must be even, but dimension {dim} of input "
-                         f"shape {x.shape} has size {x.shape[d]}")
+                         f"shape {tuple(x.shape)} has size {x.shape[d]}")
     return GluFn.apply(x, dim=d)
 
 

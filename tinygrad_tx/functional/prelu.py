@@ -49,11 +49,11 @@ def prelu(input, weight) -> Tensor:
     w = as_tensor(weight, "prelu", "weight")
     check_float("prelu", input=x, weight=w)
     if w.ndim > 1:
-        raise RuntimeError(f"prelu: weight must be a scalar or a 1-D tensor, got shape {w.shape}")
+        raise RuntimeError(f"prelu: weight must be a scalar or a 1-D tensor, got shape {tuple(w.shape)}")
     channels = x.shape[1] if x.ndim >= 2 else 1
     if w.numel() not in (1, channels):
         raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
-                           f"numbers = {w.numel()} and channel size = {channels} (input shape {x.shape}).")
+                           f"numbers = {w.numel()} and channel size = {channels} (input shape {tuple(x.shape)}).")
     if w.numel() == 1:
         w = w.reshape(())
     else:

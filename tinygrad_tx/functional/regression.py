@@ -24,6 +24,7 @@ import numpy as np
 
 from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction
+from ..autograd.node_names import named
 from ..tensor import Tensor
 from ._util import as_tensor, check_real, loss_reduction, reduce_loss
 
@@ -147,10 +148,10 @@ def prepare_pair(input, target, op: str):
         try:
             np.broadcast_shapes(x.shape, t.shape)
         except ValueError:
-            raise ValueError(f"{op}: target of shape {t.shape} does not broadcast against input of "
-                             f"shape {x.shape}") from None
-        warnings.warn(f"{op}: Using a target size ({t.shape}) that is different to the input size "
-                      f"({x.shape}). This will likely lead to incorrect results due to broadcasting. "
+            raise ValueError(f"{op}: target of shape {tuple(t.shape)} does not broadcast against input of "
+                             f"shape {tuple(x.shape)}") from None
+        warnings.warn(f"{op}: Using a target size ({tuple(t.shape)}) that is different to the input size "
+                      f"({tuple(x.shape)}). This will likely lead to incorrect results due to broadcasting. "
                       f"Please ensure they have the same size.", UserWarning, stacklevel=3)
     return x, t
 
@@ -164,7 +165,7 @@ def _weighted(loss: Tensor, weight, input_shape, reduction: str, op: str, by_wei
     w = as_tensor(weight, op, "weight")
     if w.shape != tuple(input_shape):
         raise ValueError(f"{op}: weights and input must have the same size: weight has shape "
-                         f"{w.shape}, input has shape {tuple(input_shape)}")
+                         f"{tuple(w.shape)}, input has shape {tuple(input_shape)}")
     loss = loss * w
     if reduction == "none":
         return loss
@@ -188,7 +189,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     """Mean squared error (``torch.nn.functional.mse_loss``): (x - t)², reduced."""
     reduction = loss_reduction("mse_loss", reduction, size_average, reduce)
     x, t = prepare_pair(input, target, "mse_loss")
-    return _weighted(SquaredError.apply(x, t), weight, x.shape, reduction, "mse_loss")
+    loss = _weighted(SquaredError.apply(x, t), weight, x.shape, reduction, "mse_loss")
+    return loss if weight is not None else named(loss, "MseLossBackward0")   # torch's one node
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean",
@@ -205,7 +207,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
     reduction = loss_reduction("smooth_l1_loss", reduction, size_average, reduce)
     beta = _positive(beta, "smooth_l1_loss", "beta", allow_zero=True)
     x, t = prepare_pair(input, target, "smooth_l1_loss")
-    return reduce_loss(SmoothL1Error.apply(x, t, beta=beta), reduction)
+    return named(reduce_loss(SmoothL1Error.apply(x, t, beta=beta), reduction), "SmoothL1LossBackward0")
 
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None) -> Tensor:
@@ -213,5 +215,6 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
     reduction = loss_reduction("huber_loss", reduction)
     delta = _positive(delta, "huber_loss", "delta", allow_zero=False)
     x, t = prepare_pair(input, target, "huber_loss")
-    return _weighted(HuberError.apply(x, t, delta=delta), weight, x.shape, reduction, "huber_loss",
+    loss = _weighted(HuberError.apply(x, t, delta=delta), weight, x.shape, reduction, "huber_loss",
                      by_weight=False)
+    return loss if weight is not None else named(loss, "HuberLossBackward0")

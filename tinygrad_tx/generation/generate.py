@@ -78,7 +78,7 @@ def as_prompt(prompt, vocab_size, name: str = "prompt"):
     Tensors of integer ids; at least one id; every id in [0, vocab_size)."""
     arr = prompt._data if isinstance(prompt, Tensor) else np.asarray(prompt)
     if arr.size == 0:
-        raise ValueError(f"{name} is empty (shape {arr.shape}): generation needs at least one token "
+        raise ValueError(f"{name} is empty (shape {tuple(arr.shape)}): generation needs at least one token "
                          "to condition on (the names model starts from '$', id 0)")
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integer token ids, got dtype {arr.dtype}")

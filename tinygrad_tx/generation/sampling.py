@@ -83,7 +83,7 @@ def check_logits(logits: np.ndarray) -> None:
     """(B, V) floating logits; no nan or +inf; every row keeps at least one finite logit
     (``-inf`` marks a forbidden token)."""
     if logits.ndim != 2 or logits.shape[0] < 1 or logits.shape[1] < 1:
-        raise ValueError(f"logits must have shape (batch, vocab_size) with both >= 1, got {logits.shape}")
+        raise ValueError(f"logits must have shape (batch, vocab_size) with both >= 1, got {tuple(logits.shape)}")
     if logits.dtype.kind != "f":
         raise TypeError(f"logits must be floating point, got dtype {logits.dtype}")
     if np.isnan(logits).any() or np.isposinf(logits).any():
@@ -97,7 +97,7 @@ def check_logits(logits: np.ndarray) -> None:
 def check_uniform(uniform, batch: int) -> np.ndarray:
     u = np.asarray(uniform, dtype=np.float64)
     if u.shape != (batch,):
-        raise ValueError(f"uniform must hold one draw per row, shape ({batch},), got shape {u.shape}")
+        raise ValueError(f"uniform must hold one draw per row, shape ({batch},), got shape {tuple(u.shape)}")
     if not ((u >= 0) & (u < 1)).all():
         raise ValueError(f"uniform draws must lie in [0, 1), got {u[~((u >= 0) & (u < 1))][:4].tolist()}")
     return u

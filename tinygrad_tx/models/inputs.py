@@ -38,7 +38,7 @@ def check_token_ids(ids: np.ndarray, vocab_size: int, name: str = "idx", ndim=(2
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
     if ids.ndim not in ndim:
         want = " or ".join(f"{d}-D" for d in ndim)
-        raise ValueError(f"{name} must be {want}, got shape {ids.shape}")
+        raise ValueError(f"{name} must be {want}, got shape {tuple(ids.shape)}")
     if ids.size:
         lo, hi = int(ids.min()), int(ids.max())
         if lo < 0 or hi >= vocab_size:

@@ -143,12 +143,12 @@ class MultiheadAttention(Module):
                 raise TypeError(f"MultiheadAttention: {name} must be a Tensor, got {type(t).__name__}")
         if query.ndim not in (2, 3):
             raise ValueError(f"MultiheadAttention: query should be unbatched 2D or batched 3D tensor but "
-                             f"received {query.ndim}-D query tensor (shape {query.shape})")
+                             f"received {query.ndim}-D query tensor (shape {tuple(query.shape)})")
         batched = query.ndim == 3
         if key.ndim != query.ndim or value.ndim != query.ndim:
             raise ValueError(f"MultiheadAttention: for {'batched' if batched else 'unbatched'} "
                              f"{query.ndim}-D query, expected key and value to be {query.ndim}-D, got "
-                             f"key {key.shape} and value {value.shape}")
+                             f"key {tuple(key.shape)} and value {tuple(value.shape)}")
         if key_padding_mask is not None and np.ndim(key_padding_mask) != query.ndim - 1:
             raise ValueError(f"MultiheadAttention: for {query.ndim}-D query, expected key_padding_mask to be "
                              f"{query.ndim - 1}-D, got shape {np.shape(key_padding_mask)}")
@@ -156,10 +156,10 @@ class MultiheadAttention(Module):
             raise ValueError(f"MultiheadAttention: attn_mask should be 2-D or 3-D, got shape {np.shape(attn_mask)}")
         if query.shape[-1] != self.embed_dim:
             raise ValueError(f"MultiheadAttention: was expecting embedding dimension of {self.embed_dim}, "
-                             f"but got query of shape {query.shape}")
+                             f"but got query of shape {tuple(query.shape)}")
         if key.shape[-1] != self.kdim or value.shape[-1] != self.vdim:
             raise ValueError(f"MultiheadAttention: expected key and value features kdim={self.kdim} and "
-                             f"vdim={self.vdim}, got key {key.shape} and value {value.shape}")
+                             f"vdim={self.vdim}, got key {tuple(key.shape)} and value {tuple(value.shape)}")
         if key.shape[:-1] != value.shape[:-1]:
             raise ValueError(f"MultiheadAttention: key's sequence and batch dims {key.shape[:-1]} do not match "
                              f"value's {value.shape[:-1]}")
@@ -206,7 +206,7 @@ class MultiheadAttention(Module):
                 want = (tgt_len, src_len) if mask.ndim == 2 else (bsz * h, tgt_len, src_len)
                 if mask.shape != want:
                     raise ValueError(f"MultiheadAttention: the shape of the {mask.ndim}D attn_mask is "
-                                     f"{mask.shape}, but should be {want}")
+                                     f"{tuple(mask.shape)}, but should be {want}")
                 mask = mask[None] if mask.ndim == 2 else mask
 
         q, k, v = self._projections(query, key, value)
@@ -228,7 +228,7 @@ class MultiheadAttention(Module):
         if kpm is not None:
             if kpm.shape != (bsz, src_len):
                 raise ValueError(f"MultiheadAttention: expected key_padding_mask of shape {(bsz, src_len)} "
-                                 f"(batch, keys), got {kpm.shape}")
+                                 f"(batch, keys), got {tuple(kpm.shape)}")
             per_head = np.broadcast_to(kpm[:, None, None, :], (bsz, h, 1, src_len)).reshape(bsz * h, 1, src_len)
             mask = per_head if mask is None else mask + per_head
 

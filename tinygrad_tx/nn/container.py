@@ -250,18 +250,24 @@ def _as_parameter(value):
     return Parameter(value._data if isinstance(value, Tensor) else value)
 
 
-def _parameter_line(key, p) -> str:
-    if p is None:
-        return f"    ({key}): None"
-    size = "x".join(str(n) for n in p.shape)
-    return f"    ({key}): Parameter containing: [tinygrad_tx.{p._data.dtype} of size {size}]"
+_TYPENAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
+              "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+              "bool": "BoolTensor"}
 
 
-def _parameters_repr(module, keys) -> str:
-    lines = [_parameter_line(k, module._parameters[k]) for k in keys]
-    if not lines:
-        return module._get_name() + "()"
-    return module._get_name() + "(\n" + "\n".join(lines) + "\n)"
+def _parameters_extra_repr(module, typename: bool) -> str:
+    """torch's ParameterList / ParameterDict ``extra_repr``: a line per entry, the dtype as
+    ``tinygrad_tx.float32`` (a list) or the type name ``tinygrad_tx.FloatTensor`` (a dict)."""
+    lines = []
+    for key, p in module._parameters.items():
+        if p is None:
+            lines.append(f"  ({key}): Object of type: NoneType")
+            continue
+        size = "x".join(str(n) for n in p.shape)
+        name = p._data.dtype.name
+        kind = f"tinygrad_tx.{_TYPENAMES.get(name, name)}" if typename else f"tinygrad_tx.{name}"
+        lines.append(f"  ({key}): Parameter containing: [{kind} of size {size}]")
+    return "\n".join(lines)
 
 
 class ParameterList(Module):
@@ -302,8 +308,8 @@ class ParameterList(Module):
             self.append(value)
         return self
 
-    def __repr__(self):
-        return _parameters_repr(self, list(self._parameters))
+    def extra_repr(self) -> str:
+        return _parameters_extra_repr(self, typename=False)
 
 
 class ParameterDict(_Dict, Module):
@@ -319,5 +325,12 @@ class ParameterDict(_Dict, Module):
     def _set(self, key, value):
         self.register_parameter(key, _as_parameter(value))
 
-    def __repr__(self):
-        return _parameters_repr(self, list(self._parameters))
+    def update(self, items) -> None:
+        """As torch's: a plain dict's entries go in sorted by key (an OrderedDict, a ParameterDict
+        or a list of pairs keeps its order)."""
+        if isinstance(items, Mapping) and not isinstance(items, (OrderedDict, ParameterDict)):
+            items = sorted(items.items())
+        super().update(items)
+
+    def extra_repr(self) -> str:
+        return _parameters_extra_repr(self, typename=True)

@@ -253,7 +253,7 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
     are flattened into cols."""
     if _tensor_arg(tensor, "orthogonal_", random=True).ndim < 2:
         raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, got shape "
-                         f"{tensor.shape}")
+                         f"{tuple(tensor.shape)}")
     if tensor._data.size == 0:
         return tensor
     rows = tensor.shape[0]
@@ -271,7 +271,7 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
 def eye_(tensor):
     """The identity matrix (ones on the main diagonal of a 2-D tensor, zeros elsewhere)."""
     if _tensor_arg(tensor, "eye_").ndim != 2:
-        raise ValueError(f"eye_: only tensors with 2 dimensions are supported, got shape {tensor.shape}")
+        raise ValueError(f"eye_: only tensors with 2 dimensions are supported, got shape {tuple(tensor.shape)}")
     return _fill(tensor, np.eye(*tensor.shape))
 
 
@@ -280,7 +280,7 @@ def dirac_(tensor, groups: int = 1):
     passes its matching input channel through unchanged (a one at the kernel's centre)."""
     if _tensor_arg(tensor, "dirac_").ndim not in (3, 4, 5):
         raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape "
-                         f"{tensor.shape}")
+                         f"{tuple(tensor.shape)}")
     out_per_group = tensor.shape[0] // groups
     if tensor.shape[0] % groups != 0:
         raise ValueError(f"dirac_: dim 0 ({tensor.shape[0]}) must be divisible by groups ({groups})")

@@ -137,7 +137,7 @@ class Embedding(Module):
         else:
             weight = _weight if isinstance(_weight, Parameter) else Parameter(_weight)
             if weight.shape != (self.num_embeddings, self.embedding_dim):
-                raise InvalidArgumentAssertion(f"Embedding: _weight has shape {weight.shape}, expected "
+                raise InvalidArgumentAssertion(f"Embedding: _weight has shape {tuple(weight.shape)}, expected "
                                  f"{(self.num_embeddings, self.embedding_dim)}")
             self.weight = weight
         if _freeze:
@@ -149,7 +149,7 @@ class Embedding(Module):
         ``freeze=True`` makes it non-trainable, as in torch."""
         data = embeddings._data if isinstance(embeddings, Tensor) else np.asarray(embeddings)
         if data.ndim != 2:
-            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape {data.shape}")
+            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape {tuple(data.shape)}")
         module = cls(data.shape[0], data.shape[1], padding_idx=padding_idx, _weight=Parameter(data))
         module.weight.requires_grad = not freeze
         return module
@@ -274,7 +274,7 @@ class BatchNorm1d(_NormBase):
 
     def _check_input_dim(self, x) -> None:
         if x.ndim not in (2, 3):
-            raise ValueError(f"BatchNorm1d: expected 2-D (N, C) or 3-D (N, C, L) input, got shape {x.shape}")
+            raise ValueError(f"BatchNorm1d: expected 2-D (N, C) or 3-D (N, C, L) input, got shape {tuple(x.shape)}")
 
     def forward(self, input):
         layer = type(self).__name__
@@ -282,7 +282,7 @@ class BatchNorm1d(_NormBase):
         self._check_input_dim(x)
         if x.shape[1] != self.num_features:
             raise ValueError(f"{layer}: expected {self.num_features} channels (num_features) at dim 1, "
-                             f"got shape {x.shape}")
+                             f"got shape {tuple(x.shape)}")
         factor = 0.0 if self.momentum is None else self.momentum
         count = self.num_batches_tracked
         update = self.training and self.track_running_stats and count is not None
@@ -310,7 +310,7 @@ class BatchNorm2d(BatchNorm1d):
 
     def _check_input_dim(self, x) -> None:
         if x.ndim != 4:
-            raise ValueError(f"BatchNorm2d: expected 4D input (got {x.ndim}D input of shape {x.shape})")
+            raise ValueError(f"BatchNorm2d: expected 4D input (got {x.ndim}D input of shape {tuple(x.shape)})")
 
 
 # ============================================================================ parameter-free layers

@@ -653,8 +653,8 @@ def functional_call(module: Module, parameters_and_buffers: Mapping, args=(), kw
         value = value if isinstance(value, Tensor) else Tensor(value)
         old = current[name]
         if value.shape != old.shape:
-            raise ValueError(f"functional_call: {name!r} has shape {old.shape} in the module but "
-                             f"{value.shape} was passed")
+            raise ValueError(f"functional_call: {name!r} has shape {tuple(old.shape)} in the module but "
+                             f"{tuple(value.shape)} was passed")
         if id(old) in replacement and replacement[id(old)] is not value:
             raise ValueError(f"functional_call: {name!r} is tied to another name that was given a different value")
         replacement[id(old)] = value

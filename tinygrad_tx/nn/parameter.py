@@ -26,10 +26,11 @@ class Parameter(Tensor):
 
     >>> w = Parameter(np.zeros((2, 3)))
     >>> w.requires_grad, w.dtype
-    (True, dtype('float64'))
+    (True, tinygrad_tx.float64)
     """
 
     __slots__ = ()
+    _prints_as_tensor = True      # repr: "Parameter containing:\ntensor(...)", as torch's
 
     def __init__(self, data=None, requires_grad: bool = True):
         if data is None:

@@ -154,7 +154,7 @@ class _CellBase(Module):
             _check_dtype(self, h, label, name)
             if h.ndim != x.ndim - (0 if batched else 1):
                 raise ValueError(f"{name}: {label} must be {x.ndim - (0 if batched else 1)}-D for "
-                                 f"{'batched 2-D' if batched else 'unbatched 1-D'} input, got shape {h.shape}")
+                                 f"{'batched 2-D' if batched else 'unbatched 1-D'} input, got shape {tuple(h.shape)}")
             if not batched:
                 h = h.unsqueeze(0)
             if h.shape[0] != x.shape[0]:

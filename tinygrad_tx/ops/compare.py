@@ -113,7 +113,7 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     try:
         np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
-        raise ValueError(f"isclose: shapes {a.shape} and {b.shape} are not broadcastable") from None
+        raise ValueError(f"isclose: shapes {tuple(a.shape)} and {tuple(b.shape)} are not broadcastable") from None
     close = a == b
     if a.dtype == np.bool_:
         return _adopt(close)

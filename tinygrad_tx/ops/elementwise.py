@@ -452,7 +452,7 @@ class Where(ArrayFunction):
         try:
             np.broadcast_shapes(cond.shape, np.shape(a), np.shape(b))
         except ValueError:
-            raise ValueError(f"where: condition {cond.shape}, input {np.shape(a)} and other "
+            raise ValueError(f"where: condition {tuple(cond.shape)}, input {np.shape(a)} and other "
                              f"{np.shape(b)} are not broadcastable") from None
         ctx.save_for_backward(cond)
         return np.where(cond, a, b)
@@ -482,8 +482,8 @@ class MaskedFill(ArrayFunction):
             if np.broadcast_shapes(x.shape, mask.shape) != x.shape:
                 raise ValueError
         except ValueError:
-            raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast "
-                             f"to the input's shape {x.shape}") from None
+            raise ValueError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast "
+                             f"to the input's shape {tuple(x.shape)}") from None
         ctx.save_for_backward(mask)
         return np.where(mask, np.asarray(value, dtype=x.dtype), x)
 

@@ -179,7 +179,7 @@ def check_flash_attention(query, key, value, attn_mask, op):
         try:
             np.broadcast_shapes(mask.shape, batch + (qs[-2], ks[-2]))
         except ValueError:
-            raise ValueError(f"{op}: attn_mask of shape {mask.shape} does not broadcast to the "
+            raise ValueError(f"{op}: attn_mask of shape {tuple(mask.shape)} does not broadcast to the "
                              f"scores' shape {batch + (qs[-2], ks[-2])}") from None
         if mask.dtype != np.bool_:
             mask = mask.astype(query.dtype, copy=False)

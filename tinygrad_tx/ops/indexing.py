@@ -86,7 +86,7 @@ def _vector_index(op, input, dim, index, allowed=_INT32_OR_64, error=TypeError):
     input = _tensor(input, op)
     index = _index(index, op, allowed, error)
     if index.ndim > 1:
-        raise IndexError(f"{op}(): index is supposed to be a vector, got shape {index.shape}")
+        raise IndexError(f"{op}(): index is supposed to be a vector, got shape {tuple(index.shape)}")
     d = canonical_dim(dim, input.ndim, op)
     x = input.reshape(1) if input.ndim == 0 else input
     index = index.reshape(-1)
@@ -214,7 +214,7 @@ def _broadcast_mask(x: np.ndarray, mask: np.ndarray, op: str):
     try:
         shape = np.broadcast_shapes(x.shape, mask.shape)
     except ValueError:
-        raise ValueError(f"{op}: the mask's shape {mask.shape} does not broadcast with the input's {x.shape}") from None
+        raise ValueError(f"{op}: the mask's shape {tuple(mask.shape)} does not broadcast with the input's {tuple(x.shape)}") from None
     return np.broadcast_to(x, shape), np.broadcast_to(mask, shape)
 
 
@@ -347,7 +347,7 @@ def take_along_dim(input, indices, dim=None):
     try:
         common = np.broadcast_shapes(others(input.shape), others(idx.shape))
     except ValueError:
-        raise ValueError(f"take_along_dim: input shape {input.shape} and indices shape {idx.shape} do not "
+        raise ValueError(f"take_along_dim: input shape {tuple(input.shape)} and indices shape {tuple(idx.shape)} do not "
                          f"broadcast apart from dimension {d}") from None
     x = input.expand(common[:d] + (input.shape[d],) + common[d + 1:])
     idx = np.broadcast_to(idx, common[:d] + (idx.shape[d],) + common[d + 1:])

@@ -70,7 +70,7 @@ def _check_writable(self: Tensor, op: str) -> None:
     if not arr.flags.writeable:
         raise RuntimeError(f"{op}: this tensor's memory cannot be written in place (it is read-only, or an "
                            f"expanded view in which several elements share one memory location); "
-                           f"shape {arr.shape}. Use an out-of-place op, or .clone() first")
+                           f"shape {tuple(arr.shape)}. Use an out-of-place op, or .clone() first")
     if is_grad_enabled():
         if self._ctx is None and self._requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation "

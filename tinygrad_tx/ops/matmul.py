@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import ArrayFunction
+from ..autograd.node_names import named
 
 
 def _check_matmul_shapes(a_shape, b_shape):
@@ -115,7 +116,7 @@ def bmm(input, mat2):
     _ranks("bmm", (3, 3), input, mat2)
     if input.shape[0] != mat2.shape[0]:
         raise ValueError(f"bmm: batch sizes differ: {tuple(input.shape)} and {tuple(mat2.shape)}")
-    return input @ mat2
+    return named(input @ mat2, "BmmBackward0")
 
 
 def mv(input, vec):
@@ -147,7 +148,7 @@ def outer(input, vec2):
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """β·input + α·(mat1 @ mat2) (``torch.addmm``; ``input`` broadcasts)."""
-    return _scaled(input, beta) + _scaled(mm(mat1, mat2), alpha)
+    return named(_scaled(input, beta) + _scaled(mm(mat1, mat2), alpha), "AddmmBackward0")
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):

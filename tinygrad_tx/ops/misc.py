@@ -114,7 +114,7 @@ def trace(input) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"trace(): input must be a Tensor, got {type(input).__name__}")
     if input.ndim != 2:
-        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim} (shape {input.shape})")
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim} (shape {tuple(input.shape)})")
     return input.diagonal().sum()
 
 

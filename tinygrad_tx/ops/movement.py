@@ -281,7 +281,7 @@ class GetItem(ArrayFunction):
         try:
             y = x[index]
         except IndexError as e:
-            raise IndexOutOfRange(f"index {index!r} is out of range for a tensor of shape {x.shape}: {e}") from None
+            raise IndexOutOfRange(f"index {index!r} is out of range for a tensor of shape {tuple(x.shape)}: {e}") from None
         ctx.shape, ctx.advanced, ctx.index = x.shape, advanced, index
         if not isinstance(y, np.ndarray):   # integers for every dim give a NumPy scalar: take the 0-d
             y = x[(index if isinstance(index, tuple) else (index,)) + (Ellipsis,)]   # view (torch's)
@@ -374,7 +374,7 @@ def _indexed_shape(array: np.ndarray, index, op: str) -> tuple:
         return np.shape(array[index])
     except IndexError as e:
         raise IndexOutOfRange(f"{op}: index {index!r} is out of range for a tensor of shape "
-                              f"{array.shape}: {e}") from None
+                              f"{tuple(array.shape)}: {e}") from None
 
 
 def index_put_kernel(array: np.ndarray, index, values, accumulate: bool = False, op: str = "index_put"):

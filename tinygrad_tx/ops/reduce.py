@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import ArrayFunction, accumulation_dtype
+from ..autograd.node_names import named
 from ..autograd import dispatch as _dispatch
 
 
@@ -365,8 +366,13 @@ def _float_input(s, op):
 def sum_(s, dim=None, keepdim=False, *, dtype=None, axis=None, out=None):
     dim = pick_dim(dim, axis, "sum", out)
     if dtype is None:
-        return Sum.apply(s, dim=dim, keepdim=keepdim)
-    return _as_dtype(Sum.apply(cast_input(s, dtype, "sum"), dim=dim, keepdim=keepdim), dtype)
+        return _dim_named(Sum.apply(s, dim=dim, keepdim=keepdim), "Sum", dim)
+    return _as_dtype(_dim_named(Sum.apply(cast_input(s, dtype, "sum"), dim=dim, keepdim=keepdim), "Sum", dim), dtype)
+
+
+def _dim_named(y, op, dim):
+    """torch's node for a reduction over given dims is ``<Op>Backward1`` (``Backward0``: all)."""
+    return y if dim is None else named(y, f"{op}Backward1")
 
 
 def _as_dtype(y, dtype):
@@ -380,7 +386,7 @@ def mean(s, dim=None, keepdim=False, *, dtype=None, axis=None, out=None):
     dim = pick_dim(dim, axis, "mean", out)
     if dtype is not None:
         s = cast_input(s, dtype, "mean")
-    return Mean.apply(s, dim=dim, keepdim=keepdim)
+    return _dim_named(Mean.apply(s, dim=dim, keepdim=keepdim), "Mean", dim)
 
 
 def _correction(unbiased, correction, op):

@@ -24,6 +24,7 @@ MinResult = namedtuple("min", ["values", "indices"])
 AminmaxResult = namedtuple("aminmax", ["min", "max"])
 
 from ..autograd import ArrayFunction  # noqa: E402
+from ..autograd.node_names import named  # noqa: E402
 from .movement import put  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def _check_nonempty(x, axes, op):
     for a in axes:
         if x.shape[a] == 0:
             raise DimensionError(f"{op}(): Expected reduction dim {a} to have non-zero size "
-                                 f"(input shape {x.shape})")
+                                 f"(input shape {tuple(x.shape)})")
 
 
 class MaxAll(ArrayFunction):
@@ -53,7 +54,7 @@ class MaxAll(ArrayFunction):
     @staticmethod
     def forward(ctx, x, mode="max"):
         if x.size == 0:
-            raise DimensionError(f"{mode}(): expected a non-empty tensor (got shape {x.shape}); "
+            raise DimensionError(f"{mode}(): expected a non-empty tensor (got shape {tuple(x.shape)}); "
                                  "specify the reduction dim with the 'dim' argument")
         y = np.asarray(np.max(x) if mode == "max" else np.min(x))
         ctx.save_for_backward(x, y)
@@ -131,7 +132,7 @@ def arg_extreme(x, dim, keepdim, mode):
         return None, None
     if x.shape[axis] == 0:
         raise DimensionError(f"{mode}(): Expected reduction dim {axis} to have non-zero size "
-                             f"(input shape {x.shape})")
+                             f"(input shape {tuple(x.shape)})")
     fn = np.argmax if mode == "max" else np.argmin
     return axis, fn(x, axis=axis, keepdims=True)
 
@@ -143,14 +144,14 @@ def _extreme(mode, result_cls):
             return s.maximum(dim) if mode == "max" else s.minimum(dim)
         dim = pick_dim(dim, axis, mode, out)
         if dim is None:
-            return MaxAll.apply(s, mode=mode)
+            return named(MaxAll.apply(s, mode=mode), f"{mode.capitalize()}Backward1")
         if isinstance(dim, (tuple, list)):
             raise TypeError(f"{mode}(): argument 'dim' must be an int, got {dim!r}; use "
                             f"amax/amin to reduce over several dims")
         ax, idx = arg_extreme(s._data, dim, keepdim, mode)
         if ax is None:  # 0-d input: the value itself, index 0
             return result_cls(s.clone(), _adopt(np.zeros((), dtype=np.int64)))
-        values = SelectAlongDim.apply(s, idx, axis=ax, keepdim=keepdim)
+        values = named(SelectAlongDim.apply(s, idx, axis=ax, keepdim=keepdim), f"{mode.capitalize()}Backward0")
         return result_cls(values, _adopt(idx if keepdim else np.squeeze(idx, ax)))
     f.__name__ = mode
     return f
@@ -196,7 +197,7 @@ def _argfn(mode):
         if dim is None:
             if x.size == 0:
                 raise DimensionError(f"{op}(): Expected reduction dim to be specified for an empty "
-                                     f"input (shape {x.shape})")
+                                     f"input (shape {tuple(x.shape)})")
             i = np.asarray(fn(x), dtype=np.int64)
             return _adopt(i.reshape((1,) * x.ndim) if keepdim else i)
         ax = canonical_dim(dim, x.ndim, op)
@@ -204,7 +205,7 @@ def _argfn(mode):
             return _adopt(np.zeros((), dtype=np.int64))
         if x.shape[ax] == 0:
             raise DimensionError(f"{op}(): Expected reduction dim {ax} to have non-zero size "
-                                 f"(input shape {x.shape})")
+                                 f"(input shape {tuple(x.shape)})")
         return _adopt(fn(x, axis=ax, keepdims=keepdim).astype(np.int64, copy=False))
     f.__name__ = op
     return f

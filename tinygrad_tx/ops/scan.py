@@ -11,6 +11,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..autograd import ArrayFunction, accumulation_dtype
+from ..autograd.node_names import named
 from ..tensor import Tensor
 from .movement import put
 from .reduce import _zeros_once_differentiable, as_function, canonical_dim, cast_input, pick_dim
@@ -206,7 +207,7 @@ def _cum_extreme(mode):
         t = s.reshape(1) if s.ndim == 0 else s
         x = t._data
         idx = _running_index(x, ufunc.accumulate(x, axis=ax), ax) if x.size else np.zeros(x.shape, np.int64)
-        values = CumExtreme.apply(t, idx, axis=ax)
+        values = named(CumExtreme.apply(t, idx, axis=ax), f"Cum{mode}Backward0")
         if s.ndim == 0:
             return result(values.reshape(()), _adopt(idx.reshape(())))
         return result(values, _adopt(idx))

@@ -83,10 +83,10 @@ class Gather(ArrayFunction):
 def _check_scatter_shapes(op, x, index, dim, src=None):
     if index.ndim != x.ndim:
         raise ValueError(f"{op}: index tensor must have the same number of dimensions as input tensor "
-                         f"(index shape {index.shape}, input shape {x.shape})")
+                         f"(index shape {tuple(index.shape)}, input shape {tuple(x.shape)})")
     if src is not None and index.ndim != src.ndim:
         raise ValueError(f"{op}: index tensor must have the same number of dimensions as src tensor "
-                         f"(index shape {index.shape}, src shape {src.shape})")
+                         f"(index shape {tuple(index.shape)}, src shape {tuple(src.shape)})")
     for d in range(index.ndim):
         if (d != dim and index.shape[d] > x.shape[d]) or (src is not None and index.shape[d] > src.shape[d]):
             raise ValueError(f"{op}: size does not match at dimension {d}: expected index {list(index.shape)} "

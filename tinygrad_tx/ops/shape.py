@@ -14,6 +14,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..autograd import ArrayFunction, accumulation_dtype
+from ..autograd.node_names import named
 from ..autograd.versions import multi_output
 from ..tensor import Tensor, _adopt
 from .einsum import einsum
@@ -84,7 +85,7 @@ def _triangle(name):
     def f(input, diagonal=0):
         input = _tensor(input, name)
         if input.ndim < 2:
-            raise ValueError(f"{name}: input tensor must have at least 2 dimensions, got shape {input.shape}")
+            raise ValueError(f"{name}: input tensor must have at least 2 dimensions, got shape {tuple(input.shape)}")
         return Triangle.apply(input, diagonal=int(diagonal), upper=name == "triu")
     f.__name__ = name
     return f
@@ -158,13 +159,13 @@ def flip(input, *dims, **kwargs):
 
 def fliplr(input):
     if _tensor(input, "fliplr").ndim < 2:
-        raise ValueError(f"fliplr: input must be >= 2-d, got shape {input.shape}")
+        raise ValueError(f"fliplr: input must be >= 2-d, got shape {tuple(input.shape)}")
     return flip(input, 1)
 
 
 def flipud(input):
     if _tensor(input, "flipud").ndim < 1:
-        raise ValueError(f"flipud: input must be >= 1-d, got shape {input.shape}")
+        raise ValueError(f"flipud: input must be >= 1-d, got shape {tuple(input.shape)}")
     return flip(input, 0)
 
 
@@ -272,8 +273,8 @@ def diag(input, diagonal=0):
     if input.ndim == 1:
         return DiagEmbed.apply(input, offset=int(diagonal), dim1=0, dim2=1)
     if input.ndim == 2:
-        return Diagonal.apply(input, offset=int(diagonal), dim1=0, dim2=1)
-    raise ValueError(f"diag(): supports 1D or 2D tensors, got {input.ndim}D (shape {input.shape})")
+        return named(Diagonal.apply(input, offset=int(diagonal), dim1=0, dim2=1), "DiagonalBackward0_copy")
+    raise ValueError(f"diag(): supports 1D or 2D tensors, got {input.ndim}D (shape {tuple(input.shape)})")
 
 
 # ============================================================================ repeats
@@ -305,7 +306,7 @@ def repeat(input, *sizes, **kwargs):
     sizes = _int_seq(_keyword_sizes("repeat", "repeats", sizes, kwargs), "repeat", "sizes")
     if len(sizes) < input.ndim:
         raise ValueError(f"repeat: number of dimensions of repeat dims ({len(sizes)}) can not be smaller "
-                         f"than number of dimensions of tensor ({input.ndim}, shape {input.shape})")
+                         f"than number of dimensions of tensor ({input.ndim}, shape {tuple(input.shape)})")
     if any(s < 0 for s in sizes):
         raise ValueError(f"repeat: repeats must be non-negative, got {list(sizes)}")
     return Repeat.apply(input, sizes=sizes)
@@ -345,7 +346,7 @@ def _repeats_array(repeats, op):
         if repeats.dtype.kind not in "iu":
             raise TypeError(f"{op}: repeats must be an integer tensor, got dtype {repeats.dtype}")
         if repeats.ndim > 1:
-            raise ValueError(f"{op}: repeats must be 0-dim or 1-dim tensor, got shape {repeats.shape}")
+            raise ValueError(f"{op}: repeats must be 0-dim or 1-dim tensor, got shape {tuple(repeats.shape)}")
     elif isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)):
         raise TypeError(f"{op}: repeats must be an int or an integer tensor, got {repeats!r}")
     repeats = np.asarray(repeats, dtype=np.int64)
@@ -466,7 +467,9 @@ def t(input):
     input = _tensor(input, "t")
     if input.ndim > 2:
         raise ValueError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return input.transpose(0, 1) if input.ndim == 2 else input
+    if input.ndim < 2:
+        return input
+    return named(input.transpose(0, 1), "TBackward0")
 
 
 def ravel(input):
@@ -483,7 +486,8 @@ def unbind(input, dim=0):
     if input.ndim == 0:
         raise IndexError("unbind: dimension specified as 0 but tensor has no dimensions")
     d = canonical_dim(dim, input.ndim, "unbind")
-    return multi_output([input[(slice(None),) * d + (i,)] for i in range(input.shape[d])], "Unbind")
+    return multi_output([named(input[(slice(None),) * d + (i,)], "UnbindBackward0")
+                         for i in range(input.shape[d])], "Unbind")
 
 
 def tensor_split(input, indices_or_sections, dim=0):
@@ -591,7 +595,7 @@ def meshgrid(*tensors, indexing=None):
         raise ValueError("meshgrid expects a non-empty TensorList")
     for x in tensors:
         if x.ndim > 1:
-            raise ValueError(f"torch.meshgrid: expected 0D or 1D tensors, got shape {x.shape}")
+            raise ValueError(f"torch.meshgrid: expected 0D or 1D tensors, got shape {tuple(x.shape)}")
         if x.dtype != tensors[0].dtype:
             raise TypeError(f"meshgrid expects all tensors to have the same dtype, got {tensors[0].dtype} "
                             f"and {x.dtype}")

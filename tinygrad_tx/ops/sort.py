@@ -17,6 +17,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..autograd import ArrayFunction
+from ..autograd.node_names import named
 from .reduce import DimensionError, as_function, canonical_dim
 from .reduce_minmax import SelectAlongDim
 
@@ -56,9 +57,11 @@ def _as_1d(s, dim, op):
 
 
 def _select(s, idx, ax, squeeze_0d, result, keepdim=True):
-    """(values gathered at idx along ax, indices) as the named tuple ``result``."""
+    """(values gathered at idx along ax, indices) as the named tuple ``result`` (its node named
+    as torch's: ``sort`` -> ``SortBackward0``, ``median(dim)`` -> ``MedianBackward1``)."""
     from ..tensor import Tensor, _adopt
-    values = SelectAlongDim.apply(s, idx, axis=ax, keepdim=keepdim)
+    values = named(SelectAlongDim.apply(s, idx, axis=ax, keepdim=keepdim),
+                   result.__name__.capitalize() + ("Backward1" if result is MedianResult else "Backward0"))
     indices = idx if keepdim else np.squeeze(idx, ax)
     if squeeze_0d:
         return result(values.reshape(()), _adopt(indices.reshape(())))
@@ -99,7 +102,7 @@ def topk(s, k, dim=-1, largest=True, sorted=True):
 def _nonempty_dim(t, ax, op):
     if t.shape[ax] == 0:
         raise DimensionError(f"{op}(): Expected reduction dim {ax} to have non-zero size "
-                             f"(input shape {t.shape})")
+                             f"(input shape {tuple(t.shape)})")
 
 
 def kthvalue(s, k, dim=-1, keepdim=False):
@@ -244,15 +247,15 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if sorter is not None:
         order = _array(sorter)
         if order.shape != seq.shape:
-            raise ValueError(f"searchsorted(): sorter shape {order.shape} must equal the "
-                             f"sorted_sequence shape {seq.shape}")
+            raise ValueError(f"searchsorted(): sorter shape {tuple(order.shape)} must equal the "
+                             f"sorted_sequence shape {tuple(seq.shape)}")
         seq = np.take_along_axis(seq, order.astype(np.int64), axis=-1)
     if seq.ndim == 1:
         out = np.searchsorted(seq, vals, side=side)
     else:
         if vals.ndim != seq.ndim or vals.shape[:-1] != seq.shape[:-1]:
-            raise ValueError(f"searchsorted(): sorted_sequence of shape {seq.shape} must be 1-D or share "
-                             f"every dim but the last with input (shape {vals.shape})")
+            raise ValueError(f"searchsorted(): sorted_sequence of shape {tuple(seq.shape)} must be 1-D or share "
+                             f"every dim but the last with input (shape {tuple(vals.shape)})")
         s2, v2 = seq.reshape(-1, seq.shape[-1]), vals.reshape(-1, vals.shape[-1])
         out = np.stack([np.searchsorted(a, b, side=side) for a, b in zip(s2, v2)]).reshape(vals.shape)
     return _adopt(np.asarray(out, dtype=np.int32 if out_int32 else np.int64))
@@ -263,7 +266,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     boundaries[i-1] < x <= boundaries[i] (right=False), or boundaries[i-1] <= x < boundaries[i]."""
     b = _array(boundaries)
     if b.ndim != 1:
-        raise ValueError(f"bucketize(): boundaries must be 1-D, got shape {b.shape}")
+        raise ValueError(f"bucketize(): boundaries must be 1-D, got shape {tuple(b.shape)}")
     return searchsorted(b, input, out_int32=out_int32, right=right)
 
 

@@ -187,7 +187,7 @@ class Adam(Optimizer):
                                        dtype=step_dtype(self.defaults["fused"] is True))
         if amsgrad and "max_exp_avg_sq" not in state:
             raise ValueError("amsgrad=True but the loaded optimizer state of a parameter of shape "
-                             f"{p.shape} has no 'max_exp_avg_sq' (it was saved with amsgrad=False)")
+                             f"{tuple(p.shape)} has no 'max_exp_avg_sq' (it was saved with amsgrad=False)")
         return state
 
 

@@ -79,7 +79,7 @@ def check_hyperparameter(value, what: str, arg: str):
     between instances of 'str' and 'float'", which names neither the argument nor the value."""
     if isinstance(value, Tensor):
         if value._data.size != 1:
-            raise ValueError(f"Tensor {arg} must be 1-element, got shape {value.shape}")
+            raise ValueError(f"Tensor {arg} must be 1-element, got shape {tuple(value.shape)}")
         return value
     if not isinstance(value, numbers.Real):
         raise TypeError(f"Invalid {what}: {arg} must be a float, got {type(value).__name__} ({value!r})")
@@ -113,7 +113,7 @@ class Optimizer:
         self.defaults = defaults
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors "
-                            f"or dicts, but got a Tensor of shape {params.shape}")
+                            f"or dicts, but got a Tensor of shape {tuple(params.shape)}")
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict] = []
         try:
@@ -172,7 +172,7 @@ class Optimizer:
                                 f"is a {type(p).__name__}")
             if not (p.is_leaf or p.retains_grad):
                 raise ValueError(f"can't optimize a non-leaf Tensor (parameter {i} of the group, "
-                                 f"shape {p.shape})")
+                                 f"shape {tuple(p.shape)})")
 
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
@@ -228,7 +228,7 @@ class Optimizer:
             kind = ("a read-only broadcast (zero-stride) view" if 0 in p._data.strides and p._data.size > 1
                     else "read-only memory")
             raise ReadOnlyParameterError(
-                f"{type(self).__name__}.step(): parameter {index} (shape {p.shape}) is {kind} that "
+                f"{type(self).__name__}.step(): parameter {index} (shape {tuple(p.shape)}) is {kind} that "
                 "cannot be updated in place (was it made by from_numpy of a read-only or np.broadcast_to "
                 "array?); give the optimizer a tensor that owns its data, e.g. Parameter(t.clone())")
 
@@ -237,7 +237,7 @@ class Optimizer:
         """``p.grad`` as an array of ``p``'s shape and dtype (a Tensor or other dtype is converted)."""
         g = p.grad._data
         if g.shape != p._data.shape:
-            raise ValueError(f"parameter of shape {p._data.shape} has a gradient of shape {g.shape}")
+            raise ValueError(f"parameter of shape {p._data.shape} has a gradient of shape {tuple(g.shape)}")
         if g.dtype != p._data.dtype:
             g = g.astype(p._data.dtype)
         return g
@@ -323,7 +323,7 @@ class Optimizer:
         if name == "step":
             return arr
         if arr.shape != p._data.shape:
-            raise ValueError(f"loaded optimizer state '{name}' of parameter {idx} has shape {arr.shape}, "
+            raise ValueError(f"loaded optimizer state '{name}' of parameter {idx} has shape {tuple(arr.shape)}, "
                              f"but the parameter has shape {p._data.shape}")
         if p._data.dtype.kind == "f" and arr.dtype != p._data.dtype:
             arr = arr.astype(p._data.dtype)

@@ -50,7 +50,7 @@ def rel_err(ours, ref) -> float:
     """
     ours, ref = _array(ours), _array(ref)
     if ours.shape != ref.shape:
-        raise AssertionError(f"shape mismatch: ours {ours.shape} vs reference {ref.shape}")
+        raise AssertionError(f"shape mismatch: ours {tuple(ours.shape)} vs reference {tuple(ref.shape)}")
     finite = np.isfinite(ref)
     if not np.array_equal(np.isfinite(ours), finite) or \
             not np.array_equal(ours[~finite], ref[~finite], equal_nan=True):

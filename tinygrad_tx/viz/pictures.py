@@ -74,7 +74,7 @@ def plot_bigram(counts, vocab, path, title: str | None = None) -> Path:
     chars = _chars(vocab)
     v = len(chars)
     if counts.shape != (v, v):
-        raise ValueError(f"counts must be ({v}, {v}) for a vocabulary of {v} characters, got {counts.shape}")
+        raise ValueError(f"counts must be ({v}, {v}) for a vocabulary of {v} characters, got {tuple(counts.shape)}")
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(0.55 * v + 2.2, 0.55 * v + 1), dpi=80)
     fig.subplots_adjust(left=0.04, right=0.94, bottom=0.05, top=0.96)
@@ -108,7 +108,7 @@ def vowel_gathering(weight, vocab) -> dict:
     w = np.asarray(weight, dtype=np.float64)
     chars = _chars(vocab)
     if w.ndim != 2 or w.shape[0] != len(chars):
-        raise ValueError(f"weight must be ({len(chars)}, d) for {len(chars)} characters, got {w.shape}")
+        raise ValueError(f"weight must be ({len(chars)}, d) for {len(chars)} characters, got {tuple(w.shape)}")
     letters = [i for i, c in enumerate(chars) if c.isalpha()]
     vow = [i for i in letters if chars[i] in VOWELS]
     con = [i for i in letters if chars[i] not in VOWELS]
@@ -128,7 +128,7 @@ def plot_embeddings_3d(weight, vocab, path, title: str | None = None) -> Path:
     w = np.asarray(weight, dtype=np.float64)
     chars = _chars(vocab)
     if w.shape != (len(chars), 3):
-        raise ValueError(f"a 3-D picture needs a ({len(chars)}, 3) embedding table (d_model = 3), got {w.shape}")
+        raise ValueError(f"a 3-D picture needs a ({len(chars)}, 3) embedding table (d_model = 3), got {tuple(w.shape)}")
     plt = pyplot()
     fig = plt.figure(figsize=(9, 7.5), dpi=100)
     ax = fig.add_subplot(projection="3d")
@@ -214,7 +214,7 @@ def plot_attention(maps, tokens, path, title: str | None = None) -> Path:
     with ``tokens`` (T strings)."""
     maps = np.asarray(maps, dtype=np.float64)
     if maps.ndim != 4 or maps.shape[-1] != maps.shape[-2]:
-        raise ValueError(f"maps must be (layers, heads, T, T), got shape {maps.shape}")
+        raise ValueError(f"maps must be (layers, heads, T, T), got shape {tuple(maps.shape)}")
     layers, heads, t, _ = maps.shape
     tokens = list(tokens)
     if len(tokens) != t:

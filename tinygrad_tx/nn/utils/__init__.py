@@ -62,7 +62,7 @@ def vector_to_parameters(vec, parameters) -> None:
     params = _parameter_list(parameters, "vector_to_parameters")
     need = sum(p._data.size for p in params)
     if vec.ndim != 1 or vec._data.size != need:
-        raise ValueError(f"vector_to_parameters: vec has shape {vec.shape}, but the parameters hold {need} "
+        raise ValueError(f"vector_to_parameters: vec has shape {tuple(vec.shape)}, but the parameters hold {need} "
                          f"values: expected shape ({need},)")
     pointer = 0
     for p in params:

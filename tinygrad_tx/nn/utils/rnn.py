@@ -83,7 +83,7 @@ def _lengths(lengths, n: int, steps: int, op: str) -> np.ndarray:
     a = np.asarray(getattr(lengths, "_data", lengths))
     if a.ndim != 1 or a.size != n:
         raise ValueError(f"{op}: lengths must have one entry per sequence (batch size {n}), got shape "
-                         f"{a.shape}: {a.tolist()}")
+                         f"{tuple(a.shape)}: {a.tolist()}")
     if a.dtype.kind not in "iuf" or (a.dtype.kind == "f" and not np.all(a == np.floor(a))):
         raise TypeError(f"{op}: lengths must be whole numbers, got {a.tolist()}")
     a = a.astype(np.int64)
@@ -123,7 +123,7 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False, enforce_sort
     batch_first = _check_bool(batch_first, op, "batch_first")
     enforce_sorted = _check_bool(enforce_sorted, op, "enforce_sorted")
     if input.ndim < 2:
-        raise ValueError(f"{op}: input must have at least 2 dimensions (time and batch), got shape {input.shape}")
+        raise ValueError(f"{op}: input must have at least 2 dimensions (time and batch), got shape {tuple(input.shape)}")
     x = input.transpose(0, 1) if batch_first else input
     n_lengths = _lengths(lengths, x.shape[1], x.shape[0], op)
     if enforce_sorted:
@@ -201,7 +201,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
         if not isinstance(s, Tensor):
             raise TypeError(f"{op}: sequences[{i}] must be a Tensor, got {type(s).__name__}")
         if s.ndim < 1:
-            raise ValueError(f"{op}: sequences[{i}] must have at least one dimension, got shape {s.shape}")
+            raise ValueError(f"{op}: sequences[{i}] must have at least one dimension, got shape {tuple(s.shape)}")
         if tuple(s.shape[1:]) != tuple(sequences[0].shape[1:]):
             raise RuntimeError(f"{op}: every sequence must have the trailing shape of the first, "
                                f"{tuple(sequences[0].shape[1:])}; sequences[{i}] has shape {tuple(s.shape)}")

@@ -136,7 +136,7 @@ class WeightedRandomSampler(Sampler):
             raise TypeError(f"WeightedRandomSampler: weights must be a sequence of numbers, got "
                             f"{type(weights).__name__}") from None
         if w.ndim != 1:
-            raise ValueError(f"weights should be a 1d sequence but given weights have shape {w.shape}")
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
         self.weights = Tensor(w)
         self.num_samples = int(num_samples)
         self.replacement = replacement
