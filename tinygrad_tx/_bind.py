@@ -9,10 +9,24 @@ Every op module below may define two dicts next to its Functions:
 
 A module may not silently replace a method bound earlier (by the Tensor class's own operators or
 another module): a name it means to replace goes in its ``REPLACES`` set.
+
+Two things torch's argument parser does for every op are done here once, for every method and function:
+
+* **names**: an argument error names the method the user called (``sum() got an unexpected keyword
+  argument``), never the Python function behind it (``sum_``, ``_float_math.<locals>.method``):
+  Python's own messages use the function's ``__qualname__``, so each bound function answers to the
+  name it is bound as (a function bound under two names, e.g. ``clamp``/``clip``, gets a copy for
+  the second: each alias names itself, as torch's do);
+* **NumPy's alias** ``keepdims=`` of ``keepdim=``: torch's parser accepts it on every op with a
+  ``keepdim`` argument (sum, mean, amax, std, logsumexp, ...), so each method and function whose
+  signature has ``keepdim`` accepts it too (passing both is a TypeError).
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
+import types
 
 MODULES = (
     "tinygrad_tx.dtypes",        # result_type, promote_types, can_cast
@@ -31,6 +45,7 @@ MODULES = (
     "tinygrad_tx.printing",      # set_printoptions
     "tinygrad_tx.ops.misc",      # Tensor.random_, dist
     "tinygrad_tx.functional",
+    "tinygrad_tx.ops.compat",    # select, addcmul/addcdiv, the in-place view ops (unsqueeze_, t_, ...)
     "tinygrad_tx.ops.inplace",   # last: it makes an in-place twin of every method bound before it
 )
 
@@ -50,10 +65,75 @@ def bind() -> dict:
             if meth in owner or (hasattr(Tensor, meth) and meth not in replaces):
                 raise RuntimeError(f"{name} binds Tensor.{meth}, already bound by "
                                    f"{owner.get(meth, 'tensor.py')}; list it in REPLACES to replace it")
-            setattr(Tensor, meth, fn)
+            setattr(Tensor, meth, _named(fn, meth))
             owner[meth] = name
         for fname, fn in getattr(module, "FUNCTIONS", {}).items():
             if fname in functions and functions[fname] is not fn:
                 raise RuntimeError(f"{name} exports tinygrad_tx.{fname}, already exported by another module")
             functions[fname] = fn
+    _name_class_aliases(Tensor)
+    for meth in owner:
+        fn = Tensor.__dict__[meth]
+        if _has_keepdim(fn):
+            setattr(Tensor, meth, keepdims_alias(fn, meth))
+    for fname, fn in functions.items():
+        method = Tensor.__dict__.get(fname)
+        if isinstance(fn, types.FunctionType) and (_has_keepdim(fn) or getattr(method, "_keepdims_alias", False)):
+            functions[fname] = keepdims_alias(fn, fname)
     return functions
+
+
+_RENAMED = set()   # ids of the functions already answering to a bound name
+
+
+def _named(fn, name: str):
+    """``fn`` answering to ``name`` in Python's argument errors: renamed in place the first time
+    (only its ``__qualname__``: the message's name), a renamed copy when already bound under
+    another name. Dunder methods and anything not a plain function are left alone."""
+    if not isinstance(fn, types.FunctionType) or name.startswith("__") or fn.__qualname__ == name:
+        return fn
+    if id(fn) not in _RENAMED and not fn.__name__.startswith("__"):
+        _RENAMED.add(id(fn))
+        fn.__qualname__ = name
+        return fn
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__dict__.update(fn.__dict__)
+    copy.__doc__, copy.__module__, copy.__qualname__ = fn.__doc__, fn.__module__, name
+    _RENAMED.add(id(copy))
+    return copy
+
+
+def _name_class_aliases(cls) -> None:
+    """The Tensor class's own aliases (``eq = __eq__``, ``swapaxes = transpose``, ...) named as bound."""
+    for name, fn in list(vars(cls).items()):
+        if not name.startswith("_") and isinstance(fn, types.FunctionType) and fn.__qualname__.rsplit(".", 1)[-1] != name:
+            setattr(cls, name, _named(fn, name))
+
+
+def _has_keepdim(fn) -> bool:
+    if not callable(fn):
+        return False
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "keepdim" in params and "keepdims" not in params
+
+
+_UNSET = object()
+
+
+def keepdims_alias(fn, name: str):
+    """``fn`` also accepting ``keepdims=`` for its ``keepdim=`` (torch's NumPy alias)."""
+    @functools.wraps(fn)
+    def with_alias(*args, keepdims=_UNSET, **kwargs):
+        if keepdims is not _UNSET:
+            if "keepdim" in kwargs:
+                raise TypeError(f"{name}(): got both keepdim={kwargs['keepdim']!r} and its alias "
+                                f"keepdims={keepdims!r}; pass one")
+            kwargs["keepdim"] = keepdims
+        return fn(*args, **kwargs)
+    with_alias.__qualname__ = name
+    with_alias._keepdims_alias = True
+    return with_alias

@@ -20,6 +20,7 @@ from ..tensor import Tensor, _as_operand, _binary_op, _check_no_bool_sub
 from . import elementwise as _E
 from .compare import (allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clamp, clamp_max,
                       clamp_min, equal, isclose, logical)
+from .compat import DEPRECATED_FUNCTIONS, undeprecate
 from .transcendental import _quiet
 from .unary import _function
 
@@ -489,15 +490,34 @@ def _add_scaled(op, self, other, alpha, sign):
     return out if out._data.dtype == dt else out.to(dt)
 
 
-def add(self, other, *, alpha=1):
-    """self + alpha * other."""
+_OPERANDS = (Tensor, int, float, bool, complex, np.generic, np.ndarray, list, tuple)
+
+
+def _other_operand(op, other):
+    if not isinstance(other, _OPERANDS):
+        raise TypeError(f"{op}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+
+
+def add(self, other, *deprecated, alpha=1):
+    """self + alpha * other. torch's deprecated ``add(alpha, other)`` (old tutorials'
+    ``p.data.add_(-lr, p.grad.data)``) is accepted with torch's warning (``compat.undeprecate``)."""
+    if deprecated:
+        (other,), kw = undeprecate("add", (other, *deprecated), {"alpha": alpha} if alpha != 1 else {},
+                                 strict=True)
+        alpha = kw.get("alpha", 1)
+    _other_operand("add", other)
     if alpha == 1:
         return self + other
     return _add_scaled("add", self, other, alpha, 1)
 
 
-def sub(self, other, *, alpha=1):
-    """self - alpha * other."""
+def sub(self, other, *deprecated, alpha=1):
+    """self - alpha * other (and torch's deprecated ``sub(alpha, other)``, with its warning)."""
+    if deprecated:
+        (other,), kw = undeprecate("sub", (other, *deprecated), {"alpha": alpha} if alpha != 1 else {},
+                                 strict=True)
+        alpha = kw.get("alpha", 1)
+    _other_operand("sub", other)
     if alpha == 1:
         return self - other
     _check_no_bool_sub(self, other)
@@ -562,7 +582,11 @@ def _number_first(name, method):
     checked = _function(name, method)
     reflected = TENSOR_METHODS.get(f"__r{name.removeprefix('bitwise_')}__") if name.startswith("bitwise_") else None
 
-    def fn(input, other, **kwargs):
+    def fn(input, other, *deprecated, **kwargs):
+        if deprecated and name in DEPRECATED_FUNCTIONS:   # torch.add(input, alpha, other): deprecated, warned
+            (other,), kwargs = undeprecate(name, (other, *deprecated), kwargs, function=True, strict=True)
+        elif deprecated:
+            raise TypeError(f"{name}() takes 2 positional arguments but {2 + len(deprecated)} were given")
         if isinstance(other, Tensor) and isinstance(input, (bool, int, float, np.number)):
             return reflected(other, input) if reflected else method(input, other, **kwargs)
         return checked(input, other, **kwargs)

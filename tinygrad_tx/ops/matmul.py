@@ -167,3 +167,6 @@ def _scaled(x, c):
 TENSOR_METHODS = {"mm": mm, "bmm": bmm, "mv": mv, "dot": dot, "inner": inner, "outer": outer, "ger": outer,
                   "addmm": addmm, "addmv": addmv, "baddbmm": baddbmm}
 FUNCTIONS = dict(TENSOR_METHODS)
+# the methods also take torch's deprecated scalar-first forms, M.addmm(beta[, alpha], mat1, mat2), with its warning
+from .compat import accepts_deprecated  # noqa: E402
+TENSOR_METHODS.update({name: accepts_deprecated(name, TENSOR_METHODS[name]) for name in ("addmm", "addmv", "baddbmm")})
