@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import ArrayFunction
-from ..tensor import Tensor, _as_operand, _binary_op, _check_no_bool_sub
+from ..tensor import Tensor, _as_operand, _binary_op, _check_no_bool_sub, comparison_method
 from . import elementwise as _E
 from .compare import (allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clamp, clamp_max,
                       clamp_min, equal, isclose, logical)
@@ -542,9 +542,9 @@ TENSOR_METHODS = {
     "isclose": isclose, "allclose": allclose, "equal": equal,
     "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
     "add": add, "sub": sub, "subtract": sub, "multiply": lambda self, other: _binary_op(_E.Mul, self, other),
-    "greater": lambda self, other: self > other, "greater_equal": lambda self, other: self >= other,
-    "less": lambda self, other: self < other, "less_equal": lambda self, other: self <= other,
-    "not_equal": lambda self, other: self != other,
+    "greater": comparison_method("greater", np.greater), "greater_equal": comparison_method("greater_equal", np.greater_equal),
+    "less": comparison_method("less", np.less), "less_equal": comparison_method("less_equal", np.less_equal),
+    "not_equal": comparison_method("not_equal", np.not_equal),
     "logical_and": logical(np.logical_and), "logical_or": logical(np.logical_or),
     "logical_xor": logical(np.logical_xor),
     "bitwise_not": bitwise_not, "__invert__": bitwise_not, "bitwise_and": bitwise_and,
@@ -600,7 +600,6 @@ FUNCTIONS.update({name: _number_first(name, TENSOR_METHODS[name])
                                "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor")})
 FUNCTIONS.update({
     "remainder": _remainder_function, "float_power": float_power, "pow": pow, "xlogy": _xlogy_function,
-    "mul": FUNCTIONS["multiply"], "eq": _function("eq", lambda self, other: self == other),
-    "ne": FUNCTIONS["not_equal"], "lt": FUNCTIONS["less"], "le": FUNCTIONS["less_equal"],
-    "gt": FUNCTIONS["greater"], "ge": FUNCTIONS["greater_equal"],
+    "mul": FUNCTIONS["multiply"], "eq": _function("eq", lambda self, other: Tensor.eq(self, other)),
+    **{name: _function(name, getattr(Tensor, name)) for name in ("ne", "lt", "le", "gt", "ge")},
 })

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+import weakref
 
 import numpy as np
 
@@ -225,11 +226,6 @@ def resize_as_(self, the_template, memory_format=None):
 
 # ============================================================================ more in-place methods
 
-def share_memory_(self):
-    """Move the memory to shared memory (torch, CPU): here a no-op returning ``self`` (one process)."""
-    return self
-
-
 def apply_(self, callable):
     """Replace every element by ``callable(element)`` in place (torch's CPU-only ``apply_``; slow,
     Python per element; not differentiable, as torch's: a tensor that requires grad refuses)."""
@@ -277,11 +273,98 @@ def fill_diagonal_(self, fill_value, wrap=False):
     return apply_inplace(self, "fill_diagonal_", _fill_diagonal, fill_value, wrap)
 
 
+# ============================================================================ is_* attributes
+
+_shared = weakref.WeakValueDictionary()   # id(memory) -> memory, for the arrays share_memory_() marked
+
+
+def _memory(t: Tensor) -> np.ndarray:
+    from ..autograd.versions import _root
+    return _root(t._data)
+
+
+def share_memory_(self):
+    """Move the memory to shared memory (torch, CPU). One process here: the memory stays where it
+    is and is marked, so ``is_shared()`` answers True afterwards, as torch's."""
+    root = _memory(self)
+    _shared[id(root)] = root
+    return self
+
+
+def is_shared(self) -> bool:
+    root = _memory(self)
+    return _shared.get(id(root)) is root
+
+
+def _false(name):
+    def attribute(self) -> bool:
+        return False
+    attribute.__name__ = attribute.__qualname__ = name
+    return attribute
+
+
+# torch's device and layout properties: a dense tensor on the CPU
+_DEVICE_PROPERTIES = ("is_xpu", "is_sparse", "is_sparse_csr", "is_quantized", "is_meta", "is_mkldnn",
+                      "is_nested", "is_mps", "is_ipu", "is_maia", "is_mtia", "is_vulkan", "is_xla")
+# torch's predicates that are False for every tensor this engine makes: no lazy conjugate or negation
+# bit, no distributed or pinned memory, no inference tensors (inference_mode is no_grad here: its
+# tensors are ordinary ones, usable in autograd later)
+_FALSE_METHODS = ("is_conj", "is_neg", "is_distributed", "is_pinned", "is_inference")
+
+
+def is_signed(self) -> bool:
+    """Whether the dtype holds negative numbers (floats and signed ints; not uint8 or bool)."""
+    return self._data.dtype.kind in "fic"
+
+
+def is_nonzero(self) -> bool:
+    """The truth of a one-element tensor (torch's errors for more or fewer elements)."""
+    if self._data.size == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if self._data.size > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(self._data.reshape(()) != 0)
+
+
+def is_same_size(self, other) -> bool:
+    if not isinstance(other, Tensor):
+        raise TypeError(f"is_same_size(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+    return self._data.shape == other._data.shape
+
+
+def is_set_to(self, tensor) -> bool:
+    """Whether both tensors are the same memory with the same offset, shape and strides."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"is_set_to(): argument 'tensor' (position 1) must be Tensor, not {type(tensor).__name__}")
+    a, b = self._data, tensor._data
+    return (_memory(self) is _memory(tensor) and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.shape == b.shape and a.strides == b.strides)
+
+
+def is_coalesced(self) -> bool:
+    raise RuntimeError("is_coalesced expected sparse coordinate tensor layout but got Strided")
+
+
+def _tensor_function(name, method):
+    def f(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        return method(input, *args, **kwargs)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = method.__doc__
+    return f
+
+
 TENSOR_METHODS = {
     "select": select, "addcmul": addcmul, "addcdiv": addcdiv,
     "unsqueeze_": unsqueeze_, "squeeze_": squeeze_, "transpose_": transpose_, "swapdims_": swapdims_,
     "swapaxes_": swapaxes_, "t_": t_, "resize_as_": resize_as_,
     "share_memory_": share_memory_, "apply_": apply_, "map_": map_, "fill_diagonal_": fill_diagonal_,
+    "is_cpu": property(lambda self: True, doc="True: every tensor here lives in the CPU's memory"),
+    **{name: property(_false(name), doc="False: a dense tensor on the CPU") for name in _DEVICE_PROPERTIES},
+    **{name: _false(name) for name in _FALSE_METHODS},
+    "is_shared": is_shared, "is_signed": is_signed, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
+    "is_set_to": is_set_to, "is_coalesced": is_coalesced,
 }
 if hasattr(Tensor, "as_strided"):
     TENSOR_METHODS["as_strided_"] = as_strided_
@@ -294,6 +377,9 @@ def _select_function(input, dim, index):
 _select_function.__name__ = _select_function.__qualname__ = "select"
 FUNCTIONS = {
     "select": _select_function,
+    **{name: _tensor_function(name, TENSOR_METHODS[name] if name in TENSOR_METHODS else getattr(Tensor, name))
+       for name in ("is_complex", "is_conj", "is_nonzero", "is_same_size", "is_signed", "is_inference",
+                    "is_distributed")},
     "addcmul": function_accepting_deprecated("addcmul", _addcmul),
     "addcdiv": function_accepting_deprecated("addcdiv", _addcdiv),
 }
