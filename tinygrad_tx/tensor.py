@@ -174,7 +174,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
-                 "_vc", "_view", "__weakref__")
+                 "_vc", "_view", "_post_hooks", "__weakref__")   # _post_hooks: set only by register_post_accumulate_grad_hook
     __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected ops
 
     def __init__(self, data=_NO_DATA, *sizes, requires_grad: bool = False, dtype=None, device=None):

@@ -273,6 +273,47 @@ def fill_diagonal_(self, fill_value, wrap=False):
     return apply_inplace(self, "fill_diagonal_", _fill_diagonal, fill_value, wrap)
 
 
+# ============================================================================ hooks
+
+class _HookHandle:
+    """``handle.remove()`` takes one registered hook away (torch's ``RemovableHandle``)."""
+
+    def __init__(self, hooks: dict, key: int):
+        self._hooks, self.id = hooks, key
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_post_accumulate_grad_hook(self, hook):
+    """Call ``hook(tensor)`` after each backward has accumulated this leaf's gradient into ``.grad``
+    (torch's; optimizers fused into backward use it). The hook must return None. Only a leaf that
+    requires grad takes one; ``autograd.grad``, which accumulates nothing, calls none."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self._ctx is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    hooks = getattr(self, "_post_hooks", None)
+    if hooks is None:
+        hooks = self._post_hooks = {}
+    key = _next_hook_id()
+    hooks[key] = hook
+    return _HookHandle(hooks, key)
+
+
+_hook_ids = iter(range(1 << 62))
+
+
+def _next_hook_id() -> int:
+    return next(_hook_ids)
+
+
 # ============================================================================ is_* attributes
 
 _shared = weakref.WeakValueDictionary()   # id(memory) -> memory, for the arrays share_memory_() marked
@@ -365,6 +406,7 @@ TENSOR_METHODS = {
     **{name: _false(name) for name in _FALSE_METHODS},
     "is_shared": is_shared, "is_signed": is_signed, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
     "is_set_to": is_set_to, "is_coalesced": is_coalesced,
+    "register_post_accumulate_grad_hook": register_post_accumulate_grad_hook,
 }
 if hasattr(Tensor, "as_strided"):
     TENSOR_METHODS["as_strided_"] = as_strided_
