@@ -77,6 +77,8 @@ def bind() -> dict:
         if _has_keepdim(fn):
             setattr(Tensor, meth, keepdims_alias(fn, meth))
     for fname, fn in functions.items():
+        functions[fname] = _named(_wrapping_named(fn, fname, Tensor.__dict__.get(fname)), fname)
+    for fname, fn in functions.items():
         method = Tensor.__dict__.get(fname)
         if isinstance(fn, types.FunctionType) and (_has_keepdim(fn) or getattr(method, "_keepdims_alias", False)):
             functions[fname] = keepdims_alias(fn, fname)
@@ -86,13 +88,17 @@ def bind() -> dict:
 _RENAMED = set()   # ids of the functions already answering to a bound name
 
 
-def _named(fn, name: str):
+def _named(fn, name: str, copy: bool = False):
     """``fn`` answering to ``name`` in Python's argument errors: renamed in place the first time
     (only its ``__qualname__``: the message's name), a renamed copy when already bound under
-    another name. Dunder methods and anything not a plain function are left alone."""
-    if not isinstance(fn, types.FunctionType) or name.startswith("__") or fn.__qualname__ == name:
+    another name or when ``copy``. Dunder methods and anything not a plain function are left alone."""
+    if not isinstance(fn, types.FunctionType) or name.startswith("__"):
         return fn
-    if id(fn) not in _RENAMED and not fn.__name__.startswith("__"):
+    if fn.__qualname__ == name:
+        _RENAMED.add(id(fn))   # answers to this name already: another name gets a copy
+        return fn
+    own = "." not in fn.__qualname__ or "<locals>" in fn.__qualname__   # not a Tensor class method, which keeps its name
+    if not copy and own and id(fn) not in _RENAMED and not fn.__name__.startswith("__"):
         _RENAMED.add(id(fn))
         fn.__qualname__ = name
         return fn
@@ -104,15 +110,38 @@ def _named(fn, name: str):
     return copy
 
 
+def _wrapping_named(fn, name: str, method):
+    """The function ``tinygrad_tx.name`` calls, through ``__wrapped__``, a method bound under another
+    name (``absolute`` wrapping the method ``abs``): a copy of ``fn`` that calls the same code under
+    ``name`` (the Tensor method ``name``'s function), so its argument errors say ``absolute()``."""
+    inner = getattr(fn, "__wrapped__", None)
+    if not isinstance(fn, types.FunctionType) or not isinstance(inner, types.FunctionType) or \
+            inner.__qualname__.rsplit(".", 1)[-1] == name or not fn.__closure__:
+        return fn
+    named = inspect.unwrap(method) if isinstance(method, types.FunctionType) else None
+    if named is None or named.__code__ is not inner.__code__ or named.__closure__ != inner.__closure__:
+        return fn
+    cells = tuple(types.CellType(named) if c.cell_contents is inner else c for c in fn.__closure__)
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, cells)
+    copy.__kwdefaults__, copy.__doc__, copy.__qualname__ = fn.__kwdefaults__, fn.__doc__, name
+    copy.__dict__.update(fn.__dict__)
+    copy.__wrapped__ = named
+    return copy
+
+
 def _name_class_aliases(cls) -> None:
     """The Tensor class's own aliases (``eq = __eq__``, ``swapaxes = transpose``, ...) named as bound."""
     for name, fn in list(vars(cls).items()):
         if not name.startswith("_") and isinstance(fn, types.FunctionType) and fn.__qualname__.rsplit(".", 1)[-1] != name:
-            setattr(cls, name, _named(fn, name))
+            setattr(cls, name, _named(fn, name, copy=True))   # the original keeps its own name
+
+
+# torch's norm is a Python function (torch/functional.py) outside its argument parser: it takes no keepdims
+_NO_KEEPDIMS_ALIAS = {"norm"}
 
 
 def _has_keepdim(fn) -> bool:
-    if not callable(fn):
+    if not callable(fn) or getattr(fn, "__qualname__", None) in _NO_KEEPDIMS_ALIAS:
         return False
     try:
         params = inspect.signature(fn).parameters

@@ -60,6 +60,14 @@ def is_contiguous(arr: np.ndarray, fmt) -> bool:
     return bool(arr.flags.c_contiguous)
 
 
+def has_strides_of(arr: np.ndarray, fmt) -> bool:
+    """Whether ``arr`` has exactly ``fmt``'s strides (torch's ``suggest_memory_format``: a tensor
+    whose size-1 dims make it contiguous in both formats still has the strides of only one)."""
+    if fmt in _PERMUTATION:
+        return arr.ndim == _PERMUTATION[fmt][0] and arr.strides == strides_of(arr.shape, fmt, arr.itemsize)
+    return bool(arr.flags.c_contiguous)
+
+
 def laid_out(arr: np.ndarray, fmt, *, copy: bool = False) -> np.ndarray:
     """``arr``'s values in ``fmt``'s layout (``arr`` itself when already so, unless ``copy``);
     ``preserve_format`` keeps the layout of a dense array (NumPy's order K), as torch's clone."""
@@ -68,7 +76,20 @@ def laid_out(arr: np.ndarray, fmt, *, copy: bool = False) -> np.ndarray:
     if fmt is contiguous_format:
         return np.array(arr, order="C", copy=True) if copy or not arr.flags.c_contiguous else arr
     perm = _permutation(fmt, arr.ndim)
-    if not copy and is_contiguous(arr, fmt):
+    if not copy and is_contiguous(arr, fmt) and arr.strides == strides_of(arr.shape, fmt, arr.itemsize):
         return arr
-    inverse = tuple(np.argsort(perm))
-    return np.ascontiguousarray(arr.transpose(perm)).transpose(inverse)
+    memory = np.ascontiguousarray(arr.transpose(perm))   # the values in (N, H, W, C) order
+    return np.lib.stride_tricks.as_strided(memory, arr.shape, strides_of(arr.shape, fmt, memory.itemsize))
+
+
+def strides_of(shape, fmt, itemsize: int = 1) -> tuple:
+    """torch's strides (in bytes, times ``itemsize``) of ``fmt`` for ``shape``: the channel dim
+    innermost, then the last spatial dim outwards; a size-1 (or 0) dim counts as 1, as torch's
+    ``get_channels_last_strides`` does (NumPy would leave such a dim's stride arbitrary)."""
+    rank, perm = _PERMUTATION[fmt]
+    strides = [0] * rank
+    step = 1
+    for d in reversed(perm):
+        strides[d] = step * itemsize
+        step *= max(shape[d], 1)
+    return tuple(strides)

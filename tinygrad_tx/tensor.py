@@ -611,7 +611,7 @@ class Tensor:
                 dtype = a
         _device.check(dev)
         out = self if dtype is None else self._cast(dtypes.resolve(dtype, "to(dtype)"))
-        if memory_format not in (None, _layout.preserve_format) and not _layout.is_contiguous(out._data, memory_format):
+        if memory_format not in (None, _layout.preserve_format) and not _layout.has_strides_of(out._data, memory_format):
             return out.clone(memory_format)
         return out.clone() if copy and out is self else out
 

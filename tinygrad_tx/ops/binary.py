@@ -600,6 +600,6 @@ FUNCTIONS.update({name: _number_first(name, TENSOR_METHODS[name])
                                "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor")})
 FUNCTIONS.update({
     "remainder": _remainder_function, "float_power": float_power, "pow": pow, "xlogy": _xlogy_function,
-    "mul": FUNCTIONS["multiply"], "eq": _function("eq", lambda self, other: Tensor.eq(self, other)),
+    "mul": FUNCTIONS["multiply"], "eq": _function("eq", Tensor.eq),
     **{name: _function(name, getattr(Tensor, name)) for name in ("ne", "lt", "le", "gt", "ge")},
 })

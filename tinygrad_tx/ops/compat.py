@@ -190,13 +190,13 @@ def _reshape_in_place(self: Tensor, op: str, make):
 
 
 def _view_method(name, out_of_place):
+    out_of_place.__qualname__ = name[:-1]   # its argument errors, renamed below to the in-place name
     def method(self, *args, **kwargs):
         try:
             return _reshape_in_place(self, name, lambda t: out_of_place(t, *args, **kwargs))
         except (TypeError, ValueError, IndexError, RuntimeError) as e:
-            base = name[:-1]
-            if e.args and isinstance(e.args[0], str) and e.args[0].startswith(base + "("):
-                e.args = (name + e.args[0][len(base):],) + e.args[1:]
+            from .inplace import _rename_error
+            _rename_error(e, name[:-1])
             raise
     method.__name__ = method.__qualname__ = name
     method.__doc__ = (f"In place ``{name[:-1]}``: this tensor takes the new shape over the same memory "

@@ -287,7 +287,12 @@ def _draw(kind):
     def method(self, *args, generator=None, **kwargs):
         if self._data.dtype.kind != "f" and kind != "bernoulli":
             raise RuntimeError(f"{kind}_ expects a floating point tensor, got dtype {self._data.dtype}")
-        return apply_inplace(self, kind + "_", compute, *args, generator=generator, **kwargs)
+        try:
+            return apply_inplace(self, kind + "_", compute, *args, generator=generator, **kwargs)
+        except TypeError as e:   # the draw's argument errors name the method called
+            if e.args and isinstance(e.args[0], str) and e.args[0].startswith(f"draw_{kind}("):
+                e.args = (f"{kind}_" + e.args[0][len(f"draw_{kind}"):],) + e.args[1:]
+            raise
     method.__name__ = kind + "_"
     method.__doc__ = f"Fill this tensor in place with draws of ``factories.draw_{kind}`` (no gradient to the old values)."
     return method
@@ -313,8 +318,11 @@ def _inplace_of(name: str):
 def _rename_error(e: Exception, name: str) -> None:
     """An argument error of the out-of-place ``name`` (``add() takes ...``, ``add(): argument ...``)
     raised by its in-place twin names the method the user called (``add_()``), as torch's do."""
-    if e.args and isinstance(e.args[0], str) and e.args[0].startswith(name + "("):
-        e.args = (name + "_" + e.args[0][len(name):],) + e.args[1:]
+    if e.args and isinstance(e.args[0], str):
+        for prefix in (name, "Tensor." + name):   # a function's message, a Tensor class method's
+            if e.args[0].startswith(prefix + "("):
+                e.args = (name + "_" + e.args[0][len(prefix):],) + e.args[1:]
+                return
 
 
 # every out-of-place method with an in-place twin in torch; the ones a build lacks are skipped
