@@ -27,7 +27,8 @@ DEPRECATED = {
     "add": (("alpha",), ("other",)), "sub": (("alpha",), ("other",)),
     "addcmul": (("value",), ("tensor1", "tensor2")), "addcdiv": (("value",), ("tensor1", "tensor2")),
     "addmm": (("beta", "alpha"), ("mat1", "mat2")), "addmv": (("beta", "alpha"), ("mat", "vec")),
-    "baddbmm": (("beta", "alpha"), ("batch1", "batch2")),
+    "baddbmm": (("beta", "alpha"), ("batch1", "batch2")), "addr": (("beta", "alpha"), ("vec1", "vec2")),
+    "addbmm": (("beta", "alpha"), ("batch1", "batch2")),
 }
 # the function forms torch still takes: torch.add(input, alpha, other), torch.addcmul(input, value, t1, t2)
 DEPRECATED_FUNCTIONS = ("add", "sub", "addcmul", "addcdiv")
@@ -135,6 +136,76 @@ def _addcdiv(self, tensor1, tensor2, *, value=1):
 _addcmul.__qualname__, _addcdiv.__qualname__ = "addcmul", "addcdiv"
 addcmul = accepts_deprecated("addcmul", _addcmul)
 addcdiv = accepts_deprecated("addcdiv", _addcdiv)
+
+
+# ============================================================================ small ops torch's in-place list needs
+
+def _to_float(x: Tensor) -> Tensor:
+    from .. import dtypes
+    return x if x._data.dtype.kind == "f" else x._cast(dtypes.default_float())
+
+
+def deg2rad(self):
+    """x · π/180 (an integer tensor gives the default float). A composite of ``Mul``: dL/dx = g·π/180."""
+    return _to_float(_addc_operand(self, "deg2rad", "input")) * (np.pi / 180.0)
+
+
+def rad2deg(self):
+    """x · 180/π (an integer tensor gives the default float). dL/dx = g·180/π (``Mul``)."""
+    return _to_float(_addc_operand(self, "rad2deg", "input")) * (180.0 / np.pi)
+
+
+def conj_physical(self):
+    """The complex conjugate, materialised; of a real tensor (the only kind here) the tensor itself,
+    as torch's (the identity: dL/dx = g)."""
+    return _addc_operand(self, "conj_physical", "input")
+
+
+def ldexp(self, other):
+    """x · 2^other, computed as torch's ``input * pow(2, other)`` in the default float when both are
+    integers. Composite of ``Pow`` and ``Mul``: dL/dx = g·2^other, dL/dother = g·x·2^other·ln 2."""
+    _addc_operand(self, "ldexp", "input")
+    _addc_operand(other, "ldexp", "other")
+    return _to_float(self) * (2.0 ** _to_float(other) if other._data.dtype.kind != "f" else 2.0 ** other)
+
+
+def _integer_pair(op, a, b):
+    from ..tensor import _adopt, _promote_pair
+    _addc_operand(a, op, "input")
+    _addc_operand(b, op, "other")
+    pa, pb = _promote_pair(a, b)
+    dt = pa._data.dtype
+    if dt.kind not in "iu":
+        names = {"float32": "Float", "float64": "Double", "float16": "Half", "bool": "Bool"}
+        raise NotImplementedError(f'"{op}_cpu" not implemented for \'{names.get(dt.name, dt.name)}\'')
+    return _adopt, pa._data, pb._data if isinstance(pb, Tensor) else pb
+
+
+def gcd(self, other):
+    """The greatest common divisor, elementwise, of two integer tensors (no gradient: integers)."""
+    adopt, a, b = _integer_pair("gcd", self, other)
+    return adopt(np.gcd(a, b))
+
+
+def lcm(self, other):
+    """The least common multiple, elementwise, of two integer tensors (no gradient: integers)."""
+    adopt, a, b = _integer_pair("lcm", self, other)
+    return adopt(np.lcm(a, b))
+
+
+def addr(self, vec1, vec2, *, beta=1, alpha=1):
+    """β·input + α·(vec1 ⊗ vec2) (``torch.addr``; β = 0 ignores input, its NaNs too). A composite of
+    the outer product (``Mul`` of broadcast vectors) and ``Add``: dL/dinput = β·g, dL/dvec1 =
+    α·g·vec2, dL/dvec2 = α·gᵀ·vec1."""
+    from .matmul import _scaled, outer
+    return _scaled(self, beta) + _scaled(outer(vec1, vec2), alpha)
+
+
+def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+    """β·input + α·Σ_b batch1[b] @ batch2[b] (``torch.addbmm``). A composite of ``bmm`` and
+    ``sum``: dL/dbatch1[b] = α·g·batch2[b]ᵀ, dL/dbatch2[b] = α·batch1[b]ᵀ·g, dL/dinput = β·g."""
+    from .matmul import _scaled, bmm
+    return _scaled(self, beta) + _scaled(bmm(batch1, batch2).sum(0), alpha)
 
 
 # ============================================================================ select
@@ -246,6 +317,20 @@ def map_(self, tensor, callable):
         raise RuntimeError("map_(): cannot be used on a tensor that requires grad")
     other = np.broadcast_to(tensor._data if isinstance(tensor, Tensor) else np.asarray(tensor), self._data.shape)
     values = np.array([callable(a, b) for a, b in zip(self._data.ravel().tolist(), other.ravel().tolist())],
+                      dtype=self._data.dtype).reshape(self._data.shape)
+    np.copyto(self._data, values, casting="unsafe")
+    self._bump()
+    return self
+
+
+def map2_(self, x, y, callable):
+    """``self[i] = callable(self[i], x[i], y[i])`` in place, ``x`` and ``y`` broadcast to this shape
+    (torch's CPU-only ``map2_``); not differentiable, as torch's."""
+    if self._requires_grad:
+        raise RuntimeError("map2_(): cannot be used on a tensor that requires grad")
+    xs, ys = (np.broadcast_to(t._data if isinstance(t, Tensor) else np.asarray(t), self._data.shape) for t in (x, y))
+    values = np.array([callable(a, b, c) for a, b, c in zip(self._data.ravel().tolist(), xs.ravel().tolist(),
+                                                            ys.ravel().tolist())],
                       dtype=self._data.dtype).reshape(self._data.shape)
     np.copyto(self._data, values, casting="unsafe")
     self._bump()
@@ -397,7 +482,9 @@ def _tensor_function(name, method):
 
 
 TENSOR_METHODS = {
-    "select": select, "addcmul": addcmul, "addcdiv": addcdiv,
+    "select": select, "addcmul": addcmul, "addcdiv": addcdiv, "deg2rad": deg2rad, "rad2deg": rad2deg,
+    "conj_physical": conj_physical, "ldexp": ldexp, "gcd": gcd, "lcm": lcm,
+    "addr": accepts_deprecated("addr", addr), "addbmm": accepts_deprecated("addbmm", addbmm), "map2_": map2_,
     "unsqueeze_": unsqueeze_, "squeeze_": squeeze_, "transpose_": transpose_, "swapdims_": swapdims_,
     "swapaxes_": swapaxes_, "t_": t_, "resize_as_": resize_as_,
     "share_memory_": share_memory_, "apply_": apply_, "map_": map_, "fill_diagonal_": fill_diagonal_,
@@ -424,4 +511,7 @@ FUNCTIONS = {
                     "is_distributed")},
     "addcmul": function_accepting_deprecated("addcmul", _addcmul),
     "addcdiv": function_accepting_deprecated("addcdiv", _addcdiv),
+    **{name: _tensor_function(name, fn) for name, fn in (("deg2rad", deg2rad), ("rad2deg", rad2deg),
+       ("conj_physical", conj_physical), ("ldexp", ldexp), ("gcd", gcd), ("lcm", lcm), ("addr", addr),
+       ("addbmm", addbmm))},
 }

@@ -161,6 +161,11 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 def _scaled(x, c):
+    """c·x; c = 0 ignores x (its NaN and inf are not propagated, as torch's beta=0): a ``where``
+    that selects none of x, so x's gradient is zeros, as torch's."""
+    from ..tensor import Tensor, where
+    if isinstance(c, (int, float)) and not isinstance(c, bool) and c == 0 and isinstance(x, Tensor):
+        return where(np.zeros(x.shape, dtype=bool), x, np.zeros((), x._data.dtype))
     return x if c == 1 else x * c
 
 
