@@ -174,7 +174,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
-                 "_vc", "_view", "_post_hooks", "__weakref__")   # _post_hooks: set only by register_post_accumulate_grad_hook
+                 "_vc", "_view", "_post_hooks", "__weakref__")   # _post_hooks: register_post_accumulate_grad_hook's
     __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected ops
 
     def __init__(self, data=_NO_DATA, *sizes, requires_grad: bool = False, dtype=None, device=None):
@@ -198,6 +198,7 @@ class Tensor:
             self._name = None
             self._vc = None
             self._view = None
+            self._post_hooks = None
             self._requires_grad = False
             if requires_grad:
                 self.requires_grad = True
@@ -216,6 +217,7 @@ class Tensor:
         t._name = None
         t._vc = None
         t._view = None
+        t._post_hooks = None
         if _recording.recorder is not None:   # tinygrad_tx.compile: a tensor made outside a Function
             _recording.recorder.created(t, None, None)
         return t

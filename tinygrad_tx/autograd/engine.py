@@ -368,7 +368,7 @@ def _accumulate(t, g):
 def _post_accumulate(t) -> None:
     """Run ``t``'s post-accumulate-grad hooks (``register_post_accumulate_grad_hook``): each is
     called with ``t`` once its ``.grad`` holds this backward's gradient, and must return None."""
-    hooks = getattr(t, "_post_hooks", None)   # a slot most tensors never set
+    hooks = t._post_hooks   # None for almost every tensor
     if not hooks:
         return
     for hook in tuple(hooks.values()):

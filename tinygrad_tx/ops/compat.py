@@ -384,7 +384,7 @@ def register_post_accumulate_grad_hook(self, hook):
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self._ctx is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-    hooks = getattr(self, "_post_hooks", None)
+    hooks = self._post_hooks
     if hooks is None:
         hooks = self._post_hooks = {}
     key = _next_hook_id()
