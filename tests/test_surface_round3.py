@@ -105,6 +105,15 @@ def test_keepdims_alias_wherever_torch_takes_it(kind):
     assert checked >= 20
 
 
+def test_keepdims_in_nn_functional_and_linalg():
+    a, b = np.random.default_rng(5).standard_normal((2, 3, 4))
+    check_parity(lambda x, y: tg.nn.functional.pairwise_distance(x, y, keepdims=True),
+                 lambda x, y: torch.nn.functional.pairwise_distance(x, y, keepdims=True), a, b)
+    for name, kwargs in (("vector_norm", {"dim": 1}), ("matrix_norm", {}), ("norm", {"dim": 0})):
+        check_parity(lambda x: getattr(tg.linalg, name)(x, keepdims=True, **kwargs),
+                     lambda x: getattr(torch.linalg, name)(x, keepdims=True, **kwargs), a)
+
+
 def test_keepdims_gradient_and_refusals():
     check_parity(lambda x: x.sum(1, keepdims=True), lambda x: x.sum(1, keepdims=True),
                  np.random.default_rng(1).standard_normal((3, 4)))

@@ -55,6 +55,7 @@ def bind() -> dict:
     from .tensor import Tensor
     functions = {}
     owner = {}
+    origin = {}   # function name -> the module exporting it
     for name in MODULES:
         module = importlib.import_module(name)
         replaces = getattr(module, "REPLACES", ())
@@ -71,18 +72,34 @@ def bind() -> dict:
             if fname in functions and functions[fname] is not fn:
                 raise RuntimeError(f"{name} exports tinygrad_tx.{fname}, already exported by another module")
             functions[fname] = fn
+            origin[fname] = module
     _name_class_aliases(Tensor)
     for meth in owner:
         fn = Tensor.__dict__[meth]
-        if _has_keepdim(fn):
+        if meth not in _NO_KEEPDIMS_ALIAS and _has_keepdim(fn):
             setattr(Tensor, meth, keepdims_alias(fn, meth))
     for fname, fn in functions.items():
         functions[fname] = _named(_wrapping_named(fn, fname, Tensor.__dict__.get(fname)), fname)
     for fname, fn in functions.items():
         method = Tensor.__dict__.get(fname)
-        if isinstance(fn, types.FunctionType) and (_has_keepdim(fn) or getattr(method, "_keepdims_alias", False)):
+        if fname not in _NO_KEEPDIMS_ALIAS and isinstance(fn, types.FunctionType) and (
+                _has_keepdim(fn) or getattr(method, "_keepdims_alias", False)):
             functions[fname] = keepdims_alias(fn, fname)
+            if getattr(origin[fname], fname, None) is fn:   # the module's own name too (F.pairwise_distance)
+                setattr(origin[fname], fname, functions[fname])
+    _alias_namespace("tinygrad_tx.linalg")
     return functions
+
+
+def _alias_namespace(name: str) -> None:
+    """torch.linalg's norms (``vector_norm``, ``matrix_norm``, ``norm``) take ``keepdims=`` too: the
+    public functions of ``name`` with a ``keepdim`` argument get the alias in that namespace."""
+    module = importlib.import_module(name)
+    for fname in dir(module):
+        fn = getattr(module, fname)
+        if not fname.startswith("_") and isinstance(fn, types.FunctionType) and fn.__module__ == name \
+                and _has_keepdim(fn):
+            setattr(module, fname, keepdims_alias(fn, fname))
 
 
 _RENAMED = set()   # ids of the functions already answering to a bound name
@@ -136,12 +153,13 @@ def _name_class_aliases(cls) -> None:
             setattr(cls, name, _named(fn, name, copy=True))   # the original keeps its own name
 
 
-# torch's norm is a Python function (torch/functional.py) outside its argument parser: it takes no keepdims
+# torch.norm and Tensor.norm are Python functions (torch/functional.py) outside its argument parser: they take
+# no keepdims (torch.linalg.norm, a native op, does)
 _NO_KEEPDIMS_ALIAS = {"norm"}
 
 
 def _has_keepdim(fn) -> bool:
-    if not callable(fn) or getattr(fn, "__qualname__", None) in _NO_KEEPDIMS_ALIAS:
+    if not callable(fn):
         return False
     try:
         params = inspect.signature(fn).parameters
