@@ -361,6 +361,17 @@ def test_memory_formats_give_torchs_strides(shape):
         torch.empty(*shape, memory_format=getattr(torch, fmt), device=DEVICE).cpu().stride()
 
 
+@pytest.mark.cpu_only(reason="strides of a module's parameters, compared with torch's CPU module")
+def test_module_to_memory_format_as_torch():
+    ours, ref = tg.nn.Conv2d(3, 4, 3), torch.nn.Conv2d(3, 4, 3)
+    ours.to(memory_format=tg.channels_last)
+    ref.to(memory_format=torch.channels_last)
+    assert ours.weight.stride() == ref.weight.stride() and ours.bias.stride() == ref.bias.stride()
+    assert ours.weight.is_contiguous(memory_format=tg.channels_last)
+    with pytest.raises(TypeError, match="memory_format"):
+        ours.to(memory_format="channels_last")
+
+
 def test_memory_format_gradient_and_errors():
     check_parity(lambda x: x.contiguous(memory_format=tg.channels_last) * 3,
                  lambda x: x.contiguous(memory_format=torch.channels_last) * 3,

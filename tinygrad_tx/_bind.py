@@ -73,8 +73,15 @@ def bind() -> dict:
                 raise RuntimeError(f"{name} exports tinygrad_tx.{fname}, already exported by another module")
             functions[fname] = fn
             origin[fname] = module
+    _parser_conventions(Tensor, list(owner), functions, origin)
+    return functions
+
+
+def _parser_conventions(Tensor, methods, functions: dict, origin: dict) -> None:
+    """What torch's argument parser does for every op (see the module docstring): each bound
+    method and function answers to its own name, and takes ``keepdims=`` where it has ``keepdim``."""
     _name_class_aliases(Tensor)
-    for meth in owner:
+    for meth in methods:
         fn = Tensor.__dict__[meth]
         if meth not in _NO_KEEPDIMS_ALIAS and _has_keepdim(fn):
             setattr(Tensor, meth, keepdims_alias(fn, meth))
@@ -88,7 +95,6 @@ def bind() -> dict:
             if getattr(origin[fname], fname, None) is fn:   # the module's own name too (F.pairwise_distance)
                 setattr(origin[fname], fname, functions[fname])
     _alias_namespace("tinygrad_tx.linalg")
-    return functions
 
 
 def _alias_namespace(name: str) -> None:
