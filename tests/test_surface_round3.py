@@ -301,6 +301,9 @@ def test_is_same_size_is_set_to_and_shared():
     assert x.is_shared() and t.is_shared() and x[1:].is_shared() and t[1:].is_shared()
     with pytest.raises(TypeError, match="is_same_size"):
         x.is_same_size(3)
+    ours, ref = tg.nn.Linear(2, 3), torch.nn.Linear(2, 3)
+    assert ours.share_memory() is ours and ref.share_memory() is ref
+    assert all(p.is_shared() for p in ours.parameters()) and all(p.is_shared() for p in ref.parameters())
 
 
 def test_top_level_is_functions():

@@ -521,6 +521,15 @@ class Module:
         """Parameters and buffers are already on the CPU: returns self."""
         return self
 
+    def share_memory(self):
+        """``share_memory_()`` on every parameter and buffer (torch's; Hogwild-style training code
+        calls it): one process here, so the memory is only marked (``is_shared()``). Returns self."""
+        for m in self.modules():
+            for t in list(m._parameters.values()) + list(m._buffers.values()):
+                if t is not None:
+                    t.share_memory_()
+        return self
+
     def to_empty(self, *, device, recurse: bool = True):
         """torch's ``to_empty``: every parameter and buffer (of the submodules too, with
         ``recurse``) gets new uninitialised memory of its shape and dtype on ``device`` (only the
