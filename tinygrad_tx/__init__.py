@@ -26,6 +26,9 @@ globals().update(_bind())   # every op module's FUNCTIONS (tinygrad_tx.sin, ...)
 from . import accelerator, backends, cuda, distributions, functional, linalg, nn, optim, random, utils  # noqa: E402
 from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi: Python floats, as torch's)
 from .serialization import load, save  # noqa: E402  (torch.save / torch.load, no pickle danger)
+from .layout import (channels_last, channels_last_3d, contiguous_format, memory_format,  # noqa: E402
+                     preserve_format)
+from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
 from .compile import compile  # noqa: E402,A004  (torch.compile: record once, replay; compile/)
 
 __version__ = "0.1.0"
@@ -42,7 +45,16 @@ def numel(input) -> int:
 
 
 def is_floating_point(input) -> bool:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_floating_point(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
     return input.is_floating_point()
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """``torch.set_anomaly_enabled``: turn anomaly detection on or off (``autograd/anomaly.py``)."""
+    from .autograd.anomaly import set_detect_anomaly
+    set_detect_anomaly(enabled, check_nan)
 
 
 __all__ = [
@@ -52,5 +64,6 @@ __all__ = [
     "GradcheckError", "SavedMemory", "gradcheck", "Tensor", "IndexOutOfRange", "arange", "cat", "enable_grad", "full",
     "get_num_threads", "is_grad_enabled", "manual_seed", "matmul", "maximum", "minimum", "no_grad", "ones", "ones_like",
     "rand", "randn", "set_grad_enabled", "set_num_threads", "stack", "tensor", "where", "zeros", "zeros_like",
-    "load", "save", "compile", "Size",
+    "load", "save", "compile", "Size", "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
+    "preserve_format", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
 ]

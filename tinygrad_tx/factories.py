@@ -258,9 +258,13 @@ def ones(*size_args, size=None, dtype=None, device=None, requires_grad: bool = F
     return _filled("ones", np.ones, size_args, size, dtype, device, requires_grad)
 
 
-def empty(*size_args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor (its values are whatever the memory held)."""
-    return _filled("empty", np.empty, size_args, size, dtype, device, requires_grad)
+def empty(*size_args, size=None, dtype=None, device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
+    """An uninitialised tensor (its values are whatever the memory held), in ``memory_format``'s layout."""
+    from . import layout
+    out = _filled("empty", np.empty, size_args, size, dtype, device, requires_grad)
+    if layout.check(memory_format, "empty") not in (None, layout.preserve_format):
+        out._data = layout.laid_out(out._data, memory_format)
+    return out
 
 
 def _number_arg(value, op: str, arg: str):
@@ -297,31 +301,40 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
 
 # ============================================================================ *_like
 
-def _like(op, fill, input, dtype, device, requires_grad):
+def _like(op, fill, input, dtype, device, requires_grad, memory_format=None):
+    """``memory_format``: the layout of the new tensor (``layout.py``); the default keeps a
+    ``channels_last`` input's layout, as torch's ``preserve_format``."""
+    from . import layout
     shape, dt = shape_and_dtype_of(input, op)
-    return leaf(fill(shape, resolve_dtype(dtype, dt)), requires_grad, device)
+    fmt = layout.check(memory_format, op)
+    array = fill(shape, resolve_dtype(dtype, dt))
+    if fmt in (None, layout.preserve_format) and isinstance(input, Tensor) and not input._data.flags.c_contiguous:
+        fmt = next((f for f in (layout.channels_last, layout.channels_last_3d)
+                    if input.ndim == (4 if f is layout.channels_last else 5) and layout.is_contiguous(input._data, f)), None)
+    return leaf(layout.laid_out(array, fmt) if fmt is not layout.preserve_format else array, requires_grad, device)
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
     """Zeros of ``input``'s shape and dtype (a new leaf: ``input``'s requires_grad is not copied)."""
-    return _like("zeros_like", np.zeros, input, dtype, device, requires_grad)
+    return _like("zeros_like", np.zeros, input, dtype, device, requires_grad, memory_format)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
     """Ones of ``input``'s shape and dtype."""
-    return _like("ones_like", np.ones, input, dtype, device, requires_grad)
+    return _like("ones_like", np.ones, input, dtype, device, requires_grad, memory_format)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
     """An uninitialised tensor of ``input``'s shape and dtype."""
-    return _like("empty_like", np.empty, input, dtype, device, requires_grad)
+    return _like("empty_like", np.empty, input, dtype, device, requires_grad, memory_format)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
     """``fill_value`` in ``input``'s shape and dtype (the value is cast: 2.7 in int32 is 2)."""
     value = _number_arg(fill_value, "full_like", "fill_value")
-    return _like("full_like", lambda s, d: np.full(s, value, dtype=d), input, dtype, device, requires_grad)
+    return _like("full_like", lambda s, d: np.full(s, value, dtype=d), input, dtype, device, requires_grad,
+                 memory_format)
 
 
 # ============================================================================ ranges

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import autograd, dtypes
 from . import device as _device
+from . import layout as _layout
 from . import printing as _printing
 from .size import of as _size_of
 from .autograd import dispatch as _dispatch
@@ -174,7 +175,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
-                 "_vc", "_view", "__weakref__")
+                 "_vc", "_view", "_post_hooks", "__weakref__")   # _post_hooks: register_post_accumulate_grad_hook's
     __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected ops
 
     def __init__(self, data=_NO_DATA, *sizes, requires_grad: bool = False, dtype=None, device=None):
@@ -198,6 +199,7 @@ class Tensor:
             self._name = None
             self._vc = None
             self._view = None
+            self._post_hooks = None
             self._requires_grad = False
             if requires_grad:
                 self.requires_grad = True
@@ -216,6 +218,7 @@ class Tensor:
         t._name = None
         t._vc = None
         t._view = None
+        t._post_hooks = None
         if _recording.recorder is not None:   # tinygrad_tx.compile: a tensor made outside a Function
             _recording.recorder.created(t, None, None)
         return t
@@ -443,7 +446,11 @@ class Tensor:
         return strides if dim is None else strides[_canonical_dim(dim, self.ndim, "stride")]
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return bool(self._data.flags.c_contiguous)
+        """Whether the memory holds the elements in C order (or in ``memory_format``'s order:
+        ``channels_last`` is (N, H, W, C) for a 4-D tensor; see ``layout.py``)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        return _layout.is_contiguous(self._data, _layout.check(memory_format, "is_contiguous"))
 
     def data_ptr(self) -> int:
         if _recording.recorder is not None:   # tinygrad_tx.compile: an address differs at each call
@@ -588,7 +595,7 @@ class Tensor:
         dev = kwargs.pop("device", None)
         copy = kwargs.pop("copy", False)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        memory_format = _layout.check(kwargs.pop("memory_format", None), "to")
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
@@ -602,6 +609,8 @@ class Tensor:
                 dtype = a
         _device.check(dev)
         out = self if dtype is None else self._cast(dtypes.resolve(dtype, "to(dtype)"))
+        if memory_format not in (None, _layout.preserve_format) and not _layout.has_strides_of(out._data, memory_format):
+            return out.clone(memory_format)
         return out.clone() if copy and out is self else out
 
     def _cast(self, dtype) -> "Tensor":
@@ -667,15 +676,25 @@ class Tensor:
 
     def contiguous(self, memory_format=None) -> "Tensor":
         """self when its array is C-contiguous, else a contiguous copy (torch's contiguous,
-        which is what makes a later .view() of a transposed tensor possible)."""
+        which is what makes a later .view() of a transposed tensor possible). ``memory_format=
+        tinygrad_tx.channels_last`` (4-D) or ``channels_last_3d`` (5-D): that layout instead
+        (``layout.py``: same values, other strides)."""
+        if memory_format is not None and _layout.check(memory_format, "contiguous") not in (
+                _layout.contiguous_format, _layout.preserve_format):
+            return self if _layout.is_contiguous(self._data, memory_format) else self.clone(memory_format)
         if self._data.flags.c_contiguous:
             return self
         from .ops.elementwise import Clone
         return Clone.apply(self)
 
     def clone(self, memory_format=None) -> "Tensor":
+        """A copy (``Clone``: dL/dx = g); ``memory_format`` picks its layout (default: this
+        tensor's, torch's ``preserve_format``)."""
         from .ops.elementwise import Clone
-        return Clone.apply(self)
+        out = Clone.apply(self)
+        if memory_format is not None and _layout.check(memory_format, "clone") is not _layout.preserve_format:
+            out._data = _layout.laid_out(out._data, memory_format)   # same values, the asked strides
+        return out
 
     # ------------------------------------------------------------------ operators
     # Each one prepares its arguments (dtype promotion, dims) and calls one Function of
@@ -756,26 +775,57 @@ class Tensor:
 
     matmul = __matmul__
 
-    # comparisons: no gradient, bool results, in the operands' promoted dtype (as torch's)
+    # comparisons: no gradient, bool results, in the operands' promoted dtype (as torch's). With
+    # an operand that is not a tensor, number or array (None, a str, a list, any object) the
+    # operator returns NotImplemented, as torch's: Python then makes ``t == None`` False,
+    # ``t != None`` True, and ``t < None`` its TypeError; the methods (``t.eq(None)``) raise.
     def __eq__(self, other):
+        if not isinstance(other, _COMPARABLE):
+            return NotImplemented
         return _compare(np.equal, self, other)
 
     def __ne__(self, other):
+        if not isinstance(other, _COMPARABLE):
+            return NotImplemented
         return _compare(np.not_equal, self, other)
 
     def __lt__(self, other):
+        if not isinstance(other, _COMPARABLE):
+            return NotImplemented
         return _compare(np.less, self, other)
 
     def __le__(self, other):
+        if not isinstance(other, _COMPARABLE):
+            return NotImplemented
         return _compare(np.less_equal, self, other)
 
     def __gt__(self, other):
+        if not isinstance(other, _COMPARABLE):
+            return NotImplemented
         return _compare(np.greater, self, other)
 
     def __ge__(self, other):
+        if not isinstance(other, _COMPARABLE):
+            return NotImplemented
         return _compare(np.greater_equal, self, other)
 
-    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+    def eq(self, other):
+        return _compare(np.equal, self, _comparand(other, "eq"))
+
+    def ne(self, other):
+        return _compare(np.not_equal, self, _comparand(other, "ne"))
+
+    def lt(self, other):
+        return _compare(np.less, self, _comparand(other, "lt"))
+
+    def le(self, other):
+        return _compare(np.less_equal, self, _comparand(other, "le"))
+
+    def gt(self, other):
+        return _compare(np.greater, self, _comparand(other, "gt"))
+
+    def ge(self, other):
+        return _compare(np.greater_equal, self, _comparand(other, "ge"))
 
     def logical_not(self):
         return _adopt(_recording.call(np.logical_not, self._data))
@@ -1233,6 +1283,25 @@ def _dims_arg(dims):
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         return tuple(dims[0])
     return tuple(dims)
+
+
+_COMPARABLE = (Tensor, bool, int, float, complex, np.bool_, np.number, np.ndarray)
+
+
+def _comparand(o, op: str):
+    """The other operand of ``t.eq(o)`` & co.: a tensor, a number or an array; anything else is
+    torch's TypeError (the operators return NotImplemented instead)."""
+    if not isinstance(o, _COMPARABLE):
+        raise TypeError(f"{op}(): argument 'other' (position 1) must be Tensor or Number, not {type(o).__name__}")
+    return o
+
+
+def comparison_method(name: str, npfn):
+    """The method ``name`` (``eq``, ``greater``, ...): ``npfn`` of self and a tensor, number or array."""
+    def method(self, other):
+        return _compare(npfn, self, _comparand(other, name))
+    method.__name__ = method.__qualname__ = name
+    return method
 
 
 def _compare(npfn, s, o):

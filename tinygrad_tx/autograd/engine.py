@@ -138,6 +138,7 @@ def run_backward(roots, grads, retain_graph, create_graph: bool = False, inputs=
                 g = _apply_hooks(leaf._hooks, g, create_graph)
             if wanted is None:
                 _accumulate(leaf, g)
+                _post_accumulate(leaf)
             elif key in wanted:
                 captured[key] = g
     finally:
@@ -150,6 +151,7 @@ def run_backward(roots, grads, retain_graph, create_graph: bool = False, inputs=
         for i in positions:
             if g is not None and accumulate:
                 _accumulate(inputs[i], g)
+                _post_accumulate(inputs[i])
             result[i] = g
     return result
 
@@ -361,6 +363,21 @@ def _accumulate(t, g):
     else:
         grad._data = np.asarray(grad._data + g)
         grad._bump()
+
+
+def _post_accumulate(t) -> None:
+    """Run ``t``'s post-accumulate-grad hooks (``register_post_accumulate_grad_hook``): each is
+    called with ``t`` once its ``.grad`` holds this backward's gradient, and must return None."""
+    hooks = t._post_hooks   # None for almost every tensor
+    if not hooks:
+        return
+    for hook in tuple(hooks.values()):
+        result = hook(t)
+        if isinstance(result, Tensor):
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+        if result is not None:
+            raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}' (a post accumulate "
+                            "grad hook must return None)")
 
 
 Tensor = _View = None   # bound by tensor.py once Tensor exists (``_bind_tensor``)

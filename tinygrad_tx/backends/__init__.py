@@ -7,5 +7,4 @@ from types import SimpleNamespace
 mps = SimpleNamespace(is_available=lambda: False, is_built=lambda: False)
 cuda = SimpleNamespace(is_built=lambda: False, matmul=SimpleNamespace(allow_tf32=False),
                        sdp_kernel=None)
-cudnn = SimpleNamespace(is_available=lambda: False, enabled=False, benchmark=False, deterministic=False,
-                        allow_tf32=False)
+from . import cudnn  # noqa: E402  (a module, as torch's: ``import tinygrad_tx.backends.cudnn as cudnn``)

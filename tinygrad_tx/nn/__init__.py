@@ -31,6 +31,8 @@
 * :mod:`.init` — torch's initialisers, drawing from a seeded NumPy generator;
 * :mod:`.utils` — ``clip_grad_norm_``, ``clip_grad_value_``, ``parameters_to_vector``,
   ``vector_to_parameters``;
+* :mod:`.parallel` — ``DataParallel`` (a pass-through wrapper, as torch's without an accelerator),
+  ``DistributedDataParallel`` (torch's error without a process group);
 * ``functional`` — ``tinygrad_tx.functional`` under torch's name (``nn/functional.py`` makes
   ``import tinygrad_tx.nn.functional as F`` give the same module).
 """
@@ -57,6 +59,8 @@ from .loss_more import (CosineEmbeddingLoss, CTCLoss, GaussianNLLLoss, HingeEmbe
                         MarginRankingLoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
                         PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
 from .module import Module, RemovableHandle, StateDictError, functional_call
+from . import parallel  # noqa: E402  (DataParallel, DistributedDataParallel: torch's behaviour without an accelerator)
+from .parallel import DataParallel  # noqa: E402
 from .parameter import Parameter
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
                       AvgPool2d, Dropout2d, MaxPool1d, MaxPool2d)

@@ -501,12 +501,33 @@ class Module:
         their dtype); the device is checked (only the CPU exists here). Returns self."""
         device_arg, dtype_arg = _parse_to(args, kwargs)
         _check_device(device_arg, "Module.to: device")
+        self._to_memory_format(kwargs.get("memory_format"))
         if dtype_arg is None:
             return self
         return self._cast_floating(_float_dtype(dtype_arg, "Module.to"))
 
+    def _to_memory_format(self, fmt) -> None:
+        """``to(memory_format=...)``: every 4-D and 5-D parameter and buffer takes that layout (same
+        values, ``layout.py``'s strides), as torch's; a format of another rank raises as torch's."""
+        from .. import layout
+        if layout.check(fmt, "to") in (None, layout.preserve_format):
+            return
+        for m in self.modules():
+            for t in list(m._parameters.values()) + list(m._buffers.values()):
+                if t is not None and t._data.ndim in (4, 5):
+                    t._data = layout.laid_out(t._data, fmt)
+
     def cpu(self):
         """Parameters and buffers are already on the CPU: returns self."""
+        return self
+
+    def share_memory(self):
+        """``share_memory_()`` on every parameter and buffer (torch's; Hogwild-style training code
+        calls it): one process here, so the memory is only marked (``is_shared()``). Returns self."""
+        for m in self.modules():
+            for t in list(m._parameters.values()) + list(m._buffers.values()):
+                if t is not None:
+                    t.share_memory_()
         return self
 
     def to_empty(self, *, device, recurse: bool = True):

@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import ArrayFunction
-from ..tensor import Tensor, _as_operand, _binary_op, _check_no_bool_sub
+from ..tensor import Tensor, _as_operand, _binary_op, _check_no_bool_sub, comparison_method
 from . import elementwise as _E
 from .compare import (allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clamp, clamp_max,
                       clamp_min, equal, isclose, logical)
+from .compat import DEPRECATED_FUNCTIONS, undeprecate
 from .transcendental import _quiet
 from .unary import _function
 
@@ -489,15 +490,34 @@ def _add_scaled(op, self, other, alpha, sign):
     return out if out._data.dtype == dt else out.to(dt)
 
 
-def add(self, other, *, alpha=1):
-    """self + alpha * other."""
+_OPERANDS = (Tensor, int, float, bool, complex, np.generic, np.ndarray, list, tuple)
+
+
+def _other_operand(op, other):
+    if not isinstance(other, _OPERANDS):
+        raise TypeError(f"{op}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+
+
+def add(self, other, *deprecated, alpha=1):
+    """self + alpha * other. torch's deprecated ``add(alpha, other)`` (old tutorials'
+    ``p.data.add_(-lr, p.grad.data)``) is accepted with torch's warning (``compat.undeprecate``)."""
+    if deprecated:
+        (other,), kw = undeprecate("add", (other, *deprecated), {"alpha": alpha} if alpha != 1 else {},
+                                 strict=True)
+        alpha = kw.get("alpha", 1)
+    _other_operand("add", other)
     if alpha == 1:
         return self + other
     return _add_scaled("add", self, other, alpha, 1)
 
 
-def sub(self, other, *, alpha=1):
-    """self - alpha * other."""
+def sub(self, other, *deprecated, alpha=1):
+    """self - alpha * other (and torch's deprecated ``sub(alpha, other)``, with its warning)."""
+    if deprecated:
+        (other,), kw = undeprecate("sub", (other, *deprecated), {"alpha": alpha} if alpha != 1 else {},
+                                 strict=True)
+        alpha = kw.get("alpha", 1)
+    _other_operand("sub", other)
     if alpha == 1:
         return self - other
     _check_no_bool_sub(self, other)
@@ -522,9 +542,9 @@ TENSOR_METHODS = {
     "isclose": isclose, "allclose": allclose, "equal": equal,
     "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
     "add": add, "sub": sub, "subtract": sub, "multiply": lambda self, other: _binary_op(_E.Mul, self, other),
-    "greater": lambda self, other: self > other, "greater_equal": lambda self, other: self >= other,
-    "less": lambda self, other: self < other, "less_equal": lambda self, other: self <= other,
-    "not_equal": lambda self, other: self != other,
+    "greater": comparison_method("greater", np.greater), "greater_equal": comparison_method("greater_equal", np.greater_equal),
+    "less": comparison_method("less", np.less), "less_equal": comparison_method("less_equal", np.less_equal),
+    "not_equal": comparison_method("not_equal", np.not_equal),
     "logical_and": logical(np.logical_and), "logical_or": logical(np.logical_or),
     "logical_xor": logical(np.logical_xor),
     "bitwise_not": bitwise_not, "__invert__": bitwise_not, "bitwise_and": bitwise_and,
@@ -562,7 +582,11 @@ def _number_first(name, method):
     checked = _function(name, method)
     reflected = TENSOR_METHODS.get(f"__r{name.removeprefix('bitwise_')}__") if name.startswith("bitwise_") else None
 
-    def fn(input, other, **kwargs):
+    def fn(input, other, *deprecated, **kwargs):
+        if deprecated and name in DEPRECATED_FUNCTIONS:   # torch.add(input, alpha, other): deprecated, warned
+            (other,), kwargs = undeprecate(name, (other, *deprecated), kwargs, function=True, strict=True)
+        elif deprecated:
+            raise TypeError(f"{name}() takes 2 positional arguments but {2 + len(deprecated)} were given")
         if isinstance(other, Tensor) and isinstance(input, (bool, int, float, np.number)):
             return reflected(other, input) if reflected else method(input, other, **kwargs)
         return checked(input, other, **kwargs)
@@ -576,7 +600,6 @@ FUNCTIONS.update({name: _number_first(name, TENSOR_METHODS[name])
                                "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor")})
 FUNCTIONS.update({
     "remainder": _remainder_function, "float_power": float_power, "pow": pow, "xlogy": _xlogy_function,
-    "mul": FUNCTIONS["multiply"], "eq": _function("eq", lambda self, other: self == other),
-    "ne": FUNCTIONS["not_equal"], "lt": FUNCTIONS["less"], "le": FUNCTIONS["less_equal"],
-    "gt": FUNCTIONS["greater"], "ge": FUNCTIONS["greater_equal"],
+    "mul": FUNCTIONS["multiply"], "eq": _function("eq", Tensor.eq),
+    **{name: _function(name, getattr(Tensor, name)) for name in ("ne", "lt", "le", "gt", "ge")},
 })

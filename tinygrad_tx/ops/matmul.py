@@ -162,9 +162,17 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 def _scaled(x, c):
+    """c·x; c = 0 ignores x (its NaN and inf are not propagated, as torch's beta=0): a ``where``
+    that selects none of x, so x's gradient is zeros, as torch's."""
+    from ..tensor import Tensor, where
+    if isinstance(c, (int, float)) and not isinstance(c, bool) and c == 0 and isinstance(x, Tensor):
+        return where(np.zeros(x.shape, dtype=bool), x, np.zeros((), x._data.dtype))
     return x if c == 1 else x * c
 
 
 TENSOR_METHODS = {"mm": mm, "bmm": bmm, "mv": mv, "dot": dot, "inner": inner, "outer": outer, "ger": outer,
                   "addmm": addmm, "addmv": addmv, "baddbmm": baddbmm}
 FUNCTIONS = dict(TENSOR_METHODS)
+# the methods also take torch's deprecated scalar-first forms, M.addmm(beta[, alpha], mat1, mat2), with its warning
+from .compat import accepts_deprecated  # noqa: E402
+TENSOR_METHODS.update({name: accepts_deprecated(name, TENSOR_METHODS[name]) for name in ("addmm", "addmv", "baddbmm")})

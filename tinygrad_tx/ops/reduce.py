@@ -505,6 +505,7 @@ def as_function(name, fn):
         return fn(require_tensor(input, name), *args, **kwargs)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = fn.__doc__
+    f.__wrapped__ = fn   # its signature (keepdim: _bind gives it the keepdims= alias)
     return f
 
 

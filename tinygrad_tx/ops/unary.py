@@ -288,6 +288,7 @@ def _function(name, method):
         return method(_tensor_arg(input, name), *args, **kwargs)
     fn.__name__ = name
     fn.__doc__ = method.__doc__
+    fn.__wrapped__ = method   # (_bind.py: the signature, and the method named as this function)
     return fn
 
 
