@@ -307,3 +307,13 @@ def test_argument_errors_as_torch(i):
 def test_out_is_refused_with_a_clear_error():
     with pytest.raises(TypeError, match="out="):
         tg.linalg.inv(tg.eye(2), out=tg.zeros(2, 2))
+
+
+def test_slogdet_sign_is_a_graph_node_without_gradient_as_torch_s():
+    a = matrices((2,), 3, 5)
+    (s, l), (ts, tl_) = tg.linalg.slogdet(G(a, True)), torch.linalg.slogdet(T(a, True))
+    assert s.requires_grad == ts.requires_grad is True
+    assert s.grad_fn.name() == ts.grad_fn.name() == "LinalgSlogdetBackward0"
+    x, tx = G(a, True), T(a, True)
+    assert tg.autograd.grad(tg.linalg.slogdet(x)[0].sum(), x, allow_unused=True) == (None,)
+    assert torch.autograd.grad(torch.linalg.slogdet(tx)[0].sum(), tx, allow_unused=True) == (None,)

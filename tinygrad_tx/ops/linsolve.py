@@ -260,8 +260,9 @@ def det(A, *, out=None):
 # ============================================================================ slogdet
 
 class LinalgSlogdet(ArrayFunction):
-    """(sign, log|det A|) (torch.linalg.slogdet); the op computes log|det A|, the sign (±1, or 0
-    for a singular matrix) is piecewise constant and has no gradient.
+    """(sign, log|det A|) (torch.linalg.slogdet): ``output`` picks which (one node each, as torch's
+    two outputs of one node). The sign (±1, or 0 for a singular matrix) is piecewise constant: no
+    gradient (None), as torch's.
 
     d log|det A| = d det A / det A = tr(A⁻¹ dA), so dL/dA = g · A⁻ᵀ: the solution G of
     Aᵀ G = g I. For a singular A (log|det A| = −inf) the LU has a zero pivot and torch's LU solve
@@ -273,17 +274,22 @@ class LinalgSlogdet(ArrayFunction):
     differentiable_backward = True
 
     @staticmethod
-    def forward(ctx, A):
+    def forward(ctx, A, output="logabsdet"):
         if A.shape[-1] == 0:
-            logabs = np.zeros(A.shape[:-2], dtype=A.dtype)
+            sign, logabs = np.ones(A.shape[:-2], dtype=A.dtype), np.zeros(A.shape[:-2], dtype=A.dtype)
         else:
-            _, logabs = np.linalg.slogdet(_mT(A))
+            sign, logabs = np.linalg.slogdet(_mT(A))
+        ctx.output = output
+        if output == "sign":   # torch's sign output is a node of the graph too, with no gradient
+            return np.asarray(sign, dtype=A.dtype)
         logabs = np.asarray(logabs, dtype=A.dtype)
         ctx.save_for_backward(A, logabs)
         return logabs
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.output == "sign":
+            return None
         A, logabs = ctx.saved_tensors
         n = A.shape[-1]
         rhs = _diag_embed(g, n)
@@ -300,13 +306,7 @@ class LinalgSlogdet(ArrayFunction):
 
 def _slogdet_pair(A, op):
     _check_matrices(A, op)
-    logabs = LinalgSlogdet.apply(A)
-    from ..tensor import Tensor
-    if A.shape[-1] == 0:
-        sign = np.ones(A.shape[:-2], dtype=A._data.dtype)
-    else:
-        sign = np.asarray(np.linalg.slogdet(_mT(A._data))[0], dtype=A._data.dtype)
-    return Tensor._from_op(sign, None), logabs
+    return LinalgSlogdet.apply(A, output="sign"), LinalgSlogdet.apply(A)
 
 
 def slogdet(A, *, out=None):
