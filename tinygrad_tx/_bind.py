@@ -35,6 +35,7 @@ MODULES = (
     "tinygrad_tx.ops.matmul",
     "tinygrad_tx.ops.reduce",
     "tinygrad_tx.linalg",        # Tensor.norm, torch.norm
+    "tinygrad_tx.ops.linsolve",  # det, logdet, slogdet, inverse
     "tinygrad_tx.ops.histogram",  # bincount, histc, histogram
     "tinygrad_tx.ops.scan",
     "tinygrad_tx.ops.sort",

@@ -1,5 +1,7 @@
 """``tinygrad_tx.linalg``: vector and matrix norms (torch.linalg's ``vector_norm``,
-``matrix_norm``, ``norm``) and torch.norm's semantics (``Tensor.norm``).
+``matrix_norm``, ``norm``) and torch.norm's semantics (``Tensor.norm``); the square systems
+``det``, ``slogdet``, ``inv``, ``solve`` live in ``ops/linsolve.py`` (forward and backward side by
+side) and are exported here under torch.linalg's names.
 
 The one primitive is :class:`VectorNorm`; ``matrix_norm`` for ord 1/-1/inf/-inf is
 torch's own composite (abs-sums along one dim with ``vector_norm(ord=1)``, then
@@ -17,7 +19,9 @@ from . import dtypes
 from .autograd import ArrayFunction, accumulation_dtype
 from .ops.reduce import as_function, normalize_dims, reduce_axes, save_reduced, saved_reduced
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "VectorNorm"]
+from .ops.linsolve import LinAlgError, det, inv, slogdet, solve  # noqa: F401 (torch.linalg's names)
+
+__all__ = ["vector_norm", "matrix_norm", "norm", "VectorNorm", "det", "slogdet", "inv", "solve", "LinAlgError"]
 
 
 class VectorNorm(ArrayFunction):

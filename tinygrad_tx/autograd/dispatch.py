@@ -198,8 +198,11 @@ def _reshape(a, shape=None, order="C", *, newshape=None):
 
 
 def _expand_dims(a, axis):
+    """NumPy's rule: the axes (negative ones too) are positions in the result."""
     a = _as_t(a)
-    for ax in sorted([axis] if isinstance(axis, int) else axis):
+    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    ndim = a.ndim + len(axes)
+    for ax in sorted(int(ax) % ndim for ax in axes):
         a = a.unsqueeze(ax)
     return a
 
@@ -345,6 +348,23 @@ def _astype(x, dtype, /, *, copy=True, device=None):
     return x if dt == x._data.dtype and not copy else x.to(_tg().dtypes.from_numpy_dtype(dt))
 
 
+def _linsolve():
+    from ..ops import linsolve
+    return linsolve
+
+
+def _linalg_solve(a, b):
+    return _linsolve().numpy_solve(_as_t(a), _as_t(b))
+
+
+def _linalg_det(a):
+    return _linsolve().det(_as_t(a))
+
+
+def _linalg_inv(a):
+    return _linsolve().inv(_as_t(a))
+
+
 def _on_data(func):
     """A NumPy function whose answer is not a differentiable value (a shape, a dtype, a test)."""
     def f(*args, **kwargs):
@@ -361,6 +381,7 @@ FUNCTIONS = {
     np.concatenate: _concatenate, np.stack: _stack, np.take_along_axis: _take_along_axis, np.einsum: _einsum,
     np.tril: _tril, np.triu: _triu, np.cumsum: _cumsum, np.flip: _flip, np.diagonal: _diagonal,
     np.clip: _clip, np.copy: _copy, np.dot: _dot, np.outer: _outer, np.split: _split, np.astype: _astype,
+    np.linalg.solve: _linalg_solve, np.linalg.det: _linalg_det, np.linalg.inv: _linalg_inv,
     np.cumprod: _cumprod, np.roll: _roll, np.take: _take, np.tensordot: _tensordot, np.pad: _pad,
     np.shape: _on_data(np.shape), np.ndim: _on_data(np.ndim), np.size: _on_data(np.size),
     np.result_type: _on_data(np.result_type), np.any: _on_data(np.any), np.all: _on_data(np.all),

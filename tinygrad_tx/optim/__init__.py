@@ -2,7 +2,8 @@
 
 * :class:`SGD` (momentum, Nesterov, weight decay), :class:`Adam`, :class:`AdamW`
   (both with AMSGrad), :class:`RMSprop`, :class:`Adagrad`, :class:`Adadelta` (:mod:`.adaptive`),
-  :class:`Adamax`, :class:`NAdam`, :class:`RAdam` (:mod:`.adam_variants`): torch's signatures,
+  :class:`Adamax`, :class:`NAdam`, :class:`RAdam` (:mod:`.adam_variants`), :class:`LBFGS`
+  (:mod:`.lbfgs`, with its strong-Wolfe line search): torch's signatures,
   defaults, update formulas and ``state_dict`` layout; parameters are updated in place.
 * :mod:`.lr_scheduler` (``tinygrad_tx.optim.lr_scheduler``, torch's path): :class:`LambdaLR`,
   :class:`CosineAnnealingLR`, :class:`StepLR`, :class:`MultiStepLR`, :class:`ExponentialLR`,
@@ -22,6 +23,7 @@ from .lr_scheduler import (ChainedScheduler, ConstantLR, CosineAnnealingLR, Cosi
                            ExponentialLR, LambdaLR,
                            LinearLR, LRScheduler, MultiStepLR, OneCycleLR, ReduceLROnPlateau, SequentialLR, StepLR,
                            WarmupCosine, warmup_cosine)
+from .lbfgs import LBFGS
 from .optimizer import Optimizer, required, weight_decay_groups
 from .sgd import SGD
 
@@ -29,7 +31,7 @@ __all__ = [
     "Adam", "AdamW", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "ExponentialLR",
     "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "OneCycleLR", "Optimizer", "ReduceLROnPlateau", "SGD",
     "SequentialLR", "StepLR", "WarmupCosine", "lr_scheduler",
-    "Adadelta", "Adagrad", "Adamax", "ChainedScheduler", "NAdam", "RAdam", "RMSprop",
+    "Adadelta", "Adagrad", "Adamax", "ChainedScheduler", "LBFGS", "NAdam", "RAdam", "RMSprop",
     "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "required",
     "warmup_cosine", "weight_decay_groups",
 ]

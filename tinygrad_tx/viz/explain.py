@@ -461,6 +461,10 @@ SAMPLES = {
     "ScatterReduceProd": ("scatter_reduce", lambda rng: (
         [rng.standard_normal((3, 4)), rng.standard_normal((3, 5))],
         [_In(0), 1, rng.integers(0, 4, size=(3, 5)), _In(1)], {"reduce": "prod"})),
+    "LinalgDet": ("linalg.det", lambda rng: ([rng.standard_normal((2, 3, 3)) + 2 * np.eye(3)], [_In(0)], {})),
+    "LinalgInvEx": ("linalg.inv", lambda rng: ([rng.standard_normal((2, 3, 3)) + 2 * np.eye(3)], [_In(0)], {})),
+    "LinalgSolveEx": ("linalg.solve", lambda rng: (
+        [rng.standard_normal((2, 3, 3)) + 2 * np.eye(3), rng.standard_normal((2, 3, 2))], [_In(0), _In(1)], {})),
     "CTCLossFn": ("nn.functional.ctc_loss", lambda rng: (
         [_log_softmax(rng.standard_normal((8, 2, 5)))],
         [_In(0), rng.integers(1, 5, size=(2, 3)), np.array([8, 7]), np.array([3, 2])], {"reduction": "none"})),
