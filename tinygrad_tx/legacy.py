@@ -83,7 +83,8 @@ def tensor_constructor(self: Tensor, data, sizes: tuple, requires_grad, dtype, d
     args = sizes if data is _NO_DATA else (data, *sizes)
     made = construct("Tensor", None, args, device, kwargs)
     for name in _STATE:
-        setattr(self, name, getattr(made, name))
+        if hasattr(made, name):       # a slot set on demand only (_post_hooks) may be empty
+            setattr(self, name, getattr(made, name))
 
 
 def construct(name: str, dt, args: tuple, device, kwargs: dict) -> Tensor:
