@@ -271,8 +271,8 @@ def diag(input, diagonal=0):
     input = _tensor(input, "diag")
     if input.ndim == 1:
         return DiagEmbed.apply(input, offset=int(diagonal), dim1=0, dim2=1)
-    if input.ndim == 2:
-        return Diagonal.apply(input, offset=int(diagonal), dim1=0, dim2=1)
+    if input.ndim == 2:   # a copy, as torch's (Tensor.diagonal is the view)
+        return Diagonal.apply(input, offset=int(diagonal), dim1=0, dim2=1).clone()
     raise ValueError(f"diag(): supports 1D or 2D tensors, got {input.ndim}D (shape {input.shape})")
 
 
