@@ -105,6 +105,8 @@ def draw(shape, rng, domain="real", dtype="float64"):
     elif domain == "distinct":                    # max/sort without ties
         n = int(np.prod(shape)) if shape else 1
         a = (rng.permutation(n).astype(np.float64) * 0.37 - n * 0.1).reshape(shape)
+    elif domain == "few":                         # mode: repeated values
+        a = rng.integers(-2, 3, shape) * 0.5
     elif domain == "offgrid":                     # floor/round/fmod: away from the integers' jumps
         a = np.floor(rng.uniform(-3, 3, shape)) + rng.uniform(0.1, 0.4, shape)
     else:
@@ -288,6 +290,13 @@ FUNCTIONS: dict = {  # the engine Functions each op's graph holds (checked by te
     "baddbmm": ('Add', 'MatMul'), "einsum": ('MatMul', 'Permute', 'Reshape'),
     "cosine_similarity": ('Add', 'Div', 'Mul', 'Sum', 'VectorNorm'),
     "pairwise_distance": ('Add', 'Sub', 'VectorNorm'), "layer_norm": ('LayerNormFn',), "rms_norm": ('RMSNormFn',),
+    "expand_as": ('Expand',), "view_as": ('Reshape',), "reshape_as": ('Reshape',),
+    "scatter_reduce": ('ScatterReduce',), "index_put": ('IndexPut',), "masked_scatter": ('MaskedScatter',),
+    "conv1d": ('Conv', 'Reshape'), "conv2d": ('Conv',), "conv_transpose1d": ('ConvTranspose', 'Reshape'),
+    "conv_transpose2d": ('ConvTranspose',), "max_pool1d": ('MaxPool', 'Reshape'), "max_pool2d": ('MaxPool',),
+    "avg_pool1d": ('AvgPool', 'Reshape'), "adaptive_avg_pool1d": ('AdaptiveAvgPool', 'Reshape'),
+    "pixel_shuffle": ('Permute', 'Reshape'), "pixel_unshuffle": ('Permute', 'Reshape'),
+    "embedding": ('EmbeddingFn',),
 }
 
 
@@ -299,10 +308,12 @@ _family = ["pointwise"]
 
 # compile refuses these (one CompileWarning, the call runs eagerly: not wrong, not replayed): their
 # code makes a tensor outside a Function (a 0-d fill value, an index array computed in NumPy)
-COMPILE_REFUSED = {"isfinite","isinf","isnan","isneginf","isposinf","signbit","logical_not","bitwise_not","isclose","nanmean","argmax","argmin","all","any","count_nonzero","cummax","cummin","kthvalue","topk","sort","msort","argsort","repeat_interleave","take_along_dim","index_select","index_add","index_copy","index_fill","cosine_similarity",}
+COMPILE_REFUSED = {"nonzero", "argwhere", "unique", "bincount", "bucketize", "searchsorted", "mode", "histogram",
+                   "histc", "isfinite","isinf","isnan","isneginf","isposinf","signbit","logical_not","bitwise_not","isclose","nanmean","argmax","argmin","all","any","count_nonzero","cummax","cummin","kthvalue","topk","sort","msort","argsort","repeat_interleave","take_along_dim","index_select","index_add","index_copy","index_fill","cosine_similarity",}
 # explain finds no engine Function behind these by reading their code (the op applies none -- a
 # comparison, argmax -- or reaches it through a method call)
-EXPLAIN_UNKNOWN = {"positive","isfinite","isinf","isnan","isneginf","isposinf","signbit","logical_not","bitwise_not","float_power","dist","eq","ne","lt","le","gt","ge","logical_and","logical_or","logical_xor","bitwise_and","bitwise_or","bitwise_xor","isclose","std_mean","var_mean","argmax","argmin","all","any","count_nonzero","trace","t","flatten","unflatten","movedim","moveaxis","swapdims","ravel","atleast_1d","atleast_2d","atleast_3d","split","chunk","tensor_split","unbind","hsplit","vsplit","dsplit","broadcast_tensors","meshgrid","mm","bmm","mv","dot","inner","outer","addmm","addmv","baddbmm","einsum"}
+EXPLAIN_UNKNOWN = {"expand_as", "view_as", "reshape_as", "nonzero", "argwhere", "unique", "bincount", "bucketize", "searchsorted", "histc", "pixel_shuffle",
+                   "pixel_unshuffle", "histogram", "positive","isfinite","isinf","isnan","isneginf","isposinf","signbit","logical_not","bitwise_not","float_power","dist","eq","ne","lt","le","gt","ge","logical_and","logical_or","logical_xor","bitwise_and","bitwise_or","bitwise_xor","isclose","std_mean","var_mean","argmax","argmin","all","any","count_nonzero","trace","t","flatten","unflatten","movedim","moveaxis","swapdims","ravel","atleast_1d","atleast_2d","atleast_3d","split","chunk","tensor_split","unbind","hsplit","vsplit","dsplit","broadcast_tensors","meshgrid","mm","bmm","mv","dot","inner","outer","addmm","addmv","baddbmm","einsum"}
 
 
 def add(*ops):
@@ -644,6 +655,79 @@ add(
        shapes_of(([((3, 4), "real"), ((4,), "real")], {}))),
 )
 
+family("movement")
+add(
+    Op("expand_as", lambda torch, x, y: x.expand_as(y), shapes_of(([((3, 1), "real"), ((2, 3, 4), "real")], {})),
+       view=True, grad_args=(0,)),
+    Op("view_as", lambda torch, x, y: x.view_as(y), shapes_of(([((3, 4), "real"), ((2, 6), "real")], {})),
+       view=True, grad_args=(0,)),
+    Op("reshape_as", lambda torch, x, y: x.reshape_as(y), shapes_of(([((3, 4), "real"), ((6, 2), "real")], {}),
+                                                                     ([((3, 4), "real", "T"), ((12,), "real")], {})),
+       view=True, grad_args=(0,)),
+)
+
+family("indexing")
+add(
+    Op("scatter_reduce", fn("scatter_reduce"),
+       shapes_of(([((3, 4), "real"), 1, np.array([[0, 0], [1, 2], [2, 0]]), ((3, 2), "real"), "sum"], {}),
+                 ([((3, 4), "real"), 1, np.array([[0, 3], [1, 2], [2, 0]]), ((3, 2), "real"), "amax"],
+                  {"include_self": False}),
+                 ([((3, 4), "real"), 0, np.array([[0, 1, 2, 0], [2, 2, 0, 1]]), ((2, 4), "real"), "mean"], {}))),
+    Op("index_put", lambda torch, x, i, v, **k: x.index_put((i,), v, **k),
+       shapes_of(([((4, 3), "real"), np.array([3, 0]), ((2, 3), "real")], {}),
+                 ([((4, 3), "real"), np.array([1, 1]), ((3,), "real")], {"accumulate": True})),
+       inplace=lambda torch, x, i, v, **k: x.index_put_((i,), v, **k), aliases=("index_put_",)),
+    Op("masked_scatter", lambda torch, x, s: x.masked_scatter(x > 0, s),
+       shapes_of(([((3, 4), "real"), ((12,), "real")], {})),
+       inplace=lambda torch, x, s: x.masked_scatter_(x > 0, s), aliases=("masked_scatter_",)),
+    Op("nonzero", fn("nonzero"), unary("away"), grad=False, exact_dtypes=("int64", "bool")),
+    Op("argwhere", fn("argwhere"), unary("away"), grad=False, exact_dtypes=("int64",)),
+    Op("unique", fn("unique"), shapes_of(([((3, 4), "offgrid")], {}), ([((5,), "offgrid")], {"return_counts": True}),
+                                         ([((3, 4), "offgrid")], {"dim": 0})),
+       grad=False, exact_dtypes=("int64",), pick=_values_of),
+    Op("bincount", fn("bincount"), shapes_of(([((6,), "positive")], {}), ([((0,), "positive")], {"minlength": 3})),
+       grad=False, dtypes=(), exact_dtypes=("int64",)),
+    Op("bucketize", lambda torch, x, b: torch.bucketize(x, b.sort()[0]),
+       shapes_of(([((3, 4), "real"), ((5,), "real")], {}), ([((), "real"), ((3,), "real")], {})),
+       grad=False, exact_dtypes=("int64",)),
+    Op("searchsorted", lambda torch, b, x, **k: torch.searchsorted(b.sort()[0], x, **k),
+       shapes_of(([((5,), "real"), ((3, 4), "real")], {}), ([((4,), "real"), ((6,), "real")], {"right": True})),
+       grad=False, exact_dtypes=("int64",)),
+    Op("mode", fn("mode"), shapes_of(([((3, 5), "few")], {}), ([((4, 3), "few")], {"dim": 0, "keepdim": True})),
+       pick=_first, functions=("SelectAlongDim",)),
+    Op("histogram", lambda torch, x, **k: torch.histogram(x, **k), shapes_of(([((20,), "real")], {"bins": 5}),
+                                                                             ([((3, 4), "real")], {"bins": 3})),
+       grad=False, dtypes=("float64", "float32"), pick=_flat_cat),
+    Op("histc", fn("histc"), shapes_of(([((20,), "real")], {"bins": 5, "min": -2.0, "max": 2.0}),
+                                       ([((3, 4), "real")], {"bins": 4})), grad=False),
+)
+
+family("convolution")
+add(
+    Op("conv1d", fn("conv1d"), shapes_of(([((2, 3, 7), "real"), ((4, 3, 3), "real"), ((4,), "real")], {}),
+                                         ([((1, 2, 8), "real", "T"), ((4, 1, 2), "real")],
+                                          {"stride": 2, "padding": 1, "groups": 2, "dilation": 2}))),
+    Op("conv2d", fn("conv2d"), shapes_of(([((2, 3, 5, 5), "real"), ((4, 3, 3, 3), "real"), ((4,), "real")], {}),
+                                         ([((1, 2, 6, 5), "real"), ((2, 2, 2, 3), "real")],
+                                          {"stride": (2, 1), "padding": 1}))),
+    Op("conv_transpose1d", fn("conv_transpose1d"),
+       shapes_of(([((2, 3, 5), "real"), ((3, 2, 3), "real"), ((2,), "real")], {"stride": 2, "padding": 1}))),
+    Op("conv_transpose2d", fn("conv_transpose2d"),
+       shapes_of(([((1, 2, 4, 3), "real"), ((2, 3, 3, 2), "real")], {"stride": 2, "output_padding": 1}))),
+    Op("max_pool1d", fn("max_pool1d"), shapes_of(([((2, 3, 8), "distinct"), 2], {}),
+                                                 ([((1, 2, 7), "distinct"), 3], {"stride": 2, "padding": 1}))),
+    Op("max_pool2d", fn("max_pool2d"), shapes_of(([((2, 3, 4, 4), "distinct"), 2], {}),
+                                                 ([((1, 2, 5, 5), "distinct"), 3], {"stride": 2, "padding": 1}))),
+    Op("avg_pool1d", fn("avg_pool1d"), shapes_of(([((2, 3, 8), "real"), 2], {}),
+                                                 ([((1, 2, 7), "real"), 3], {"stride": 2, "padding": 1}))),
+    Op("adaptive_avg_pool1d", fn("adaptive_avg_pool1d"), shapes_of(([((2, 3, 8), "real"), 3], {}),
+                                                                   ([((1, 2, 5), "real"), 5], {}))),
+    Op("pixel_shuffle", fn("pixel_shuffle"), shapes_of(([((1, 8, 2, 3), "real"), 2], {}))),
+    Op("pixel_unshuffle", fn("pixel_unshuffle"), shapes_of(([((1, 2, 4, 6), "real"), 2], {}))),
+    Op("embedding", lambda torch, i, w: torch.nn.functional.embedding(i, w),
+       shapes_of(([np.array([[0, 2, 1], [3, 3, 0]]), ((4, 5), "real")], {}))),
+)
+
 
 def by_name() -> dict:
     return {op.name: op for op in OPS}
@@ -693,18 +777,6 @@ EXCLUDED: dict = {
     **{n: _IO for n in ("load", "save")},
     **{n: _FILL for n in ("fill_", "zero_", "copy_", "resize", "resize_")},
     **{n: _PRED for n in ("allclose", "equal")},
-    # not yet entered (the next families to add; their own test files check them against torch today)
-    **{n: "not yet in the database: convolution/pooling family (tests/test_conv_pool.py)"
-       for n in ("adaptive_avg_pool1d", "avg_pool1d", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
-                 "max_pool1d", "max_pool2d", "pixel_shuffle", "pixel_unshuffle", "embedding")},
-    **{n: "not yet in the database: value-dependent sizes or counts, no derivative (tests/test_histograms.py, "
-          "test_fuzz_api.py)"
-       for n in ("argwhere", "bincount", "bucketize", "histc", "histogram", "nonzero", "searchsorted", "unique",
-                 "mode")},
-    **{n: "not yet in the database: indexing writes (tests/test_ops_movement_extra.py, test_inplace.py)"
-       for n in ("index_put", "index_put_", "masked_scatter", "masked_scatter_", "scatter_reduce")},
-    **{n: "not yet in the database: shape taken from another tensor (tests/test_tensor_api.py)"
-       for n in ("expand_as", "reshape_as", "view_as")},
     **{n: "beyond torch 2.13's API (torch has no Tensor.maximum_/minimum_): nothing to compare with"
        for n in ("maximum_", "minimum_")},
 }
