@@ -61,7 +61,7 @@ class Op:
     gradgrad: bool = True
     inplace: str | Callable | None = None   # the in-place method's name, or call(torch, x, *args, **kwargs)
     view: bool = False
-    out: bool = False
+    out: bool = False               # takes out= (none does yet: passing it must raise, never be ignored)
     compile: bool | str = True      # False: compile refuses it (warns, runs eagerly); "rerecords": guarded
     pick: Callable | None = None
     zero_grad: bool = False        # its gradient is 0 almost everywhere (floor, sign)
@@ -238,7 +238,9 @@ def _values_of(torch, r):
 
 def fn(name):
     """``torch.<name>(*args)``."""
-    return lambda torch, *a, **k: getattr(torch, name)(*a, **k)
+    call = lambda torch, *a, **k: getattr(torch, name)(*a, **k)   # noqa: E731
+    call.top_level = name
+    return call
 
 
 def meth(name):

@@ -371,6 +371,24 @@ def test_explain_knows_the_op(op):
     assert classes & set(op.functions), f"explain {op.name} shows {sorted(classes)}, its graph holds {op.functions}"
 
 
+# ------------------------------------------------------------------------- out=
+
+OUT_OPS = [o for o in opdb.OPS if getattr(o.call, "top_level", None) and hasattr(tt, o.call.top_level)]
+
+
+@pytest.mark.parametrize("op", params("out", OUT_OPS))
+def test_out_argument_is_refused_not_ignored(op):
+    """No op takes ``out=`` yet (``Op.out``): passing one raises a TypeError naming it, where torch
+    writes into it; a silently ignored ``out=`` would leave the caller's tensor stale."""
+    assert not op.out
+    dt = (op.dtypes or op.exact_dtypes)[0]
+    s = next(s for s in op.samples(dt, 0) if not any(s.layouts))
+    ts = _tensors(tt, s.args)
+    target = tt.zeros(1)
+    with pytest.raises(TypeError, match="out"):
+        op.call(tt, *ts, out=target, **s.kwargs)
+
+
 # ------------------------------------------------------------------------- (g) coverage
 
 def public_ops() -> set:
