@@ -35,8 +35,8 @@ from reference.testing import F32_FLOOR, check_double_parity, check_parity, rel_
 explain = importlib.import_module("tinygrad_tx.viz.explain")
 
 FLOATS = ("float64", "float32")
-F32_SAMPLES = 2      # float32 samples per op (each runs a float64 oracle besides): the first non-empty ones
-GRADGRAD_SAMPLES = 2
+F32_SAMPLES = 3      # float32 samples per op (each runs a float64 oracle besides): the first non-empty ones
+GRADGRAD_SAMPLES = 3
 INPLACE_SAMPLES = 2
 
 
@@ -160,6 +160,10 @@ def test_gradient_of_gradient(op):
     for k, s in enumerate(samples[:GRADGRAD_SAMPLES]):
         check_double_parity(ours_of(op, s), theirs_of(op, s), *s.args, dtype="float64",
                             name=f"{op.name}[{s.label}]", grad=_grad_idx(op, s), seed=k)
+    if "float32" in op.dtypes:      # float32: the first sample, against torch float32's own error
+        s = samples[0]
+        check_double_parity(ours_of(op, s), theirs_of(op, s), *s.args, dtype="float32",
+                            name=f"{op.name}[{s.label}]", grad=_grad_idx(op, s))
 
 
 # ------------------------------------------------------------------------- (c) in-place variants
