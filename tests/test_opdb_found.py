@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import tinygrad_tx as tt
-from reference.testing import to_numpy, to_torch
+from reference.testing import DEVICE, to_numpy, to_torch
 
 
 def _both(fn, *arrays, g):
@@ -83,7 +83,7 @@ def test_diag_of_a_matrix_is_a_copy_as_torchs():
     d = tt.diag(x)
     d.mul_(10.0)
     assert x.numpy()[0, 0] == 0.0 and x.numpy()[1, 1] == 5.0    # the matrix did not change
-    assert not torch.diag(torch.arange(12.0, device="cpu").reshape(3, 4))._is_view()
+    assert not torch.diag(torch.arange(12.0, device=DEVICE).reshape(3, 4))._is_view()
 
 
 @pytest.mark.parametrize("split", [lambda t: t.split(2), lambda t: t.chunk(2), lambda t: t.unbind()])
