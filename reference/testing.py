@@ -83,6 +83,10 @@ def to_torch(a, requires_grad=False, dtype=None):
 
 
 def to_numpy(t):
+    """A NumPy copy of a torch tensor (a ZeroTensor -- torch's gradient of sgn, abs' second
+    derivative -- as the zeros it stands for)."""
+    if t._is_zerotensor():
+        return np.zeros(tuple(t.shape), dtype=str(t.dtype).replace("torch.", ""))
     return t.detach().cpu().numpy()
 
 

@@ -276,8 +276,16 @@ class Tensor:
         self._counter().value += 1
 
     def _refresh_view(self) -> None:
-        """Rebuild a view's graph node from its base after the base changed in place."""
+        """Rebuild a view's graph node from its base after the base changed in place. torch cannot
+        rebuild one output of an op that returns several views (split, chunk, unbind) and refuses
+        it: so do we, with its message."""
         view = self._view
+        if view.multi is not None and self._requires_grad:
+            name, k = view.multi
+            raise RuntimeError(f"Output {k} of {name} is a view and its base or another view of its base has been "
+                               "modified inplace. This view is the output of a function that returns multiple "
+                               "views. Such functions do not allow the output views to be modified inplace. You "
+                               "should replace the inplace operation by an out-of-place one.")
         t = view.base
         for fn, pos, args, kwargs in view.steps:
             args = list(args)
@@ -314,7 +322,11 @@ class Tensor:
     @property
     def grad_fn(self):
         """The graph node that produced this tensor (None for leaves), like torch's ``grad_fn``:
-        ``grad_fn.name()``, ``grad_fn.next_functions``; ``grad_fn.fn`` is the ArrayFunction."""
+        ``grad_fn.name()``, ``grad_fn.next_functions``; ``grad_fn.fn`` is the ArrayFunction.
+        A view whose base changed in place since its node was built gets its node rebuilt first."""
+        view = self._view
+        if view is not None and view.version != view.base._version:
+            self._refresh_view()
         return self._ctx
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .engine import run_backward
+from .versions import refresh_stale_views
 
 
 class GradShapeError(RuntimeError, ValueError):
@@ -53,7 +54,8 @@ def _roots(outputs, grad_outputs, create_graph, what):
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(out, Tensor):
             raise TypeError(f"{what}: output {i} is a {type(out).__name__}, not a Tensor")
-        if not out._requires_grad:
+        refresh_stale_views([out])   # a view whose base changed in place (through a sibling view) since
+        if not out._requires_grad:   # its node was built differentiates through the change, as torch's
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         roots.append(out)
         seeds.append(_seed(out, g, create_graph, i))

@@ -40,17 +40,23 @@ class CopySlices(ArrayFunction):
     written through the view, so the forward only returns the base array.
     dL/dbase = g with the positions P zeroed (they no longer depend on the old base);
     dL/dv = g[P] (each view element's gradient is the gradient of the base element it wrote).
+    A 0-d base (``atleast_1d(s).mul_(2)``) is indexed as its one-element reshape (1,): a 0-d
+    array takes no index arrays.
     """
 
     differentiable_backward = True
 
     @staticmethod
     def forward(ctx, base, value, positions):
-        ctx.index = np.unravel_index(positions, base.shape)
+        ctx.zero_d = base.ndim == 0
+        ctx.index = np.unravel_index(positions, (1,) if ctx.zero_d else base.shape)
         return base
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.zero_d:
+            g1 = g.reshape(1)
+            return put(np.copy(g1), ctx.index, 0).reshape(()), g1[ctx.index], None
         return put(np.copy(g), ctx.index, 0), g[ctx.index], None
 
 

@@ -272,8 +272,9 @@ def diag(input, diagonal=0):
     input = _tensor(input, "diag")
     if input.ndim == 1:
         return DiagEmbed.apply(input, offset=int(diagonal), dim1=0, dim2=1)
-    if input.ndim == 2:
-        return named(Diagonal.apply(input, offset=int(diagonal), dim1=0, dim2=1), "DiagonalBackward0_copy")
+    if input.ndim == 2:   # a copy, as torch's (Tensor.diagonal is the view); torch names the node
+        copy = Diagonal.apply(input, offset=int(diagonal), dim1=0, dim2=1).clone()
+        return named(copy, "DiagonalBackward0_copy")
     raise ValueError(f"diag(): supports 1D or 2D tensors, got {input.ndim}D (shape {tuple(input.shape)})")
 
 

@@ -261,7 +261,9 @@ def find_op(name: str):
     ``Fn`` suffix (``matmul``, ``MatMul``, ``log-sigmoid``, ``TanhFn``); a ``grad_fn`` name as a
     learner sees it when walking the graph (``TanhBackward0``, ``SelectBackward0``); or the name
     of the torch function, Tensor method or nn Module a learner calls (``max_pool2d``,
-    ``mse_loss``, ``cummax``, ``nn.MaxPool2d``), found by the Functions its code applies.
+    ``mse_loss``, ``cummax``, ``nn.MaxPool2d``), found by the Functions its code applies, or, where
+    its code reaches them through Tensor methods, by running it on small inputs (:func:`_by_running`;
+    an op without a derivative -- ``eq``, ``argmax`` -- is ``("nondifferentiable", (name, fn))``).
     ValueError for an unknown name, with the closest known names."""
     if _fused_key(name) in OPS:
         return "fused", OPS[_fused_key(name)]
@@ -271,7 +273,71 @@ def find_op(name: str):
     for found in (_by_class_name(key), _by_grad_fn_name(name), _by_public_name(name)):
         if found is not None:
             return found
+    found = _by_running(name)
+    if found is not None:
+        return found
     raise ValueError(_unknown_op_message(name))
+
+
+_PROBE_MODULES = ("tinygrad_tx.ops.", "tinygrad_tx.functional.resample", "tinygrad_tx.tensor")
+
+
+def _probe_arguments():
+    """Small float64 inputs for :func:`_by_running`: one to three tensors of one shape, a tensor
+    and a number or dims, vectors. Fixed values (no draw from the engine's generator)."""
+    rng = np.random.default_rng(0)
+    m = [Tensor(rng.standard_normal((3, 3))) for _ in range(3)]
+    b = [Tensor(rng.standard_normal((2, 3, 3))) for _ in range(3)]
+    v = [Tensor(np.sort(rng.standard_normal(3))) for _ in range(2)]
+    q, p = Tensor(rng.standard_normal((2, 4, 4))), Tensor(rng.standard_normal((1, 4, 2, 2)))
+    ints = [Tensor(np.array([0, 1, 1, 3])), Tensor(np.array([2, 1, 0, 3]))]
+    return [(m[0],), (m[0], m[1]), (m[0], m[1], m[2]), (b[0], b[1], b[2]), (b[0], b[1]), (m[0], v[0]),
+            (v[0], m[0], v[1]), (v[0], m[0]), (m[0], Tensor(rng.standard_normal(9))), (v[0], v[1]), (v[0],), (m[0], 2), (q, 2), (p, 2), (m[0], 1, (3, 1)), (m[0], 0, 1),
+            ("ij,jk->ik", m[0], m[1]), (Tensor(np.array(0.5)),), (ints[0],), (ints[0], ints[1])]
+
+
+def _by_running(name: str):
+    """The engine Functions of a tensor op that reading its code cannot find (it applies them
+    through Tensor methods: ``mm``, ``t``, ``split``), found by running it on small float64 inputs
+    (:func:`_probe_arguments`, first that it accepts) and reading its result's graph; an op that
+    runs and makes no graph (``eq``, ``argmax``) is ``("nondifferentiable", (name, fn))``. Only ops
+    of ``tinygrad_tx.ops`` and the like are run (no factory, random draw, file or setting), never an
+    in-place one."""
+    import warnings
+
+    import tinygrad_tx
+    text = str(name).strip().split(".")[-1]
+    if text.endswith("_") or text.startswith("_"):
+        return None
+    fn, as_method = getattr(tinygrad_tx, text, None), False
+    if fn is None:
+        fn, as_method = getattr(Tensor, text, None), True
+    module = getattr(inspect.unwrap(fn), "__module__", "") if callable(fn) else ""
+    if not module or not module.startswith(_PROBE_MODULES) or isinstance(fn, type):
+        return None
+    for args in _probe_arguments():
+        leaves = [a.detach().requires_grad_(a.dtype.kind == "f") if isinstance(a, Tensor) else a for a in args]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = fn(*leaves)
+        except Exception:          # noqa: BLE001 - not this argument list: try the next
+            continue
+        outs = out if isinstance(out, (tuple, list)) else [out]
+        if not all(isinstance(o, Tensor) for o in outs) or all(any(o is a for a in leaves) for o in outs):
+            continue               # not a tensor op, or it returned its input as it is (atleast_2d of a matrix)
+        classes, seen, stack = [], set(), [o.grad_fn for o in outs]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            cls = getattr(node, "fn", None)
+            if cls is not None and cls not in classes:
+                classes.append(cls)
+            stack.extend(n for n, _ in getattr(node, "next_functions", ()))
+        return _classified(classes) if classes else ("nondifferentiable", (text, fn))
+    return None
 
 
 def _by_class_name(key: str):
@@ -758,6 +824,11 @@ def explain(op: str, seed: int = 0, use_torch: bool = True, source: bool = True)
     """The report described in the module docstring, as one string: a fused op's three rungs,
     or any other op's page (:func:`explain_primitive`; every class of that name)."""
     kind, found = find_op(op)
+    if kind == "nondifferentiable":
+        name, fn = found
+        return (f"{name}: not differentiable -- tinygrad_tx.{name} applies no engine Function, so its result has "
+                f"no grad_fn and backward does not pass through it (torch's result has requires_grad=False too)\n"
+                f"  defined in {_location(inspect.unwrap(fn))}\n\n{_indent(inspect.getdoc(fn) or '(no docstring)')}\n")
     if kind == "primitive":
         return "\n".join(explain_primitive(cls, seed=seed, use_torch=use_torch, source=source) for cls in found)
     spec = found
