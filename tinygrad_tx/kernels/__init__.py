@@ -1,0 +1,213 @@
+"""Generated C kernels under eager's fused ops (GELU, LayerNorm, softmax, log-softmax).
+
+NumPy makes one pass over memory per call; a fused op written in NumPy makes many (exact
+GELU's forward and derivative 33, LayerNorm 5-6 each way). These kernels make one or two per
+row, built from C (``source``) with the machine's C compiler and loaded with ``ctypes``
+(``build``). The NumPy forms stay beside each op as the reference and the fallback: every
+function here returns ``None`` when it does not apply (no compiler, ``TINYGRAD_TX_KERNELS=0``,
+a dtype other than float32/float64, an empty array), and the caller then runs its NumPy code.
+
+``TINYGRAD_TX_KERNELS``: unset (or ``auto``) uses kernels when a compiler is found, warning once
+when one was expected and failed; ``0`` never uses them; ``1`` requires them (a build error
+raises). ``mode()`` says which path runs. Nothing here is built at import: the first call does it.
+
+Threads: rows (or, for elementwise kernels, aligned chunks) are split over
+``tinygrad_tx.get_num_threads()`` threads via ``parallel.parallel_chunks``; ctypes releases the
+GIL for the call, so the chunks run at once.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import warnings
+
+import numpy as np
+
+from ..parallel import parallel_chunks
+
+_lock = threading.Lock()
+_state: dict = {}            # "lib", "compiler", "path", "build_s" or "reason"
+
+
+def _setting() -> str:
+    return os.environ.get("TINYGRAD_TX_KERNELS", "auto").strip().lower() or "auto"
+
+
+_P, _L, _D = ctypes.c_void_p, ctypes.c_long, ctypes.c_double
+_SIGNATURES = {
+    "gelu_erf": (_P, _P, _P, _L, _L),
+    "gelu_tanh": (_P, _P, _P, _L, _L),
+    "layer_norm_fwd": (_P, _P, _P, _P, _P, _P, _P, _L, _L, _L, _D, _D),
+    "layer_norm_bwd": (_P, _P, _P, _P, _P, _P, _P, _P, _P, _L, _L, _L),
+    "softmax_fwd": (_P, _P, _L, _L, _L),
+    "softmax_bwd": (_P, _P, _P, _L, _L, _L),
+    "log_softmax_fwd": (_P, _P, _L, _L, _L),
+    "log_softmax_bwd": (_P, _P, _P, _L, _L, _L),
+}
+
+
+def _load() -> dict:
+    """The loaded library's functions, {(name, dtype): function}; {} when the NumPy path runs."""
+    with _lock:
+        if _state:
+            return _state.get("fns", {})
+        setting = _setting()
+        if setting in ("0", "off", "false", "no"):
+            _state["reason"] = "TINYGRAD_TX_KERNELS=0"
+            return {}
+        from . import build
+        try:
+            lib, compiler, path, seconds = build.load()
+        except build.NoCompiler as e:
+            _state["reason"] = str(e)
+            if setting == "1":
+                raise
+            if e.expected:
+                warnings.warn(f"tinygrad_tx: C kernels off, running the NumPy code: {e}", RuntimeWarning, stacklevel=3)
+            return {}
+        except (build.KernelBuildError, OSError) as e:
+            _state["reason"] = f"kernel build failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            if setting == "1":
+                raise build.KernelBuildError(str(e)) from None
+            warnings.warn(f"tinygrad_tx: C kernels off, running the NumPy code: {e}", RuntimeWarning, stacklevel=3)
+            return {}
+        fns = {}
+        for name, argtypes in _SIGNATURES.items():
+            for suffix, dtype in (("_f32", np.dtype(np.float32)), ("_f64", np.dtype(np.float64))):
+                f = getattr(lib, name + suffix)
+                f.argtypes, f.restype = argtypes, None
+                fns[(name, dtype)] = f
+        _state.update(fns=fns, lib=lib, compiler=compiler, path=path, build_s=seconds)
+        return fns
+
+
+def reset() -> None:
+    """Forget the loaded library and the decision (tests; after changing the environment)."""
+    with _lock:
+        _state.clear()
+
+
+def mode() -> str:
+    """Which path the fused ops run: ``'c (gcc 12.2.0)'`` or ``'numpy: <why>'`` (builds if needed)."""
+    _load()
+    if "fns" in _state:
+        return f"c ({_state['compiler']})"
+    return f"numpy: {_state.get('reason', 'unknown')}"
+
+
+def _fn(name: str, *arrays):
+    """The kernel for the arrays' dtype, or None (NumPy path): they must share a float32/float64
+    dtype and hold at least one element."""
+    dtype = arrays[0].dtype
+    if dtype not in (np.float32, np.float64) or arrays[0].size == 0:
+        return None
+    if any(a is not None and a.dtype != dtype for a in arrays):
+        return None
+    fns = _state.get("fns") if _state else _load()
+    return None if fns is None else fns.get((name, dtype))
+
+
+def _c(a: np.ndarray) -> np.ndarray:
+    """C-contiguous, aligned, native byte order (a copy only when it is not)."""
+    return np.require(a, requirements=("C", "A"))
+
+
+def _ptr(a):
+    return None if a is None else a.ctypes.data
+
+
+def _over_rows(n_rows: int, row_len: int, call) -> None:
+    """``call(lo, hi)`` on row ranges split over the threads (aligned element chunks)."""
+    parallel_chunks(n_rows * row_len, lambda a, b: call(a // row_len, b // row_len), align=row_len)
+
+
+# ---------------------------------------------------------------------------------- GELU
+
+def gelu(x: np.ndarray, approximate: str, need_d: bool):
+    """(y, dy/dx or None) of GELU in one pass, or None. Exact: y = xΦ(x), Φ = erfc(-x/√2)/2;
+    tanh: y = xσ(2u) (see ``source``). Why: one pass with libmvec's vector erfc/exp against
+    33 NumPy passes (measured in ``docs/kernels.md``)."""
+    f = _fn("gelu_erf" if approximate == "none" else "gelu_tanh", x)
+    if f is None:
+        return None
+    x = _c(x)
+    y = np.empty_like(x)
+    d = np.empty_like(x) if need_d else None
+    px, py, pd = _ptr(x), _ptr(y), _ptr(d)
+    parallel_chunks(x.size, lambda lo, hi: f(px, py, pd, lo, hi), align=64)
+    return y, d
+
+
+# ---------------------------------------------------------------------------------- LayerNorm
+
+def layer_norm_forward(x2: np.ndarray, w, b, eps: float):
+    """(y, μ, δ, ρ) of LayerNorm over the rows of a 2-D array (w, b of the row's length or None),
+    or None. Saved values as ``LayerNormFn``'s NumPy forward saves them."""
+    f = _fn("layer_norm_fwd", x2, w, b)
+    if f is None:
+        return None
+    n, d = x2.shape
+    x2 = _c(x2)
+    w = None if w is None else _c(w)
+    b = None if b is None else _c(b)
+    y = np.empty_like(x2)
+    mu, dl, rs = (np.empty(n, x2.dtype) for _ in range(3))
+    big = float(np.sqrt(np.finfo(x2.dtype).max))
+    args = [_ptr(a) for a in (x2, w, b, y, mu, dl, rs)]
+    _over_rows(n, d, lambda lo, hi: f(*args, lo, hi, d, float(eps), big))
+    return y, mu, dl, rs
+
+
+def layer_norm_backward(x2, g2, w, mu, dl, rs, need_dx: bool, need_dw: bool, need_db: bool):
+    """(dx or None, dγ as float64 or None, dβ as float64 or None), or None."""
+    f = _fn("layer_norm_bwd", x2, g2, w, mu, dl, rs)
+    if f is None:
+        return None
+    n, d = x2.shape
+    x2, g2 = _c(x2), _c(g2)
+    w = np.ones(d, x2.dtype) if w is None else _c(w)
+    dx = np.empty_like(x2) if need_dx else None
+    chunks = []                                    # each thread's double column sums
+
+    def call(lo, hi):
+        acc = np.zeros((2, d))
+        chunks.append(acc)
+        f(_ptr(x2), _ptr(g2), _ptr(w), _ptr(mu), _ptr(dl), _ptr(rs), _ptr(dx),
+          _ptr(acc[0]), _ptr(acc[1]), lo, hi, d)
+
+    _over_rows(n, d, call)
+    total = sum(chunks[1:], chunks[0].copy())
+    return dx, (total[0] if need_dw else None), (total[1] if need_db else None)
+
+
+# ---------------------------------------------------------------------------------- softmax
+
+def _rowwise(name: str, *arrays):
+    f = _fn(name, *arrays)
+    if f is None or arrays[0].shape[1] == 0:
+        return None
+    arrays = [_c(a) for a in arrays]
+    n, d = arrays[0].shape
+    out = np.empty_like(arrays[0])
+    ptrs = [_ptr(a) for a in arrays] + [_ptr(out)]
+    _over_rows(n, d, lambda lo, hi: f(*ptrs, lo, hi, d))
+    return out
+
+
+def softmax_forward(x2):
+    """softmax along the rows of a 2-D array, or None."""
+    return _rowwise("softmax_fwd", x2)
+
+
+def softmax_backward(y2, g2):
+    """dx = y (h - ⟨h, y⟩), h = g - ⟨g, y⟩, along the rows, or None."""
+    return _rowwise("softmax_bwd", y2, g2)
+
+
+def log_softmax_forward(x2):
+    return _rowwise("log_softmax_fwd", x2)
+
+
+def log_softmax_backward(y2, g2):
+    return _rowwise("log_softmax_bwd", y2, g2)
