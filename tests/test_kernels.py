@@ -242,7 +242,7 @@ def test_softmax_along_a_middle_dim_and_0d():
         (dt,) = torch.autograd.grad(t, T, torch.tensor(g, device=DEVICE))
         np.testing.assert_allclose(dx.numpy(), dt.cpu().numpy(), rtol=1e-10, atol=1e-14)
         z = fn(tg.tensor(2.5, requires_grad=True), 0)
-        assert z.shape == () and float(z) == float(tfn(torch.tensor(2.5), 0))
+        assert z.shape == () and float(z) == float(tfn(torch.tensor(2.5, device=DEVICE), 0).cpu())
 
 
 @needs_cc
@@ -399,7 +399,7 @@ def test_missing_compiler_falls_back_with_one_warning(monkeypatch):
         warnings.simplefilter("error")                        # once: not again
         F.softmax(tg.from_numpy(x), -1)
     assert kernels.mode().startswith("numpy: CC='/nonexistent'")
-    np.testing.assert_allclose(y.numpy(), torch.nn.functional.gelu(torch.tensor(x)).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(y.numpy(), torch.nn.functional.gelu(torch.tensor(x, device=DEVICE)).cpu().numpy(), rtol=1e-12)
 
 
 def test_required_kernels_without_compiler_raise(monkeypatch):
