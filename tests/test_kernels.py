@@ -299,6 +299,88 @@ def test_layer_norm_weight_and_bias_gradients_match_torch():
                  x, name="kernel layer_norm (no affine)")
 
 
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_kernel(dtype, reduction):
+    """The row pass in C: the NumPy path's loss and gradient, and torch's (with ignored targets)."""
+    rng = np.random.default_rng(8)
+    z = (rng.standard_normal((37, 11)) * 3).astype(dtype)
+    t = rng.integers(0, 11, 37)
+    t[[3, 9]] = -100
+    gz = rng.standard_normal(37).astype(dtype) if reduction == "none" else np.array(1.7, dtype)
+
+    def ours():
+        Z = tg.from_numpy(z.copy()).requires_grad_()
+        loss = F.cross_entropy(Z, tg.from_numpy(t), reduction=reduction)
+        (dz,) = tg.autograd.grad(loss, Z, tg.from_numpy(gz.astype(dtype)))
+        return loss.detach().numpy(), dz.numpy()
+
+    fast = ours()
+    with numpy_path():
+        slow = ours()
+    for a, b in zip(fast, slow):
+        assert _rel(a, b) <= (1e-12 if dtype == np.float64 else 1e-6)
+    Z = torch.tensor(z, device=DEVICE, requires_grad=True)
+    loss = torch.nn.functional.cross_entropy(Z, torch.tensor(t, device=DEVICE), reduction=reduction)
+    (dz,) = torch.autograd.grad(loss, Z, torch.tensor(gz, device=DEVICE))
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    assert _rel(fast[0], loss.detach().cpu().numpy()) <= tol and _rel(fast[1], dz.cpu().numpy()) <= tol
+    check_parity(lambda z: F.cross_entropy(z, tg.from_numpy(t)),
+                 lambda z: torch.nn.functional.cross_entropy(z, torch.tensor(t, device=DEVICE)),
+                 z.astype(np.float64), dtype=dtype, name="kernel cross_entropy")
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("variant", ["plain", "l2", "decoupled", "amsgrad", "beta1 0.3"])
+def test_adam_kernel_is_bit_identical_to_numpy(dtype, variant):
+    """Adam's update in C performs the NumPy form's operations in its order and rounding: equal
+    bit for bit over several steps (NaN gradients included), and torch's within float rounding."""
+    from tinygrad_tx.optim import adam as adam_mod
+    rng = np.random.default_rng(9)
+    n = 1000
+    hyper = dict(lr=1e-2, beta1=0.3 if variant == "beta1 0.3" else 0.9, beta2=0.999, eps=1e-8,
+                 weight_decay=0.1 if variant in ("l2", "decoupled") else 0.0, decoupled=variant == "decoupled")
+    grads = [(rng.standard_normal(n) * 10.0 ** rng.integers(-3, 3, n)).astype(dtype) for _ in range(4)]
+    grads[2][5] = np.nan
+    results = []
+    for path in ("kernel", "numpy"):
+        ctx = numpy_path() if path == "numpy" else contextlib.nullcontext()
+        with ctx, np.errstate(invalid="ignore"):
+            p = rng.standard_normal(n).astype(dtype) if not results else results[0][4].copy()
+            p0 = p.copy()
+            m, v = np.zeros(n, dtype), np.zeros(n, dtype)
+            vmax = np.zeros(n, dtype) if variant == "amsgrad" else None
+            for k, g in enumerate(grads, start=1):
+                adam_mod.adam_update(p, g, m, v, vmax, float(k), **hyper)
+            results.append((p, m, v, vmax, p0))
+    for a, b in zip(results[0][:4], results[1][:4]):
+        if a is not None:
+            assert np.array_equal(a, b, equal_nan=True)
+    assert np.isnan(results[0][0][5]) and not np.isnan(results[0][0][6])
+    assert kernels.mode().startswith("c (")
+
+
+@needs_cc
+def test_adamw_steps_match_torch():
+    """A few AdamW steps on a small model's parameters (the optimizer path the GPT step takes)."""
+    rng = np.random.default_rng(10)
+    w0 = rng.standard_normal((16, 8))
+    grads = [rng.standard_normal((16, 8)) for _ in range(3)]
+    W = tg.nn.Parameter(tg.from_numpy(w0.copy()))
+    T = torch.nn.Parameter(torch.tensor(w0, device=DEVICE))
+    ours = tg.optim.AdamW([W], lr=0.01, weight_decay=0.1)
+    theirs = torch.optim.AdamW([T], lr=0.01, weight_decay=0.1)
+    for g in grads:
+        W.grad = tg.from_numpy(g.copy())
+        T.grad = torch.tensor(g, device=DEVICE)
+        ours.step()
+        theirs.step()
+    np.testing.assert_allclose(W.detach().numpy(), T.detach().cpu().numpy(), rtol=1e-12, atol=1e-15)
+    assert np.max(np.abs(W.detach().numpy() - w0)) > 1e-3
+
+
 # ------------------------------------------------------------------------------- the cache
 
 @pytest.fixture

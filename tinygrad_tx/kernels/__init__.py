@@ -44,7 +44,14 @@ _SIGNATURES = {
     "softmax_bwd": (_P, _P, _P, _L, _L, _L),
     "log_softmax_fwd": (_P, _P, _L, _L, _L),
     "log_softmax_bwd": (_P, _P, _P, _L, _L, _L),
+    "cross_entropy_rows": (_P, _P, _P, _P, _L, _L, _L),
 }
+_SCALAR = {"_f32": ctypes.c_float, "_f64": ctypes.c_double}
+
+
+def _adam_signature(suffix):
+    t, i = _SCALAR[suffix], ctypes.c_int
+    return (_P, _P, _P, _P, _P, _L, _L, i, t, t, t, i, t, t, t, t, t)
 
 
 def _load() -> dict:
@@ -73,10 +80,10 @@ def _load() -> dict:
             warnings.warn(f"tinygrad_tx: C kernels off, running the NumPy code: {e}", RuntimeWarning, stacklevel=3)
             return {}
         fns = {}
-        for name, argtypes in _SIGNATURES.items():
+        for name, argtypes in list(_SIGNATURES.items()) + [("adam", None)]:
             for suffix, dtype in (("_f32", np.dtype(np.float32)), ("_f64", np.dtype(np.float64))):
                 f = getattr(lib, name + suffix)
-                f.argtypes, f.restype = argtypes, None
+                f.argtypes, f.restype = argtypes or _adam_signature(suffix), None
                 fns[(name, dtype)] = f
         _state.update(fns=fns, lib=lib, compiler=compiler, path=path, build_s=seconds)
         return fns
@@ -211,3 +218,49 @@ def log_softmax_forward(x2):
 
 def log_softmax_backward(y2, g2):
     return _rowwise("log_softmax_bwd", y2, g2)
+
+
+# ---------------------------------------------------------------------------------- cross-entropy
+
+def cross_entropy_rows(z2: np.ndarray, keep_p: bool):
+    """(p or None, row maxima m, log Σ e^{z - m}) of cross-entropy's logits rows, or None.
+    Why: the row pass (max, exp, sum, log, p = e / sum) in one C loop per row instead of six
+    NumPy passes."""
+    f = _fn("cross_entropy_rows", z2)
+    if f is None or z2.shape[1] == 0:
+        return None
+    z2 = _c(z2)
+    n, d = z2.shape
+    p = np.empty_like(z2) if keep_p else None
+    m, ls = np.empty(n, z2.dtype), np.empty(n, z2.dtype)
+    ptrs = [_ptr(a) for a in (z2, p, m, ls)]
+    _over_rows(n, d, lambda lo, hi: f(*ptrs, lo, hi, d))
+    return p, m, ls
+
+
+# ---------------------------------------------------------------------------------- Adam
+
+def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step_size: float, bias_correction2_sqrt: float,
+         lr: float, beta1: float, beta2: float, eps: float, weight_decay: float, decoupled: bool) -> bool:
+    """``optim.adam.adam_update`` in one C pass, in place; False (nothing done) when it does not
+    apply: every array must be C-contiguous of one float dtype and shape (the state is updated in
+    place, so nothing may be copied). Bit-identical to the NumPy form (same operations, same
+    order, scalars rounded to the dtype as NumPy rounds them, no FMA contraction)."""
+    arrays = (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq)
+    if not all(a is None or type(a) is np.ndarray for a in arrays):
+        return False
+    f = _fn("adam", *arrays)
+    if f is None or any(a is not None and (a.shape != param.shape or not a.flags.c_contiguous
+                                           or not a.flags.aligned) for a in arrays):
+        return False
+    if not all(a is None or a.flags.writeable for a in (param, exp_avg, exp_avg_sq, max_exp_avg_sq)):
+        return False
+    T = param.dtype.type
+    w = T(1 - beta1)
+    far = abs(w) >= 0.5
+    mode = 0 if weight_decay == 0 else (2 if decoupled else 1)
+    scalars = (mode, T(weight_decay), T(1 - lr * weight_decay), (T(1) - w) if far else w, int(far), T(beta2),
+               T(1 - beta2), T(bias_correction2_sqrt), T(eps), T(-step_size))
+    ptrs = [_ptr(a) for a in arrays]
+    parallel_chunks(param.size, lambda lo, hi: f(*ptrs, lo, hi, *scalars), align=64)
+    return True

@@ -214,6 +214,55 @@ void log_softmax_bwd$N(const $T *restrict y, const $T *restrict g, $T *restrict 
         for (long j = 0; j < D; j++) dr[j] = gr[j] - exp$S(yr[j]) * t;
     }
 }
+
+/* cross-entropy's row pass: m = max z, t = Σ e^{z - m}, ls = log t; p = e^{z - m} / t when p is
+   not NULL (kept for the backward). The caller forms log p_target = (z_target - m) - ls. */
+void cross_entropy_rows$N(const $T *restrict z, $T *restrict p, $T *restrict mx, $T *restrict ls,
+                          long lo, long hi, long D) {
+    for (long r = lo; r < hi; r++) {
+        const $T *zr = z + r * D;
+        $T m = zr[0];
+        #pragma omp simd reduction(max:m)
+        for (long j = 1; j < D; j++) m = zr[j] > m ? zr[j] : m;
+        ACC s = 0;
+        if (p) {
+            $T *pr = p + r * D;
+            #pragma omp simd reduction(+:s)
+            for (long j = 0; j < D; j++) { $T e = exp$S(zr[j] - m); pr[j] = e; s += e; }
+            $T t = ($T)s;
+            #pragma omp simd
+            for (long j = 0; j < D; j++) pr[j] = pr[j] / t;
+        } else {
+            #pragma omp simd reduction(+:s)
+            for (long j = 0; j < D; j++) s += exp$S(zr[j] - m);
+        }
+        mx[r] = m;
+        ls[r] = log$S(($T)s);
+    }
+}
+
+/* Adam / AdamW on elements [lo, hi), the operations of optim.adam.adam_update in its order and
+   rounding (built with -ffp-contract=off: no fused multiply-adds), so the result is bit-identical
+   to the NumPy form. mode: 0 no weight decay, 1 L2 (g + wd p), 2 decoupled (p *= 1 - lr wd).
+   vmax may be NULL (no AMSGrad). Scalars arrive already rounded to T, as NumPy rounds them. */
+void adam$N($T *restrict p, const $T *restrict g, $T *restrict m, $T *restrict v, $T *restrict vmax,
+            long lo, long hi, int mode, $T wd, $T decay, $T w1, int lerp_far, $T beta2, $T one_m_beta2,
+            $T bc2_sqrt, $T eps, $T neg_step) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T gi = g[i], pi = p[i];
+        if (mode == 2) pi = pi * decay;
+        else if (mode == 1) gi = gi + wd * pi;
+        $T diff = gi - m[i];
+        $T mi = lerp_far ? gi - diff * w1 : m[i] + diff * w1;
+        $T vi = v[i] * beta2 + (gi * one_m_beta2) * gi;
+        $T second = vi;
+        if (vmax) { $T a = vmax[i]; second = a > vi || a != a ? a : vi; vmax[i] = second; }
+        $T denom = sqrt$S(second) / bc2_sqrt + eps;
+        m[i] = mi; v[i] = vi;
+        p[i] = pi + (mi * neg_step) / denom;
+    }
+}
 """)
 
 
