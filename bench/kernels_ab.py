@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 PYTHONPATH=. python -m bench.kernels_ab [--shape 512,256] [--threads 1]
 
 A quick A/B for ``tinygrad_tx/kernels`` (issue 33): (512, 256) float32 by default, one thread,
-medians of repeated calls, random cotangent; the kernel path and the NumPy path alternate in
+medians of per-call CPU time (``time.process_time``), random cotangent; the kernel path and the NumPy path alternate in
 rounds (``TINYGRAD_TX_KERNELS`` toggled and ``kernels.reset()``), torch timed between them. The
 separate-process benchmark (``tinygrad-tx bench``) is the one targets are judged by.
 """
@@ -68,17 +68,17 @@ def main(argv=None):
 
     def timed(run):
         run()
-        t = time.perf_counter()
+        t = time.process_time()            # CPU time: steadier than wall clock on a shared machine
         for _ in range(args.calls):
             run()
-        return (time.perf_counter() - t) / args.calls
+        return (time.process_time() - t) / args.calls
 
     def set_path(on):
         os.environ["TINYGRAD_TX_KERNELS"] = "auto" if on else "0"
         kernels.reset()
 
     set_path(True)
-    print(f"shape {shape} float32, {args.threads} thread(s), medians of {args.rounds} rounds x {args.calls} calls; "
+    print(f"shape {shape} float32, {args.threads} thread(s), medians of {args.rounds} rounds x {args.calls} calls, CPU time; "
           f"kernels: {kernels.mode()}")
     print(f"{'op':12s} {'kernels µs':>11s} {'numpy µs':>9s} {'torch µs':>9s} {'kern/torch':>10s} {'numpy/torch':>11s} {'numpy/kern':>10s}")
     for name, (ours, theirs) in ops.items():

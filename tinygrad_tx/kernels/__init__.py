@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from .. import buffers
 from ..parallel import parallel_chunks
 
 _lock = threading.Lock()
@@ -139,8 +140,8 @@ def gelu(x: np.ndarray, approximate: str, need_d: bool):
     if f is None:
         return None
     x = _c(x)
-    y = np.empty_like(x)
-    d = np.empty_like(x) if need_d else None
+    y = buffers.empty(x.shape, x.dtype)             # forward outputs pooled, as the NumPy forms do
+    d = buffers.empty(x.shape, x.dtype) if need_d else None
     px, py, pd = _ptr(x), _ptr(y), _ptr(d)
     parallel_chunks(x.size, lambda lo, hi: f(px, py, pd, lo, hi), align=64)
     return y, d
@@ -158,7 +159,7 @@ def layer_norm_forward(x2: np.ndarray, w, b, eps: float):
     x2 = _c(x2)
     w = None if w is None else _c(w)
     b = None if b is None else _c(b)
-    y = np.empty_like(x2)
+    y = buffers.empty(x2.shape, x2.dtype)
     mu, dl, rs = (np.empty(n, x2.dtype) for _ in range(3))
     big = float(np.sqrt(np.finfo(x2.dtype).max))
     args = [_ptr(a) for a in (x2, w, b, y, mu, dl, rs)]
@@ -190,13 +191,13 @@ def layer_norm_backward(x2, g2, w, mu, dl, rs, need_dx: bool, need_dw: bool, nee
 
 # ---------------------------------------------------------------------------------- softmax
 
-def _rowwise(name: str, *arrays):
+def _rowwise(name: str, *arrays, pooled: bool = False):
     f = _fn(name, *arrays)
     if f is None or arrays[0].shape[1] == 0:
         return None
     arrays = [_c(a) for a in arrays]
     n, d = arrays[0].shape
-    out = np.empty_like(arrays[0])
+    out = buffers.empty(arrays[0].shape, arrays[0].dtype) if pooled else np.empty_like(arrays[0])
     ptrs = [_ptr(a) for a in arrays] + [_ptr(out)]
     _over_rows(n, d, lambda lo, hi: f(*ptrs, lo, hi, d))
     return out
@@ -204,7 +205,7 @@ def _rowwise(name: str, *arrays):
 
 def softmax_forward(x2):
     """softmax along the rows of a 2-D array, or None."""
-    return _rowwise("softmax_fwd", x2)
+    return _rowwise("softmax_fwd", x2, pooled=True)
 
 
 def softmax_backward(y2, g2):
@@ -213,7 +214,7 @@ def softmax_backward(y2, g2):
 
 
 def log_softmax_forward(x2):
-    return _rowwise("log_softmax_fwd", x2)
+    return _rowwise("log_softmax_fwd", x2, pooled=True)
 
 
 def log_softmax_backward(y2, g2):
