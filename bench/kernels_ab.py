@@ -1,4 +1,4 @@
-"""Per-op forward + backward, ours with C kernels vs ours on the NumPy path vs torch eager, same process.
+"""Per-op forward + backward (and one AdamW step over 2^20 parameters), ours with C kernels vs ours on the NumPy path vs torch eager, same process.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python -m bench.kernels_ab [--shape 512,256] [--threads 1]
 
@@ -23,6 +23,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--calls", type=int, default=30)
+    ap.add_argument("--only", default="", help="comma-separated ops (default: all)")
     args = ap.parse_args(argv)
     shape = tuple(int(s) for s in args.shape.split(","))
     import torch
@@ -44,26 +45,50 @@ def main(argv=None):
                        lambda X, W, B: torch.nn.functional.layer_norm(X, shape[-1:], W, B)),
         "softmax": (lambda X, W, B: F.softmax(X, -1), lambda X, W, B: torch.nn.functional.softmax(X, -1)),
         "log_softmax": (lambda X, W, B: F.log_softmax(X, -1), lambda X, W, B: torch.nn.functional.log_softmax(X, -1)),
+        "cross_entropy": (lambda X, W, B: F.cross_entropy(X, tg.from_numpy(labels)),
+                          lambda X, W, B: torch.nn.functional.cross_entropy(X, torch.from_numpy(labels))),
+        "adamw": (None, None),
     }
+    labels = rng.integers(0, shape[-1], shape[0])
+
+    n_params = 1 << 20          # AdamW: one step over a million float32 parameters (4 tensors)
+
+    def ours_adamw():
+        ps = [tg.nn.Parameter(tg.from_numpy(a.copy())) for a in np.split(rng.standard_normal(n_params).astype(np.float32), 4)]
+        for p in ps:
+            p.grad = tg.from_numpy(rng.standard_normal(p.shape).astype(np.float32))
+        opt = tg.optim.AdamW(ps, lr=1e-3, weight_decay=0.01)
+        return opt.step
+
+    def torch_adamw():
+        ps = [torch.nn.Parameter(torch.from_numpy(a.copy())) for a in np.split(rng.standard_normal(n_params).astype(np.float32), 4)]
+        for p in ps:
+            p.grad = torch.from_numpy(rng.standard_normal(p.shape).astype(np.float32))
+        opt = torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01)
+        return opt.step
 
     def ours_step(fn):
+        if fn is None:
+            return ours_adamw()
         X = tg.from_numpy(x).requires_grad_()
         W, B = tg.from_numpy(w).requires_grad_(), tg.from_numpy(b).requires_grad_()
         G = tg.from_numpy(g)
 
         def run():
             y = fn(X, W, B)
-            y.backward(G)
+            y.backward(G if y.ndim else None)
         return run
 
     def torch_step(fn):
+        if fn is None:
+            return torch_adamw()
         X = torch.from_numpy(x).requires_grad_()
         W, B = torch.from_numpy(w).requires_grad_(), torch.from_numpy(b).requires_grad_()
         G = torch.from_numpy(g)
 
         def run():
             y = fn(X, W, B)
-            y.backward(G)
+            y.backward(G if y.ndim else None)
         return run
 
     def timed(run):
@@ -82,6 +107,8 @@ def main(argv=None):
           f"kernels: {kernels.mode()}")
     print(f"{'op':12s} {'kernels µs':>11s} {'numpy µs':>9s} {'torch µs':>9s} {'kern/torch':>10s} {'numpy/torch':>11s} {'numpy/kern':>10s}")
     for name, (ours, theirs) in ops.items():
+        if args.only and name not in args.only.split(","):
+            continue
         k, n, t = [], [], []
         for _ in range(args.rounds):
             set_path(True)

@@ -104,6 +104,12 @@ def mode() -> str:
     return f"numpy: {_state.get('reason', 'unknown')}"
 
 
+def available(dtype) -> bool:
+    """Whether kernels run for arrays of this dtype (builds the library on first use)."""
+    fns = _state.get("fns") if _state else _load()
+    return bool(fns) and np.dtype(dtype) in (np.float32, np.float64)
+
+
 def _fn(name: str, *arrays):
     """The kernel for the arrays' dtype, or None (NumPy path): they must share a float32/float64
     dtype and hold at least one element."""
@@ -117,8 +123,9 @@ def _fn(name: str, *arrays):
 
 
 def _c(a: np.ndarray) -> np.ndarray:
-    """C-contiguous, aligned, native byte order (a copy only when it is not)."""
-    return np.require(a, requirements=("C", "A"))
+    """C-contiguous and aligned (a copy only when it is not; the dtype is checked by ``_fn``)."""
+    flags = a.flags
+    return a if flags.c_contiguous and flags.aligned else np.require(a, requirements=("C", "A"))
 
 
 def _ptr(a):

@@ -261,7 +261,8 @@ class _FlatAdamState:
         """One step of every parameter: :func:`adam_update` on the flat buffers, a chunk at a time."""
         self.steps += 1
         step, vmax = float(self.steps[0]), self.max_exp_avg_sq
-        for lo in range(0, grad.size, _CHUNK):
-            part = slice(lo, lo + _CHUNK)
+        chunk = grad.size if kernels.available(grad.dtype) else _CHUNK   # one pass in C: no chunks needed
+        for lo in range(0, grad.size, max(chunk, 1)):
+            part = slice(lo, lo + chunk)
             adam_update(self.params.data[part], grad[part], self.exp_avg[part], self.exp_avg_sq[part],
                         None if vmax is None else vmax[part], step, **hyper)
