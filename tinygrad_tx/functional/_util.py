@@ -7,6 +7,7 @@ from deep inside a forward.
 """
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
@@ -154,6 +155,8 @@ def to_rows(a: np.ndarray, axis: int) -> np.ndarray:
     """
     if a.ndim == 0:
         return a.reshape(1, 1)
+    if axis in (-1, a.ndim - 1) and a.flags.c_contiguous:   # the usual case, without moveaxis (~15 µs)
+        return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
     moved = np.moveaxis(a, axis, -1)
     n_rows = int(np.prod(moved.shape[:-1]))
     return np.ascontiguousarray(moved).reshape(n_rows, a.shape[axis])
@@ -164,6 +167,8 @@ def from_rows(r: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
     moved back into place (not C-contiguous when ``axis`` is not the last axis)."""
     if len(shape) == 0:
         return r.reshape(())
+    if axis in (-1, len(shape) - 1):
+        return r.reshape(shape)
     moved = shape[:axis] + shape[axis + 1:] + (shape[axis],)
     return np.moveaxis(r.reshape(moved), -1, axis)
 
