@@ -141,8 +141,9 @@ def _over_rows(n_rows: int, row_len: int, call) -> None:
 
 def gelu(x: np.ndarray, approximate: str, need_d: bool):
     """(y, dy/dx or None) of GELU in one pass, or None. Exact: y = xΦ(x), Φ = erfc(-x/√2)/2;
-    tanh: y = xσ(2u) (see ``source``). Why: one pass with libmvec's vector erfc/exp against
-    33 NumPy passes (measured in ``docs/kernels.md``)."""
+    tanh: y = xσ(2u) (see ``source``). Why: one pass with libmvec's vector erfc/exp instead of
+    33 NumPy passes. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time (bench/kernels_ab.py,
+    2026-12-07, loaded VM): exact 1154 -> 476 µs (torch 544), tanh 1355 -> 404 µs (torch 868)."""
     f = _fn("gelu_erf" if approximate == "none" else "gelu_tanh", x)
     if f is None:
         return None
@@ -158,7 +159,9 @@ def gelu(x: np.ndarray, approximate: str, need_d: bool):
 
 def layer_norm_forward(x2: np.ndarray, w, b, eps: float):
     """(y, μ, δ, ρ) of LayerNorm over the rows of a 2-D array (w, b of the row's length or None),
-    or None. Saved values as ``LayerNormFn``'s NumPy forward saves them."""
+    or None. Saved values as ``LayerNormFn``'s NumPy forward saves them. Why: two passes per row
+    (statistics in double, then the affine output) instead of six NumPy passes per block. Gain,
+    fwd+bwd (512, 256) float32, 1 thread, CPU time: 1275 -> 598 µs (torch 470; 2026-12-07)."""
     f = _fn("layer_norm_fwd", x2, w, b)
     if f is None:
         return None
@@ -175,7 +178,8 @@ def layer_norm_forward(x2: np.ndarray, w, b, eps: float):
 
 
 def layer_norm_backward(x2, g2, w, mu, dl, rs, need_dx: bool, need_dw: bool, need_db: bool):
-    """(dx or None, dγ as float64 or None, dβ as float64 or None), or None."""
+    """(dx or None, dγ as float64 or None, dβ as float64 or None), or None. Why: the two row
+    means and dx in two passes per row, dγ/dβ summed per thread in double on the way."""
     f = _fn("layer_norm_bwd", x2, g2, w, mu, dl, rs)
     if f is None:
         return None
@@ -211,7 +215,9 @@ def _rowwise(name: str, *arrays, pooled: bool = False):
 
 
 def softmax_forward(x2):
-    """softmax along the rows of a 2-D array, or None."""
+    """softmax along the rows of a 2-D array, or None. Why: max, exp+sum, divide as three
+    in-cache passes over each row instead of NumPy passes over blocks. Gain, fwd+bwd (512, 256)
+    float32, 1 thread, CPU time: 791 -> 450 µs (torch 386; 2026-12-07)."""
     return _rowwise("softmax_fwd", x2, pooled=True)
 
 
@@ -221,10 +227,13 @@ def softmax_backward(y2, g2):
 
 
 def log_softmax_forward(x2):
+    """log-softmax along the rows, or None. Why: one kernel per direction instead of five NumPy
+    passes. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time: 772 -> 463 µs (torch 421)."""
     return _rowwise("log_softmax_fwd", x2, pooled=True)
 
 
 def log_softmax_backward(y2, g2):
+    """dx = g - e^y Σ g along the rows, or None."""
     return _rowwise("log_softmax_bwd", y2, g2)
 
 
@@ -233,7 +242,8 @@ def log_softmax_backward(y2, g2):
 def cross_entropy_rows(z2: np.ndarray, keep_p: bool):
     """(p or None, row maxima m, log Σ e^{z - m}) of cross-entropy's logits rows, or None.
     Why: the row pass (max, exp, sum, log, p = e / sum) in one C loop per row instead of six
-    NumPy passes."""
+    NumPy passes. Gain, fwd+bwd of (512, 256) float32 logits, 1 thread, CPU time: 694 -> 546 µs
+    (torch 539; 2026-12-07)."""
     f = _fn("cross_entropy_rows", z2)
     if f is None or z2.shape[1] == 0:
         return None
@@ -253,7 +263,9 @@ def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step_size: float, 
     """``optim.adam.adam_update`` in one C pass, in place; False (nothing done) when it does not
     apply: every array must be C-contiguous of one float dtype and shape (the state is updated in
     place, so nothing may be copied). Bit-identical to the NumPy form (same operations, same
-    order, scalars rounded to the dtype as NumPy rounds them, no FMA contraction)."""
+    order, scalars rounded to the dtype as NumPy rounds them, no FMA contraction). Why: one pass
+    instead of a dozen. Gain, one AdamW step over 2^20 float32 parameters, 1 thread, CPU time:
+    5263 -> 1615 µs (torch 5365; 2026-12-07)."""
     arrays = (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq)
     if not all(a is None or type(a) is np.ndarray for a in arrays):
         return False

@@ -371,8 +371,8 @@ def _gelu_with_derivative(x: np.ndarray, approximate: str, need_d: bool):
     ``ops.normal.gelu_float32`` (a fitted Φ, block by block, ~10x faster than SciPy's erf).
 
     Where a C compiler is found, ``kernels.gelu`` computes both in one pass instead (the NumPy
-    code below stays as the reference and the fallback). Why and gain: (512, 256) float32 exact,
-    forward + backward, one thread: see ``docs/kernels.md`` for the measured table."""
+    code below stays as the reference and the fallback). Gain: (512, 256) float32 exact,
+    forward + backward, one thread, CPU time 1154 -> 476 µs (torch 544; docs/kernels.md)."""
     fast = kernels.gelu(x, approximate, need_d)
     if fast is not None:
         return fast
