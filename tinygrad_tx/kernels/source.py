@@ -3,8 +3,12 @@
 Each kernel is the loop its op's NumPy form makes as several passes, written once per row (or
 once per element): one pass over memory instead of one per NumPy call. Conventions:
 
-* ``T`` is the element type, ``ACC`` the accumulator of row sums (double for both: a float32 row
-  summed in double is exact to rounding of the result; the cost is hidden behind exp/erf).
+* ``T`` is the element type, ``ACC`` the accumulator of row sums: the element type. A vectorised
+  sum keeps one partial sum per lane (8 or 16), so a float32 row of 256 adds ~16-32 terms per
+  lane, about as accurate as NumPy's pairwise sum; LayerNorm's mean is corrected by δ anyway.
+  Double accumulators cost 25-35 % more in the float32 LayerNorm and softmax backward kernels
+  (float→double conversions and half-width vectors; (512, 256): LayerNorm forward 86 -> 62 µs,
+  backward 101 -> 66 µs, 2026-12-07). Sums across rows (LayerNorm's dγ, dβ) stay in double.
 * ``#pragma omp simd`` (built with ``-fopenmp-simd``: no OpenMP runtime) lets the compiler
   vectorise the loops and reassociate the marked reductions — without ``-ffast-math``, so NaN,
   ±Inf, −0.0 and subnormals keep IEEE semantics.
@@ -31,7 +35,6 @@ SIMD_DECL float expf(float);   SIMD_DECL double exp(double);
 SIMD_DECL float logf(float);   SIMD_DECL double log(double);
 SIMD_DECL float erfcf(float);  SIMD_DECL double erfc(double);
 float sqrtf(float); double sqrt(double);
-typedef double ACC;
 #define SQRT1_2      0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
 #define SQRT_2_OVER_PI 0.79788456080286535588
@@ -40,6 +43,8 @@ typedef double ACC;
 
 BODY = Template(r"""
 /* ---------------------------------------------------------------- $T */
+typedef $A ACC$N;   /* row sums: see the module docstring */
+#define ACC ACC$N
 
 /* exact GELU: y = x Φ(x), dy/dx = Φ(x) + x φ(x), Φ(x) = erfc(-x/√2)/2 (no cancellation in the
    left tail, unlike (1 + erf)/2), φ(x) = e^{-x²/2}/√(2π). d may be NULL (no gradient needed). */
@@ -124,7 +129,7 @@ void layer_norm_fwd$N(const $T *restrict x, const $T *restrict w, const $T *rest
    column sums (dwa, dba: D each, the caller adds the threads' sums). dx may be NULL. */
 void layer_norm_bwd$N(const $T *restrict x, const $T *restrict g, const $T *restrict w,
                       const $T *restrict mu, const $T *restrict dl, const $T *restrict rs,
-                      $T *restrict dx, ACC *restrict dwa, ACC *restrict dba, long lo, long hi, long D) {
+                      $T *restrict dx, double *restrict dwa, double *restrict dba, long lo, long hi, long D) {
     for (long r = lo; r < hi; r++) {
         const $T *xr = x + r * D, *gr = g + r * D;
         $T m = mu[r], de = dl[r], rho = rs[r];
@@ -268,4 +273,5 @@ void adam$N($T *restrict p, const $T *restrict g, $T *restrict m, $T *restrict v
 
 def source() -> str:
     """The whole translation unit: the prelude, then the body for float and for double."""
-    return PRELUDE + BODY.substitute(T="float", S="f", N="_f32") + BODY.substitute(T="double", S="", N="_f64")
+    return (PRELUDE + BODY.substitute(T="float", S="f", N="_f32", A="float") + "#undef ACC\n"
+            + BODY.substitute(T="double", S="", N="_f64", A="double"))
