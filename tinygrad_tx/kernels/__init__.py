@@ -143,7 +143,7 @@ def gelu(x: np.ndarray, approximate: str, need_d: bool):
     """(y, dy/dx or None) of GELU in one pass, or None. Exact: y = xΦ(x), Φ = erfc(-x/√2)/2;
     tanh: y = xσ(2u) (see ``source``). Why: one pass with libmvec's vector erfc/exp instead of
     33 NumPy passes. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time (bench/kernels_ab.py,
-    2026-12-07, loaded VM): exact 1154 -> 476 µs (torch 544), tanh 1355 -> 404 µs (torch 868)."""
+    2026-12-07, loaded VM): exact 1169 -> 462 µs (torch 540), tanh 1314 -> 402 µs (torch 860)."""
     f = _fn("gelu_erf" if approximate == "none" else "gelu_tanh", x)
     if f is None:
         return None
@@ -161,7 +161,7 @@ def layer_norm_forward(x2: np.ndarray, w, b, eps: float):
     """(y, μ, δ, ρ) of LayerNorm over the rows of a 2-D array (w, b of the row's length or None),
     or None. Saved values as ``LayerNormFn``'s NumPy forward saves them. Why: two passes per row
     (statistics in double, then the affine output) instead of six NumPy passes per block. Gain,
-    fwd+bwd (512, 256) float32, 1 thread, CPU time: 1275 -> 598 µs (torch 470; 2026-12-07)."""
+    fwd+bwd (512, 256) float32, 1 thread, CPU time: 1137 -> 526 µs (torch 467; 2026-12-07)."""
     f = _fn("layer_norm_fwd", x2, w, b)
     if f is None:
         return None
@@ -217,7 +217,7 @@ def _rowwise(name: str, *arrays, pooled: bool = False):
 def softmax_forward(x2):
     """softmax along the rows of a 2-D array, or None. Why: max, exp+sum, divide as three
     in-cache passes over each row instead of NumPy passes over blocks. Gain, fwd+bwd (512, 256)
-    float32, 1 thread, CPU time: 791 -> 450 µs (torch 386; 2026-12-07)."""
+    float32, 1 thread, CPU time: 817 -> 445 µs (torch 404; 2026-12-07)."""
     return _rowwise("softmax_fwd", x2, pooled=True)
 
 
@@ -228,7 +228,7 @@ def softmax_backward(y2, g2):
 
 def log_softmax_forward(x2):
     """log-softmax along the rows, or None. Why: one kernel per direction instead of five NumPy
-    passes. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time: 772 -> 463 µs (torch 421)."""
+    passes. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time: 768 -> 470 µs (torch 457)."""
     return _rowwise("log_softmax_fwd", x2, pooled=True)
 
 
@@ -242,8 +242,8 @@ def log_softmax_backward(y2, g2):
 def cross_entropy_rows(z2: np.ndarray, keep_p: bool):
     """(p or None, row maxima m, log Σ e^{z - m}) of cross-entropy's logits rows, or None.
     Why: the row pass (max, exp, sum, log, p = e / sum) in one C loop per row instead of six
-    NumPy passes. Gain, fwd+bwd of (512, 256) float32 logits, 1 thread, CPU time: 694 -> 546 µs
-    (torch 539; 2026-12-07)."""
+    NumPy passes. Gain, fwd+bwd of (512, 256) float32 logits, 1 thread, CPU time: 710 -> 522 µs
+    (torch 574; 2026-12-07)."""
     f = _fn("cross_entropy_rows", z2)
     if f is None or z2.shape[1] == 0:
         return None
@@ -265,7 +265,7 @@ def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step_size: float, 
     place, so nothing may be copied). Bit-identical to the NumPy form (same operations, same
     order, scalars rounded to the dtype as NumPy rounds them, no FMA contraction). Why: one pass
     instead of a dozen. Gain, one AdamW step over 2^20 float32 parameters, 1 thread, CPU time:
-    5263 -> 1615 µs (torch 5365; 2026-12-07)."""
+    4775 -> 1570 µs (torch 5152; 2026-12-07)."""
     arrays = (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq)
     if not all(a is None or type(a) is np.ndarray for a in arrays):
         return False

@@ -372,7 +372,7 @@ def _gelu_with_derivative(x: np.ndarray, approximate: str, need_d: bool):
 
     Where a C compiler is found, ``kernels.gelu`` computes both in one pass instead (the NumPy
     code below stays as the reference and the fallback). Gain: (512, 256) float32 exact,
-    forward + backward, one thread, CPU time 1154 -> 476 µs (torch 544; docs/kernels.md)."""
+    forward + backward, one thread, CPU time 1169 -> 462 µs (torch 540; docs/kernels.md)."""
     fast = kernels.gelu(x, approximate, need_d)
     if fast is not None:
         return fast
