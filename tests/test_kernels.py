@@ -517,3 +517,13 @@ def test_other_dtypes_use_the_numpy_path():
     assert kernels.softmax_forward(x16) is None and kernels.gelu(x16, "none", False) is None
     y = F.softmax(tg.from_numpy(x16), -1)
     assert y.dtype == tg.float16
+
+
+def test_explain_kernel_prints_the_c_source(capsys):
+    """``tinygrad-tx explain OP --kernel``: the path that runs, then the C of the op's kernels."""
+    from tinygrad_tx.cli import main
+    assert main(["explain", "layer_norm", "--kernel"]) == 0
+    out = capsys.readouterr().out
+    assert "void layer_norm_fwd_f32(" in out and "void layer_norm_bwd_f32(" in out and "path now: " in out
+    assert main(["explain", "matmul", "--kernel"]) == 0
+    assert "runs no C kernel" in capsys.readouterr().out

@@ -275,3 +275,25 @@ def source() -> str:
     """The whole translation unit: the prelude, then the body for float and for double."""
     return (PRELUDE + BODY.substitute(T="float", S="f", N="_f32", A="float") + "#undef ACC\n"
             + BODY.substitute(T="double", S="", N="_f64", A="double"))
+
+
+# The kernels each fused op runs (``tinygrad-tx explain OP --kernel`` prints them).
+KERNELS_OF = {
+    "gelu": ("gelu_erf", "gelu_tanh"),
+    "layer_norm": ("layer_norm_fwd", "layer_norm_bwd"),
+    "softmax": ("softmax_fwd", "softmax_bwd"),
+    "log_softmax": ("log_softmax_fwd", "log_softmax_bwd"),
+    "cross_entropy": ("cross_entropy_rows",),
+    "adam": ("adam",),
+}
+
+
+def kernel_source(name: str, suffix: str = "_f32") -> str:
+    """The C text of one kernel (its comment and body), e.g. ``kernel_source("softmax_fwd")``."""
+    text = source()
+    start = text.index(f"void {name}{suffix}(")
+    comment = text.rfind("/*", 0, start)
+    if text[comment:start].count("*/") == 1 and not text[text.index("*/", comment) + 2:start].strip():
+        start = comment
+    end = text.index("\n}\n", start) + 3
+    return text[start:end]
