@@ -184,7 +184,9 @@ def load() -> tuple[ctypes.CDLL, str, str, float]:
             except OSError:
                 pass                              # damaged beyond the digest's reach: rebuild
         start = time.perf_counter()
-        if sys.stderr is not None and os.environ.get("TINYGRAD_TX_KERNELS_QUIET") != "1":
+        # a progress line for a person at a terminal (the build takes ~1.4 s here); never into a
+        # pipe or log, whose readers may compare the output
+        if sys.stderr is not None and sys.stderr.isatty() and os.environ.get("TINYGRAD_TX_KERNELS_QUIET") != "1":
             print(f"tinygrad_tx: building C kernels with {short} (once; cached in {directory})",
                   file=sys.stderr, flush=True)
         try:
