@@ -527,3 +527,32 @@ def test_explain_kernel_prints_the_c_source(capsys):
     assert "void layer_norm_fwd_f32(" in out and "void layer_norm_bwd_f32(" in out and "path now: " in out
     assert main(["explain", "matmul", "--kernel"]) == 0
     assert "runs no C kernel" in capsys.readouterr().out
+
+
+@needs_cc
+@pytest.mark.parametrize("shape", [(0,), (1,), (7, 9), (32, 16, 64), (1031, 129)], ids=str)
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.999])
+def test_dropout_mask_is_bit_identical_to_the_numpy_path(shape, p):
+    """The kernel builds dropout's keep mask from the same words of torch's stream: the same mask
+    (and so torch's) for the same seed, and the generator left in the same state."""
+    from tinygrad_tx.functional._util import keep_mask
+    tg.manual_seed(11)
+    fast = keep_mask(shape, p, None)
+    after_fast = tg.rand(3).numpy()
+    with numpy_path():
+        tg.manual_seed(11)
+        slow = keep_mask(shape, p, None)
+        after_slow = tg.rand(3).numpy()
+    assert fast.dtype == np.bool_ and fast.shape == shape
+    np.testing.assert_array_equal(fast, slow)
+    np.testing.assert_array_equal(after_fast, after_slow)
+
+
+@needs_cc
+def test_dropout_matches_torch_mask():
+    x = np.ones((64, 33))
+    tg.manual_seed(5)
+    ours = F.dropout(tg.from_numpy(x), 0.3).numpy()
+    torch.manual_seed(5)
+    theirs = torch.nn.functional.dropout(torch.tensor(x, device=DEVICE), 0.3).cpu().numpy()
+    np.testing.assert_array_equal(ours, theirs)

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from .. import kernels
 from .._factory_args import InvalidArgumentError, InvalidDtypeError
 from ..autograd import recording as _recording
 from ..tensor import Tensor, default_generator
@@ -109,8 +110,11 @@ def keep_mask(shape, p: float, generator) -> np.ndarray:
         generator = default_generator()
     if not isinstance(generator, np.random.Generator):
         raise TypeError(f"generator must be a numpy.random.Generator, got {type(generator).__name__}")
-    from ..torch_streams import bernoulli_scalar
-    return bernoulli_scalar(generator, int(np.prod(shape, dtype=np.int64)), 1.0 - p).reshape(shape)
+    from ..torch_streams import bernoulli_scalar, words32
+    n = int(np.prod(shape, dtype=np.int64))
+    if n and kernels.available(np.float64):   # the same mask from the same words, in one C pass
+        return kernels.keep_from_words(words32(generator, 2 * n), 1.0 - p).reshape(shape)
+    return bernoulli_scalar(generator, n, 1.0 - p).reshape(shape)
 
 
 def keep_scale_of(p: float, dtype) -> float:

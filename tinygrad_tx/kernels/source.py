@@ -271,10 +271,27 @@ void adam$N($T *restrict p, const $T *restrict g, $T *restrict m, $T *restrict v
 """)
 
 
+UNTYPED = r"""
+/* ---------------------------------------------------------------- dtype-free kernels */
+
+/* dropout's keep mask from torch's stream: u = (53 low bits of (w[2i] << 32 | w[2i+1])) · 2^-53,
+   kept where u < q (= 1 - p), exactly torch_streams.bernoulli_scalar's arithmetic (the 53-bit
+   integer and its scaling are exact in double, so the mask is bit-identical). */
+void keep_from_words(const unsigned long long *restrict w, unsigned char *restrict keep, long lo, long hi,
+                     double q) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        unsigned long long v = ((w[2 * i] << 32) | w[2 * i + 1]) & 0x1FFFFFFFFFFFFFULL;
+        keep[i] = (double)v * 0x1p-53 < q;
+    }
+}
+"""
+
+
 def source() -> str:
     """The whole translation unit: the prelude, then the body for float and for double."""
     return (PRELUDE + BODY.substitute(T="float", S="f", N="_f32", A="float") + "#undef ACC\n"
-            + BODY.substitute(T="double", S="", N="_f64", A="double"))
+            + BODY.substitute(T="double", S="", N="_f64", A="double") + UNTYPED)
 
 
 # The kernels each fused op runs (``tinygrad-tx explain OP --kernel`` prints them).
@@ -285,12 +302,15 @@ KERNELS_OF = {
     "log_softmax": ("log_softmax_fwd", "log_softmax_bwd"),
     "cross_entropy": ("cross_entropy_rows",),
     "adam": ("adam",),
+    "dropout": ("keep_from_words",),
 }
 
 
 def kernel_source(name: str, suffix: str = "_f32") -> str:
     """The C text of one kernel (its comment and body), e.g. ``kernel_source("softmax_fwd")``."""
     text = source()
+    if f"void {name}{suffix}(" not in text:
+        suffix = ""                                  # a dtype-free kernel
     start = text.index(f"void {name}{suffix}(")
     comment = text.rfind("/*", 0, start)
     if text[comment:start].count("*/") == 1 and not text[text.index("*/", comment) + 2:start].strip():
