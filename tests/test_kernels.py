@@ -556,3 +556,59 @@ def test_dropout_matches_torch_mask():
     torch.manual_seed(5)
     theirs = torch.nn.functional.dropout(torch.tensor(x, device=DEVICE), 0.3).cpu().numpy()
     np.testing.assert_array_equal(ours, theirs)
+
+
+def _sdpa_case(kind, dtype):
+    rng = np.random.default_rng(12)
+    q, k, v = (rng.standard_normal((2, 3, 5, 8)).astype(dtype) for _ in range(3))
+    mask = None
+    if kind == "bool mask, a fully masked row":
+        mask = rng.random((5, 5)) > 0.3
+        mask[2] = False
+    elif kind == "float mask":
+        mask = rng.standard_normal((5, 5)).astype(dtype)
+    return q, k, v, mask
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", ["plain", "causal", "bool mask, a fully masked row", "float mask", "dropout"])
+def test_attention_softmax_kernel(kind, dtype):
+    """scaled_dot_product_attention's in-place softmax and its backward in C: the NumPy path's
+    output and gradients (fully masked rows zero, dropout's mask the same), and torch's."""
+    q, k, v, mask = _sdpa_case(kind, dtype)
+    g = np.random.default_rng(13).standard_normal((2, 3, 5, 8)).astype(dtype)
+
+    def ours():
+        tg.manual_seed(4)
+        Q, K, V = (tg.from_numpy(a.copy()).requires_grad_() for a in (q, k, v))
+        o = F.scaled_dot_product_attention(Q, K, V, attn_mask=None if mask is None else tg.from_numpy(mask),
+                                           is_causal=kind == "causal", dropout_p=0.3 if kind == "dropout" else 0.0)
+        grads = tg.autograd.grad(o, [Q, K, V], tg.from_numpy(g))
+        return [o.detach().numpy()] + [d.numpy() for d in grads]
+
+    fast = ours()
+    with numpy_path():
+        slow = ours()
+    for a, b in zip(fast, slow):
+        assert np.all(np.isfinite(a))
+        assert _rel(a, b) <= (1e-12 if dtype == np.float64 else 1e-5), _rel(a, b)
+    if kind != "dropout":
+        check_parity(lambda q, k, v: F.scaled_dot_product_attention(
+                         q, k, v, attn_mask=None if mask is None else tg.from_numpy(mask), is_causal=kind == "causal"),
+                     lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(
+                         q, k, v, attn_mask=None if mask is None else torch.tensor(mask, device=DEVICE),
+                         is_causal=kind == "causal"),
+                     q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), dtype=dtype,
+                     name=f"kernel sdpa {kind}")
+
+
+@needs_cc
+def test_attention_softmax_kernel_nan_and_dead_rows():
+    """The kernel alone: an all -inf row gives zeros, a row of -inf and a NaN gives NaN, as the NumPy form."""
+    s = np.array([[-np.inf] * 4, [-np.inf, np.nan, -np.inf, -np.inf], [np.nan, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 3.0]])
+    a = s.copy()
+    assert kernels.attention_softmax_(a)
+    np.testing.assert_array_equal(a[0], 0)
+    assert np.isnan(a[1]).all() and np.isnan(a[2]).all()
+    np.testing.assert_allclose(a[3], np.exp(s[3]) / np.exp(s[3]).sum(), rtol=1e-15)

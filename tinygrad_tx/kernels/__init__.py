@@ -46,6 +46,8 @@ _SIGNATURES = {
     "log_softmax_fwd": (_P, _P, _L, _L, _L),
     "log_softmax_bwd": (_P, _P, _P, _L, _L, _L),
     "cross_entropy_rows": (_P, _P, _P, _P, _L, _L, _L),
+    "attn_softmax": (_P, _L, _L, _L),
+    "attn_softmax_bwd": (_P, _P, _L, _L, _L),
 }
 _SCALAR = {"_f32": ctypes.c_float, "_f64": ctypes.c_double}
 
@@ -309,3 +311,29 @@ def keep_from_words(words: np.ndarray, q: float):
     if n:
         parallel_chunks(n, lambda lo, hi: f(pw, pk, lo, hi, float(q)), align=64)
     return keep
+
+
+# ---------------------------------------------------------------------------------- attention
+
+def _inplace_rows(name, a, *others) -> bool:
+    f = _fn(name, a, *others)
+    if f is None or a.shape[-1] == 0 or not all(x.flags.c_contiguous and x.flags.aligned and x.shape == a.shape
+                                                 for x in (a, *others)) or not a.flags.writeable:
+        return False
+    d = a.shape[-1]
+    n = a.size // d
+    ptrs = [_ptr(x) for x in (a, *others)]
+    _over_rows(n, d, lambda lo, hi: f(*ptrs, lo, hi, d))
+    return True
+
+
+def attention_softmax_(scores: np.ndarray) -> bool:
+    """Softmax over the last axis of attention scores, in place, fully masked rows zero (torch's
+    safe softmax); False (nothing done) when no kernel applies. Why: max, shift, exp, sum and
+    divide in one C pass per row instead of five NumPy passes over the (…, L, S) array."""
+    return _inplace_rows("attn_softmax", scores)
+
+
+def attention_softmax_backward_(ds: np.ndarray, p: np.ndarray) -> bool:
+    """ds <- (ds - rowsum(ds ∘ p)) ∘ p in place; False when no kernel applies."""
+    return _inplace_rows("attn_softmax_bwd", ds, p)

@@ -220,6 +220,45 @@ void log_softmax_bwd$N(const $T *restrict y, const $T *restrict g, $T *restrict 
     }
 }
 
+/* attention's softmax, in place over rows [lo, hi) of the score array: p = e^{s - m} / Σ e^{s - m}.
+   A row whose max is -inf (every key masked) becomes zeros, as torch's scaled_dot_product_attention
+   defines it, unless it holds a NaN (then NaN, as the NumPy form gives). */
+void attn_softmax$N($T *restrict s, long lo, long hi, long D) {
+    for (long r = lo; r < hi; r++) {
+        $T *sr = s + r * D;
+        $T m = sr[0];
+        #pragma omp simd reduction(max:m)
+        for (long j = 1; j < D; j++) m = sr[j] > m ? sr[j] : m;
+        if (m == -($T)__builtin_inf()) {
+            int nan = 0;
+            for (long j = 0; j < D; j++) nan |= sr[j] != sr[j];
+            $T fill = nan ? ($T)__builtin_nan("") : ($T)0;
+            for (long j = 0; j < D; j++) sr[j] = fill;
+            continue;
+        }
+        ACC t = 0;
+        #pragma omp simd reduction(+:t)
+        for (long j = 0; j < D; j++) { $T e = exp$S(sr[j] - m); sr[j] = e; t += e; }
+        $T tt = ($T)t;
+        #pragma omp simd
+        for (long j = 0; j < D; j++) sr[j] = sr[j] / tt;
+    }
+}
+
+/* attention's softmax backward, in place: dS = (dP - Σ_j dP_j P_j) ∘ P over each row. */
+void attn_softmax_bwd$N($T *restrict ds, const $T *restrict p, long lo, long hi, long D) {
+    for (long r = lo; r < hi; r++) {
+        $T *dr = ds + r * D;
+        const $T *pr = p + r * D;
+        ACC t = 0;
+        #pragma omp simd reduction(+:t)
+        for (long j = 0; j < D; j++) t += dr[j] * pr[j];
+        $T dot = ($T)t;
+        #pragma omp simd
+        for (long j = 0; j < D; j++) dr[j] = (dr[j] - dot) * pr[j];
+    }
+}
+
 /* cross-entropy's row pass: m = max z, t = Σ e^{z - m}, ls = log t; p = e^{z - m} / t when p is
    not NULL (kept for the backward). The caller forms log p_target = (z_target - m) - ls. */
 void cross_entropy_rows$N(const $T *restrict z, $T *restrict p, $T *restrict mx, $T *restrict ls,
@@ -301,6 +340,7 @@ KERNELS_OF = {
     "softmax": ("softmax_fwd", "softmax_bwd"),
     "log_softmax": ("log_softmax_fwd", "log_softmax_bwd"),
     "cross_entropy": ("cross_entropy_rows",),
+    "scaled_dot_product_attention": ("attn_softmax", "attn_softmax_bwd"),
     "adam": ("adam",),
     "dropout": ("keep_from_words",),
 }
