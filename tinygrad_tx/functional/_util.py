@@ -7,11 +7,13 @@ from deep inside a forward.
 """
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
 import numpy as np
 
+from .. import kernels
 from .._factory_args import InvalidArgumentError, InvalidDtypeError
 from ..autograd import recording as _recording
 from ..tensor import Tensor, default_generator
@@ -108,8 +110,11 @@ def keep_mask(shape, p: float, generator) -> np.ndarray:
         generator = default_generator()
     if not isinstance(generator, np.random.Generator):
         raise TypeError(f"generator must be a numpy.random.Generator, got {type(generator).__name__}")
-    from ..torch_streams import bernoulli_scalar
-    return bernoulli_scalar(generator, int(np.prod(shape, dtype=np.int64)), 1.0 - p).reshape(shape)
+    from ..torch_streams import bernoulli_scalar, words32
+    n = int(np.prod(shape, dtype=np.int64))
+    if n and kernels.available(np.float64):   # the same mask from the same words, in one C pass
+        return kernels.keep_from_words(words32(generator, 2 * n), 1.0 - p).reshape(shape)
+    return bernoulli_scalar(generator, n, 1.0 - p).reshape(shape)
 
 
 def keep_scale_of(p: float, dtype) -> float:
@@ -154,6 +159,8 @@ def to_rows(a: np.ndarray, axis: int) -> np.ndarray:
     """
     if a.ndim == 0:
         return a.reshape(1, 1)
+    if axis in (-1, a.ndim - 1) and a.flags.c_contiguous:   # the usual case, without moveaxis (~15 µs)
+        return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
     moved = np.moveaxis(a, axis, -1)
     n_rows = int(np.prod(moved.shape[:-1]))
     return np.ascontiguousarray(moved).reshape(n_rows, a.shape[axis])
@@ -164,6 +171,8 @@ def from_rows(r: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
     moved back into place (not C-contiguous when ``axis`` is not the last axis)."""
     if len(shape) == 0:
         return r.reshape(())
+    if axis in (-1, len(shape) - 1):
+        return r.reshape(shape)
     moved = shape[:axis] + shape[axis + 1:] + (shape[axis],)
     return np.moveaxis(r.reshape(moved), -1, axis)
 

@@ -28,7 +28,7 @@ import numbers
 
 import numpy as np
 
-from .. import buffers
+from .. import buffers, kernels
 from ..autograd import ArrayFunction
 from ..tensor import Tensor, where
 from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale, row_sums
@@ -99,17 +99,20 @@ class ScaledDotProductAttention(ArrayFunction):
             np.copyto(scores, -np.inf, where=_causal_future(*scores_shape[-2:]))
         # softmax along the keys; a row whose max is -inf is fully masked: shift it by 0
         # instead (so exp gives exact zeros, not nan) and divide its zero sum by 1
-        row_max = np.max(scores, axis=-1, keepdims=True, initial=-np.inf)   # no keys: -inf
-        dead = row_max == -np.inf
-        has_dead = bool(dead.any())
-        if has_dead:
-            row_max[dead] = 0
-        scores -= row_max
-        p = np.exp(scores, out=scores)
-        denom = _key_sums(p)
-        if has_dead:
-            denom[dead] = 1
-        p /= denom
+        if kernels.attention_softmax_(scores):            # the same, one C pass per row
+            p = scores
+        else:
+            row_max = np.max(scores, axis=-1, keepdims=True, initial=-np.inf)   # no keys: -inf
+            dead = row_max == -np.inf
+            has_dead = bool(dead.any())
+            if has_dead:
+                row_max[dead] = 0
+            scores -= row_max
+            p = np.exp(scores, out=scores)
+            denom = _key_sums(p)
+            if has_dead:
+                denom[dead] = 1
+            p /= denom
         if keep is not None:
             p_used = p * keep
             p_used *= keep_scale_
@@ -138,8 +141,9 @@ class ScaledDotProductAttention(ArrayFunction):
             if keep is not None:
                 ds *= keep
                 ds *= ctx.keep_scale                             # dP
-            ds -= _key_sums(np.multiply(ds, p))                  # dP - D
-            ds *= p                                              # dS
+            if not kernels.attention_softmax_backward_(ds, p):  # (dP - D) ∘ P in one C pass
+                ds -= _key_sums(np.multiply(ds, p))              # dP - D
+                ds *= p                                          # dS
             if nq:
                 dq = np.matmul(ds, k)
                 dq *= ctx.scale

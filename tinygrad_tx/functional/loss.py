@@ -28,6 +28,7 @@ import numbers
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, from_rows, loss_reduction, row_blocks, row_max, row_sums, to_rows
@@ -83,12 +84,18 @@ class CrossEntropy(ArrayFunction):
         at = np.arange(n_rows)                         # (at, t) indexes each row's target
 
         keep_p = ctx.needs_input_grad[0]
-        p2 = np.empty_like(z2) if keep_p else None
-        blocks = row_blocks(n_rows, n_classes)
-        scratch = None if keep_p else np.empty_like(z2[blocks[0]] if blocks else z2)
-        s_t = np.empty(n_rows, z2.dtype)                # s at the target
-        log_sum = np.empty(n_rows, z2.dtype)            # log Σ_c e^{s_c}
-        smooth = np.empty(n_rows, z2.dtype) if eps > 0 else None   # Σ_c w_c s_c
+        fast = None if eps > 0 else kernels.cross_entropy_rows(z2, keep_p)   # one C pass per row
+        if fast is not None:
+            p2, row_m, log_sum = fast
+            s_t = z2[at, t] - row_m
+            smooth, blocks = None, ()
+        else:
+            p2 = np.empty_like(z2) if keep_p else None
+            blocks = row_blocks(n_rows, n_classes)
+            scratch = None if keep_p else np.empty_like(z2[blocks[0]] if blocks else z2)
+            s_t = np.empty(n_rows, z2.dtype)                # s at the target
+            log_sum = np.empty(n_rows, z2.dtype)            # log Σ_c e^{s_c}
+            smooth = np.empty(n_rows, z2.dtype) if eps > 0 else None   # Σ_c w_c s_c
         for rows in blocks:
             zb = z2[rows]
             k = len(zb)

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from .. import buffers
+from .. import buffers, kernels
 from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_float, row_blocks
@@ -68,13 +68,20 @@ class LayerNormFn(ArrayFunction):
     def forward(ctx, x, weight, bias, *, ndim_normalized, eps):
         d = int(np.prod(x.shape[x.ndim - ndim_normalized:]))
         x2 = np.ascontiguousarray(x).reshape(-1, d)
-        y2 = buffers.empty(x2.shape, x2.dtype)             # pooled: no fresh pages at every step
         saving = ctx.needs_input_grad[0] or ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
+        w = None if weight is None else weight.reshape(d)
+        b = None if bias is None else bias.reshape(d)
+        ctx.shapes = x.shape, x.shape[x.ndim - ndim_normalized:]
+        ctx.eps = eps
+        fast = kernels.layer_norm_forward(x2, w, b, eps)   # one C pass per row (docs/kernels.md)
+        if fast is not None:
+            y2, mu, dl, rstd = fast
+            ctx.save_for_backward(x if saving else None, mu, dl, rstd, weight)
+            return y2.reshape(x.shape)
+        y2 = buffers.empty(x2.shape, x2.dtype)             # pooled: no fresh pages at every step
         rows_total = x2.shape[0]
         mu, dl, rstd = (np.empty(rows_total, x2.dtype) for _ in range(3))   # μ, δ, ρ per row
         blocks = row_blocks(*x2.shape, scale=_BLOCK_SCALE)
-        w = None if weight is None else weight.reshape(d)
-        b = None if bias is None else bias.reshape(d)
         ones = np.ones(d, x2.dtype)                        # (block @ ones) / d: the row means
         for rows in blocks:
             xb, cb = x2[rows], y2[rows]                    # x̂ is built in y, then scaled and shifted
@@ -93,8 +100,6 @@ class LayerNormFn(ArrayFunction):
             if b is not None:
                 cb += b
         ctx.save_for_backward(x if saving else None, mu, dl, rstd, weight)
-        ctx.shapes = x.shape, x.shape[x.ndim - ndim_normalized:]
-        ctx.eps = eps
         return y2.reshape(x.shape)
 
     @staticmethod
@@ -106,6 +111,14 @@ class LayerNormFn(ArrayFunction):
         d = int(np.prod(normalized_shape))
         x2 = np.reshape(x, (n_rows, d))
         g2 = np.ascontiguousarray(g).reshape(n_rows, d)
+        dtype = x2.dtype
+        fast = kernels.layer_norm_backward(x2, g2, None if weight is None else weight.reshape(d),
+                                           mu, dl, rstd, nx, nw, nb)
+        if fast is not None:                               # one C pass per row (docs/kernels.md)
+            dx2, dw, db = fast
+            return (None if dx2 is None else dx2.reshape(x_shape),
+                    None if dw is None else dw.astype(dtype).reshape(normalized_shape),
+                    None if db is None else db.astype(dtype).reshape(normalized_shape))
         gamma = np.ones(d, x2.dtype) if weight is None else weight.reshape(d)
         dx2 = np.empty_like(x2, order="C") if nx else None
         dw = np.zeros(d) if nw else None                   # float64 sums of the blocks' sums

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, kernels
 from ..autograd import ArrayFunction
 from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float, from_rows, row_blocks, row_max, row_sums, to_rows
@@ -65,8 +65,10 @@ class SoftmaxFn(ArrayFunction):
     @staticmethod
     def forward(ctx, x, *, dim):
         x2 = to_rows(x, dim)
-        y2 = np.empty_like(x2)
-        _shift_rows_that_need_it(x2, y2, _softmax_unshifted(x2, y2))
+        y2 = kernels.softmax_forward(x2)                  # one C pass per row (docs/kernels.md)
+        if y2 is None:
+            y2 = np.empty_like(x2)
+            _shift_rows_that_need_it(x2, y2, _softmax_unshifted(x2, y2))
         ctx.save_for_backward(y2)
         ctx.shape, ctx.dim = x.shape, dim
         return from_rows(y2, x.shape, dim)
@@ -83,6 +85,9 @@ class SoftmaxFn(ArrayFunction):
     def backward(ctx, g):
         (y2,) = ctx.saved_tensors
         g2 = to_rows(g, ctx.dim)
+        fast = kernels.softmax_backward(y2, g2)           # the same refined formula, in C
+        if fast is not None:
+            return from_rows(fast, ctx.shape, ctx.dim)
         dx2 = np.empty_like(y2)
         blocks = row_blocks(*y2.shape)
         scratch = np.empty_like(y2[blocks[0]] if blocks else y2)
@@ -153,6 +158,11 @@ class LogSoftmaxFn(ArrayFunction):
     @staticmethod
     def forward(ctx, x, *, dim):
         x2 = to_rows(x, dim)
+        ctx.shape, ctx.dim = x.shape, dim
+        fast = kernels.log_softmax_forward(x2)            # one C pass per row (docs/kernels.md)
+        if fast is not None:
+            ctx.save_for_backward(fast)
+            return from_rows(fast, x.shape, dim)
         y2 = np.empty_like(x2)
         blocks = row_blocks(*x2.shape)
         scratch = np.empty_like(x2[blocks[0]] if blocks else x2)
@@ -171,6 +181,9 @@ class LogSoftmaxFn(ArrayFunction):
     def backward(ctx, g):
         (y2,) = ctx.saved_tensors
         g2 = to_rows(g, ctx.dim)
+        fast = kernels.log_softmax_backward(y2, g2)
+        if fast is not None:
+            return from_rows(fast, ctx.shape, ctx.dim)
         dx2 = np.empty_like(y2)
         for rows in row_blocks(*y2.shape):
             gb, db = g2[rows], dx2[rows]

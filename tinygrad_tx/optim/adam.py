@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from .flat import FlatParameters
 from .optimizer import Optimizer, check_betas, check_hyperparameter, step_dtype
 
@@ -47,6 +48,12 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step: float, *
     temporaries are written in place, which keeps each product's operand order (so the
     rounding is that of the plain expressions) and saves allocating a new array per term.
     """
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    if kernels.adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step_size=lr / bias_correction1,
+                    bias_correction2_sqrt=bias_correction2 ** 0.5, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                    weight_decay=weight_decay, decoupled=decoupled):
+        return                                     # the same operations in one C pass (docs/kernels.md)
     if weight_decay != 0:
         if decoupled:
             param *= 1 - lr * weight_decay
@@ -58,8 +65,6 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step: float, *
     term *= grad
     exp_avg_sq += term
 
-    bias_correction1 = 1 - beta1 ** step
-    bias_correction2 = 1 - beta2 ** step
     step_size = lr / bias_correction1
     bias_correction2_sqrt = bias_correction2 ** 0.5
 
@@ -256,7 +261,8 @@ class _FlatAdamState:
         """One step of every parameter: :func:`adam_update` on the flat buffers, a chunk at a time."""
         self.steps += 1
         step, vmax = float(self.steps[0]), self.max_exp_avg_sq
-        for lo in range(0, grad.size, _CHUNK):
-            part = slice(lo, lo + _CHUNK)
+        chunk = grad.size if kernels.available(grad.dtype) else _CHUNK   # one pass in C: no chunks needed
+        for lo in range(0, grad.size, max(chunk, 1)):
+            part = slice(lo, lo + chunk)
             adam_update(self.params.data[part], grad[part], self.exp_avg[part], self.exp_avg_sq[part],
                         None if vmax is None else vmax[part], step, **hyper)

@@ -90,6 +90,8 @@ def register_study_commands(commands) -> None:
     e.add_argument("--no-source", dest="source", action="store_false", help="skip the source listings")
     e.add_argument("--no-torch", dest="torch", action="store_false", help="skip the PyTorch comparison")
     e.add_argument("--seed", type=int, default=0, help="seed of the random input and cotangent (default: 0)")
+    e.add_argument("--kernel", action="store_true",
+                   help="print the C kernels the op runs where a compiler is found (tinygrad_tx/kernels)")
     debug_flag(e)
     e.set_defaults(func=cmd_explain)
 
@@ -244,7 +246,26 @@ def cmd_explain(args) -> int:
         print(f"or any other op of the engine ({len(names)} ArrayFunctions; any case, e.g. matmul, tanh):")
         print(textwrap.fill(", ".join(names), width=100, initial_indent="  ", subsequent_indent="  "))
         return 0
+    if getattr(args, "kernel", False):
+        return _explain_kernel(args.op)
     print(explain(args.op, seed=args.seed, use_torch=args.torch, source=args.source), end="")
+    return 0
+
+
+def _explain_kernel(op: str) -> int:
+    """``explain OP --kernel``: which path runs, then the C source of the op's kernels."""
+    from .. import kernels
+    from ..kernels.source import KERNELS_OF, kernel_source
+    from .explain import find_op
+    kind, found = find_op(op) if op.lower() != "adam" else ("fused", None)
+    name = "adam" if found is None else (found.name if kind == "fused" else op)
+    if name not in KERNELS_OF:
+        print(f"{op}: runs no C kernel (ops with kernels: {', '.join(KERNELS_OF)}); its NumPy code is what runs")
+        return 0
+    print(f"{name}: C kernels (float32 shown; float64 is the same text with double), path now: {kernels.mode()}")
+    for k in KERNELS_OF[name]:
+        print()
+        print(kernel_source(k))
     return 0
 
 

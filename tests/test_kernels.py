@@ -1,0 +1,614 @@
+"""The C kernels under the fused ops (``tinygrad_tx/kernels``, issue 33).
+
+Each kernel against its op's NumPy form (run in the same process with ``TINYGRAD_TX_KERNELS=0``)
+and against torch (``check_parity``: float64 to the kit's tolerance, float32 judged against
+torch's own float32 error with a float64 oracle); NaN/±Inf/−0.0/subnormal inputs; non-contiguous
+inputs; empty and 0-d shapes; sizes crossing a vector width and the thread split; the cache
+(damaged file rebuilt, file writable by others refused); the fallbacks (``TINYGRAD_TX_KERNELS=0``,
+``CC=/nonexistent`` with its warning, a failing compiler). Kernel-specific tests skip where no C
+compiler is found; the fallback tests run everywhere.
+"""
+import contextlib
+import os
+import stat
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tinygrad_tx as tg
+import tinygrad_tx.nn.functional as F
+from tinygrad_tx import kernels
+from tinygrad_tx.kernels import build
+from reference.testing import DEVICE, check_parity
+
+
+def _compiler_present() -> bool:
+    try:
+        build.find_compiler()
+        return True
+    except build.NoCompiler:
+        return False
+
+
+_OFF = os.environ.get("TINYGRAD_TX_KERNELS", "").strip().lower() in ("0", "off", "false", "no")
+needs_cc = pytest.mark.skipif(_OFF or not _compiler_present(),
+                              reason="TINYGRAD_TX_KERNELS=0 or no C compiler: the NumPy path runs")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_decision():
+    """Every test decides afresh (the environment may differ) and leaves the decision unmade."""
+    kernels.reset()
+    yield
+    kernels.reset()
+
+
+@contextlib.contextmanager
+def numpy_path():
+    old = os.environ.get("TINYGRAD_TX_KERNELS")
+    os.environ["TINYGRAD_TX_KERNELS"] = "0"
+    kernels.reset()
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TINYGRAD_TX_KERNELS"]
+        else:
+            os.environ["TINYGRAD_TX_KERNELS"] = old
+        kernels.reset()
+
+
+# (name, our op, torch's op): each a function of one tensor, forward + backward
+_W = {}
+
+
+def _ln(mod):
+    def f(x):
+        d = x.shape[-1]
+        w = _W.setdefault(("w", d), np.random.default_rng(d).standard_normal(d) * 0.5 + 1)
+        b = _W.setdefault(("b", d), np.random.default_rng(d + 1).standard_normal(d))
+        lib = tg if mod is F else torch
+        kw = {} if lib is tg else {"device": DEVICE}
+        return mod.layer_norm(x, (d,), lib.tensor(w.astype(np.float64), dtype=x.dtype, **kw),
+                              lib.tensor(b.astype(np.float64), dtype=x.dtype, **kw), 1e-5)
+    return f
+
+
+OPS = {
+    "gelu": (lambda x: F.gelu(x), lambda x: torch.nn.functional.gelu(x)),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), lambda x: torch.nn.functional.gelu(x, approximate="tanh")),
+    "layer_norm": (_ln(F), _ln(torch.nn.functional)),
+    "softmax": (lambda x: F.softmax(x, -1), lambda x: torch.nn.functional.softmax(x, -1)),
+    "log_softmax": (lambda x: F.log_softmax(x, -1), lambda x: torch.nn.functional.log_softmax(x, -1)),
+}
+
+
+def _ours(op, x: np.ndarray, g: np.ndarray):
+    """(output, gradient w.r.t. x for cotangent g) of our op, as float64 arrays."""
+    X = tg.from_numpy(x.copy()).requires_grad_()
+    y = OPS[op][0](X)
+    (dx,) = tg.autograd.grad(y, X, tg.from_numpy(g.astype(x.dtype)))
+    return y.detach().numpy(), dx.numpy()
+
+
+def _torch(op, x: np.ndarray, g: np.ndarray):
+    X = torch.tensor(x, device=DEVICE, requires_grad=True)
+    y = OPS[op][1](X)
+    (dx,) = torch.autograd.grad(y, X, torch.tensor(g.astype(x.dtype), device=DEVICE))
+    return y.detach().cpu().numpy(), dx.cpu().numpy()
+
+
+def _rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+
+
+SHAPES = [(1, 1), (3, 7), (5, 8), (4, 9), (2, 33), (512, 256), (300, 257)]
+
+
+@needs_cc
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_kernel_matches_numpy_path_float64(op, shape):
+    """The kernel path gives the NumPy path's values and gradients to ~1e-12 in float64."""
+    assert kernels.mode().startswith("c (")
+    rng = np.random.default_rng(sum(shape))
+    x, g = rng.standard_normal(shape) * 2, rng.standard_normal(shape)
+    fast = _ours(op, x, g)
+    with numpy_path():
+        slow = _ours(op, x, g)
+    for a, b in zip(fast, slow):
+        assert _rel(a, b) <= 1e-12, (op, shape, _rel(a, b))
+    if shape[-1] > 1 or op.startswith("gelu"):          # a row of one: the gradient is 0
+        assert np.max(np.abs(slow[1])) > 1e-3            # a non-trivial gradient
+
+
+@needs_cc
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(5, 8), (4, 9), (64, 96)], ids=str)
+def test_kernel_parity_with_torch(op, dtype, shape):
+    """Against torch with the kit's rule (float64 to its tolerance; float32 within 4x torch's
+    own float32 error against a float64 oracle), cotangent random."""
+    assert kernels.mode().startswith("c (")
+    x = np.random.default_rng(len(op) + shape[1]).standard_normal(shape) * 2
+    check_parity(OPS[op][0], OPS[op][1], x, dtype=dtype, name=f"kernel {op}", seed=shape[0])
+
+
+@needs_cc
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_kernel_float32_error_against_float64_oracle(op):
+    """(512, 256) float32: the kernel's error against float64 is at most 4x torch's own."""
+    rng = np.random.default_rng(7)
+    x64, g64 = rng.standard_normal((512, 256)) * 3, rng.standard_normal((512, 256))
+    x32, g32 = x64.astype(np.float32), g64.astype(np.float32)
+    oracle = _torch(op, x32.astype(np.float64), g32.astype(np.float64))
+    ours, theirs = _ours(op, x32, g32), _torch(op, x32, g32)
+    for o, t, exact in zip(ours, theirs, oracle):
+        assert _rel(o, exact) <= 4 * _rel(t, exact) + 1e-7, (op, _rel(o, exact), _rel(t, exact))
+
+
+def _gelu_oracle(op, x):
+    """y and dy/dx in long double arithmetic from forms without cancellation: exact GELU via
+    SciPy's ndtr (Φ accurate in the tail), tanh GELU as x σ(2u) (an identity of x(1 + tanh u)/2)."""
+    from scipy.special import ndtr
+    if op == "gelu":
+        with np.errstate(invalid="ignore", over="ignore"):
+            cdf = ndtr(x)
+            return x * cdf, cdf + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+    v = x.astype(np.longdouble)
+    with np.errstate(over="ignore", invalid="ignore"):
+        k = np.sqrt(np.longdouble(2) / np.pi)
+        u = k * (v + np.longdouble(0.044715) * v ** 3)
+        s = 1 / (1 + np.exp(-2 * u))
+        return (v * s).astype(np.float64), (s + 2 * v * s * (1 - s) * k * (1 + 3 * np.longdouble(0.044715) * v * v)).astype(np.float64)
+
+
+_SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-40, -1e-40, 1e30, -1e30, 3.0, -3.0, -10.0, 0.5])
+
+
+@needs_cc
+@pytest.mark.parametrize("op", ["gelu", "gelu_tanh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_special_values(op, dtype):
+    """NaN, ±Inf, −0.0, subnormals, huge values: where the NumPy path (which the suite checks
+    against torch) gives NaN the kernel does, and the finite values and zero signs agree."""
+    x = _SPECIAL.astype(dtype)
+    g = np.ones_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fast = _ours(op, x, g)
+        with numpy_path():
+            slow = _ours(op, x, g)
+    ty, tdx = _torch(op, x, g)
+    exact = _gelu_oracle(op, x.astype(np.float64))
+    rtol = 2e-5 if dtype == np.float32 else 1e-12
+    for a, b, e in zip(fast, slow, exact):
+        assert np.array_equal(np.isnan(a), np.isnan(b)), (x, a, b)
+        ok = np.isfinite(b) & np.isfinite(e)
+        np.testing.assert_array_equal(a[~ok], b[~ok])            # the same NaN and ±Inf
+        np.testing.assert_allclose(a[ok], e[ok], rtol=rtol, atol=1e-300)   # finite: as exact as float allows
+    assert np.signbit(fast[0][3]) and fast[0][3] == 0          # gelu(-0.0) = -0.0, as torch
+    assert np.isnan(fast[0][0]) and np.isnan(ty[0])
+
+
+@needs_cc
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_with_special_values_behave_as_torch(op, dtype):
+    """Rows holding NaN, +Inf, −Inf, all −Inf, huge and tiny values: NaN exactly where torch
+    has NaN, and the finite entries close to torch's."""
+    rows = np.array([[np.nan, 1.0, 2.0, 3.0], [np.inf, 1.0, 2.0, 3.0], [-np.inf, 1.0, 2.0, 3.0],
+                     [-np.inf] * 4, [1e4, -1e4, 0.0, 1.0], [1e-40, -1e-40, 0.0, -0.0],
+                     [1.0, 1.0, 1.0, 1.0], [3e38, 0.0, 0.0, 0.0]])
+    if dtype == np.float64:
+        rows[7, 0] = 1e300
+    x = rows.astype(dtype)
+    g = np.random.default_rng(0).standard_normal(x.shape).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ours = _ours(op, x, g)
+        theirs = _torch(op, x, g)
+    for a, b in zip(ours, theirs):
+        assert np.array_equal(np.isnan(a), np.isnan(b)), (op, x, a, b)
+        ok = np.isfinite(b)
+        np.testing.assert_allclose(a[ok], b[ok], rtol=1e-4, atol=1e-5)
+
+
+@needs_cc
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_non_contiguous_inputs(op):
+    """A transposed input and a strided slice give what their contiguous copies give."""
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((40, 24))
+    for x in (base.T, base[::2, ::3]):
+        g = rng.standard_normal(x.shape)
+        a = _ours(op, x, g)
+        b = _ours(op, np.ascontiguousarray(x), g)
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v)
+
+
+@needs_cc
+def test_softmax_along_a_middle_dim_and_0d():
+    rng = np.random.default_rng(4)
+    x, g = rng.standard_normal((3, 5, 4)), rng.standard_normal((3, 5, 4))
+    for fn, tfn in ((F.softmax, torch.nn.functional.softmax), (F.log_softmax, torch.nn.functional.log_softmax)):
+        X = tg.from_numpy(x.copy()).requires_grad_()
+        T = torch.tensor(x, device=DEVICE, requires_grad=True)
+        y, t = fn(X, 1), tfn(T, 1)
+        np.testing.assert_allclose(y.detach().numpy(), t.detach().cpu().numpy(), rtol=1e-12)
+        (dx,) = tg.autograd.grad(y, X, tg.from_numpy(g))
+        (dt,) = torch.autograd.grad(t, T, torch.tensor(g, device=DEVICE))
+        np.testing.assert_allclose(dx.numpy(), dt.cpu().numpy(), rtol=1e-10, atol=1e-14)
+        z = fn(tg.tensor(2.5, requires_grad=True), 0)
+        assert z.shape == () and float(z) == float(tfn(torch.tensor(2.5, device=DEVICE), 0).cpu())
+
+
+@needs_cc
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0), (0,), ()], ids=str)
+def test_empty_and_0d_shapes(op, shape):
+    """Empty arrays (and 0-d ones, where the op takes them) go to the NumPy path and give torch's shapes."""
+    if op == "layer_norm" and (len(shape) < 1 or shape[-1] == 0):
+        pytest.skip("layer_norm over an empty dim: argument checking (before any kernel) refuses it")
+    x = np.zeros(shape)
+    g = np.ones(shape)
+    try:
+        theirs = _torch(op, x, g)
+    except RuntimeError:
+        with pytest.raises((RuntimeError, ValueError)):       # where torch raises, we raise
+            _ours(op, x, g)
+        return
+    ours = _ours(op, x, g)
+    for a, b in zip(ours, theirs):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-12, equal_nan=True)
+
+
+@needs_cc
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_thread_split_changes_nothing(op, threads):
+    """Sizes across the thread split: 1 and 2 threads give identical results."""
+    rng = np.random.default_rng(5)
+    x, g = rng.standard_normal((1031, 129)).astype(np.float32), rng.standard_normal((1031, 129)).astype(np.float32)
+    old = tg.get_num_threads()
+    try:
+        tg.set_num_threads(1)
+        one = _ours(op, x, g)
+        tg.set_num_threads(threads)
+        many = _ours(op, x, g)
+    finally:
+        tg.set_num_threads(old)
+    for a, b in zip(one, many):
+        if op == "layer_norm":   # dγ, dβ: per-thread double sums, added in another order
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(a, b)
+
+
+@needs_cc
+def test_layer_norm_weight_and_bias_gradients_match_torch():
+    rng = np.random.default_rng(6)
+    x, w, b = rng.standard_normal((33, 17)), rng.standard_normal(17), rng.standard_normal(17)
+    check_parity(lambda x, w, b: F.layer_norm(x, (17,), w, b, 1e-5),
+                 lambda x, w, b: torch.nn.functional.layer_norm(x, (17,), w, b, 1e-5),
+                 x, w, b, name="kernel layer_norm (x, w, b)")
+    check_parity(lambda x: F.layer_norm(x, (17,)), lambda x: torch.nn.functional.layer_norm(x, (17,)),
+                 x, name="kernel layer_norm (no affine)")
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_kernel(dtype, reduction):
+    """The row pass in C: the NumPy path's loss and gradient, and torch's (with ignored targets)."""
+    rng = np.random.default_rng(8)
+    z = (rng.standard_normal((37, 11)) * 3).astype(dtype)
+    t = rng.integers(0, 11, 37)
+    t[[3, 9]] = -100
+    gz = rng.standard_normal(37).astype(dtype) if reduction == "none" else np.array(1.7, dtype)
+
+    def ours():
+        Z = tg.from_numpy(z.copy()).requires_grad_()
+        loss = F.cross_entropy(Z, tg.from_numpy(t), reduction=reduction)
+        (dz,) = tg.autograd.grad(loss, Z, tg.from_numpy(gz.astype(dtype)))
+        return loss.detach().numpy(), dz.numpy()
+
+    fast = ours()
+    with numpy_path():
+        slow = ours()
+    for a, b in zip(fast, slow):
+        assert _rel(a, b) <= (1e-12 if dtype == np.float64 else 1e-6)
+    Z = torch.tensor(z, device=DEVICE, requires_grad=True)
+    loss = torch.nn.functional.cross_entropy(Z, torch.tensor(t, device=DEVICE), reduction=reduction)
+    (dz,) = torch.autograd.grad(loss, Z, torch.tensor(gz, device=DEVICE))
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    assert _rel(fast[0], loss.detach().cpu().numpy()) <= tol and _rel(fast[1], dz.cpu().numpy()) <= tol
+    check_parity(lambda z: F.cross_entropy(z, tg.from_numpy(t)),
+                 lambda z: torch.nn.functional.cross_entropy(z, torch.tensor(t, device=DEVICE)),
+                 z.astype(np.float64), dtype=dtype, name="kernel cross_entropy")
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("variant", ["plain", "l2", "decoupled", "amsgrad", "beta1 0.3"])
+def test_adam_kernel_is_bit_identical_to_numpy(dtype, variant):
+    """Adam's update in C performs the NumPy form's operations in its order and rounding: equal
+    bit for bit over several steps (NaN gradients included), and torch's within float rounding."""
+    from tinygrad_tx.optim import adam as adam_mod
+    rng = np.random.default_rng(9)
+    n = 1000
+    hyper = dict(lr=1e-2, beta1=0.3 if variant == "beta1 0.3" else 0.9, beta2=0.999, eps=1e-8,
+                 weight_decay=0.1 if variant in ("l2", "decoupled") else 0.0, decoupled=variant == "decoupled")
+    grads = [(rng.standard_normal(n) * 10.0 ** rng.integers(-3, 3, n)).astype(dtype) for _ in range(4)]
+    grads[2][5] = np.nan
+    results = []
+    for path in ("kernel", "numpy"):
+        ctx = numpy_path() if path == "numpy" else contextlib.nullcontext()
+        with ctx, np.errstate(invalid="ignore"):
+            p = rng.standard_normal(n).astype(dtype) if not results else results[0][4].copy()
+            p0 = p.copy()
+            m, v = np.zeros(n, dtype), np.zeros(n, dtype)
+            vmax = np.zeros(n, dtype) if variant == "amsgrad" else None
+            for k, g in enumerate(grads, start=1):
+                adam_mod.adam_update(p, g, m, v, vmax, float(k), **hyper)
+            results.append((p, m, v, vmax, p0))
+    for a, b in zip(results[0][:4], results[1][:4]):
+        if a is not None:
+            assert np.array_equal(a, b, equal_nan=True)
+    assert np.isnan(results[0][0][5]) and not np.isnan(results[0][0][6])
+    assert kernels.mode().startswith("c (")
+
+
+@needs_cc
+def test_adamw_steps_match_torch():
+    """A few AdamW steps on a small model's parameters (the optimizer path the GPT step takes)."""
+    rng = np.random.default_rng(10)
+    w0 = rng.standard_normal((16, 8))
+    grads = [rng.standard_normal((16, 8)) for _ in range(3)]
+    W = tg.nn.Parameter(tg.from_numpy(w0.copy()))
+    T = torch.nn.Parameter(torch.tensor(w0, device=DEVICE))
+    ours = tg.optim.AdamW([W], lr=0.01, weight_decay=0.1)
+    theirs = torch.optim.AdamW([T], lr=0.01, weight_decay=0.1)
+    for g in grads:
+        W.grad = tg.from_numpy(g.copy())
+        T.grad = torch.tensor(g, device=DEVICE)
+        ours.step()
+        theirs.step()
+    np.testing.assert_allclose(W.detach().numpy(), T.detach().cpu().numpy(), rtol=1e-12, atol=1e-15)
+    assert np.max(np.abs(W.detach().numpy() - w0)) > 1e-3
+
+
+# ------------------------------------------------------------------------------- the cache
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("TINYGRAD_TX_KERNELS_QUIET", "1")
+    monkeypatch.delenv("TINYGRAD_TX_KERNELS", raising=False)
+    return tmp_path / "tinygrad_tx"
+
+
+_PROBE = ("import numpy as np; from tinygrad_tx import kernels; m = kernels.mode(); "
+          "y = kernels.softmax_forward(np.ones((2, 3))); "
+          "print(m); print(kernels._state.get('build_s')); print(None if y is None else float(y.sum()))")
+
+
+def _process():
+    """A fresh process's (mode, build seconds, a softmax's sum): the cache is shared between
+    processes, and a library loaded in this one must not be rewritten under it."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env,
+                         cwd=root, timeout=300)
+    assert out.returncode == 0, out.stderr
+    mode, seconds, total = out.stdout.split("\n")[:3]
+    return mode, float(seconds) if seconds != "None" else None, total
+
+
+def _library(directory):
+    (so,) = [p for p in directory.iterdir() if p.name.endswith(".so")]
+    return so
+
+
+@needs_cc
+def test_cache_is_built_once_then_reused(cache):
+    mode, seconds, total = _process()
+    assert mode.startswith("c (") and seconds > 0 and float(total) == pytest.approx(2.0)
+    so = _library(cache)
+    first = so.stat()
+    assert not first.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    assert (cache / (so.name + ".sha256")).exists()
+    mode, seconds, _ = _process()
+    assert mode.startswith("c (") and seconds == 0.0           # a second process reuses it
+    assert _library(cache).stat().st_ino == first.st_ino
+
+
+@needs_cc
+def test_damaged_library_is_rebuilt(cache):
+    _process()
+    so = _library(cache)
+    so.write_bytes(so.read_bytes()[:1000])                       # truncated
+    mode, seconds, total = _process()
+    assert mode.startswith("c (") and seconds > 0 and float(total) == pytest.approx(2.0)
+    assert len(so.read_bytes()) > 1000
+
+
+@needs_cc
+def test_library_writable_by_others_is_refused(cache):
+    _process()
+    so = _library(cache)
+    os.chmod(so, 0o775)
+    assert not build.trusted(str(so))
+    mode, seconds, _ = _process()
+    assert mode.startswith("c (") and seconds > 0                # not loaded: rebuilt
+    assert build.trusted(str(so))
+
+
+@needs_cc
+def test_cache_key_covers_source_flags_and_compiler():
+    src = "int f(void) { return 1; }"
+    k = build.cache_key(src, build.FLAGS, "gcc 1")
+    assert k != build.cache_key(src + " ", build.FLAGS, "gcc 1")
+    assert k != build.cache_key(src, build.PORTABLE_FLAGS, "gcc 1")
+    assert k != build.cache_key(src, build.FLAGS, "gcc 2")
+    assert "-ffast-math" not in build.FLAGS + build.PORTABLE_FLAGS
+
+
+# ------------------------------------------------------------------------------- fallbacks
+
+def test_kernels_off_runs_the_numpy_path(monkeypatch):
+    monkeypatch.setenv("TINYGRAD_TX_KERNELS", "0")
+    kernels.reset()
+    assert kernels.mode() == "numpy: TINYGRAD_TX_KERNELS=0"
+    x = np.random.default_rng(0).standard_normal((4, 8))
+    assert kernels.softmax_forward(x) is None and kernels.gelu(x, "none", True) is None
+    check_parity(OPS["softmax"][0], OPS["softmax"][1], x, name="softmax numpy path")
+
+
+def test_missing_compiler_falls_back_with_one_warning(monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent")
+    monkeypatch.delenv("TINYGRAD_TX_KERNELS", raising=False)
+    kernels.reset()
+    x = np.random.default_rng(1).standard_normal((4, 8))
+    with pytest.warns(RuntimeWarning, match="CC='/nonexistent'"):
+        y = F.gelu(tg.from_numpy(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                        # once: not again
+        F.softmax(tg.from_numpy(x), -1)
+    assert kernels.mode().startswith("numpy: CC='/nonexistent'")
+    np.testing.assert_allclose(y.numpy(), torch.nn.functional.gelu(torch.tensor(x, device=DEVICE)).cpu().numpy(), rtol=1e-12)
+
+
+def test_required_kernels_without_compiler_raise(monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent")
+    monkeypatch.setenv("TINYGRAD_TX_KERNELS", "1")
+    kernels.reset()
+    with pytest.raises(build.NoCompiler, match="nonexistent"):
+        kernels.mode()
+
+
+def test_failing_compiler_is_our_clear_error(monkeypatch, tmp_path):
+    """A compiler that fails: a warning quoting it and the NumPy path; with =1, KernelBuildError."""
+    fake = tmp_path / "badcc"
+    fake.write_text("#!/bin/sh\necho 'badcc: error: no such thing' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("TINYGRAD_TX_KERNELS_QUIET", "1")
+    monkeypatch.delenv("TINYGRAD_TX_KERNELS", raising=False)
+    kernels.reset()
+    with pytest.warns(RuntimeWarning, match="no such thing"):
+        assert kernels.mode().startswith("numpy: kernel build failed")
+    monkeypatch.setenv("TINYGRAD_TX_KERNELS", "1")
+    kernels.reset()
+    with pytest.raises(build.KernelBuildError, match="no such thing"):
+        kernels.mode()
+
+
+def test_other_dtypes_use_the_numpy_path():
+    x16 = np.ones((2, 3), np.float16)
+    assert kernels.softmax_forward(x16) is None and kernels.gelu(x16, "none", False) is None
+    y = F.softmax(tg.from_numpy(x16), -1)
+    assert y.dtype == tg.float16
+
+
+def test_explain_kernel_prints_the_c_source(capsys):
+    """``tinygrad-tx explain OP --kernel``: the path that runs, then the C of the op's kernels."""
+    from tinygrad_tx.cli import main
+    assert main(["explain", "layer_norm", "--kernel"]) == 0
+    out = capsys.readouterr().out
+    assert "void layer_norm_fwd_f32(" in out and "void layer_norm_bwd_f32(" in out and "path now: " in out
+    assert main(["explain", "matmul", "--kernel"]) == 0
+    assert "runs no C kernel" in capsys.readouterr().out
+
+
+@needs_cc
+@pytest.mark.parametrize("shape", [(0,), (1,), (7, 9), (32, 16, 64), (1031, 129)], ids=str)
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.999])
+def test_dropout_mask_is_bit_identical_to_the_numpy_path(shape, p):
+    """The kernel builds dropout's keep mask from the same words of torch's stream: the same mask
+    (and so torch's) for the same seed, and the generator left in the same state."""
+    from tinygrad_tx.functional._util import keep_mask
+    tg.manual_seed(11)
+    fast = keep_mask(shape, p, None)
+    after_fast = tg.rand(3).numpy()
+    with numpy_path():
+        tg.manual_seed(11)
+        slow = keep_mask(shape, p, None)
+        after_slow = tg.rand(3).numpy()
+    assert fast.dtype == np.bool_ and fast.shape == shape
+    np.testing.assert_array_equal(fast, slow)
+    np.testing.assert_array_equal(after_fast, after_slow)
+
+
+@needs_cc
+def test_dropout_matches_torch_mask():
+    x = np.ones((64, 33))
+    tg.manual_seed(5)
+    ours = F.dropout(tg.from_numpy(x), 0.3).numpy()
+    torch.manual_seed(5)
+    theirs = torch.nn.functional.dropout(torch.tensor(x, device=DEVICE), 0.3).cpu().numpy()
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def _sdpa_case(kind, dtype):
+    rng = np.random.default_rng(12)
+    q, k, v = (rng.standard_normal((2, 3, 5, 8)).astype(dtype) for _ in range(3))
+    mask = None
+    if kind == "bool mask, a fully masked row":
+        mask = rng.random((5, 5)) > 0.3
+        mask[2] = False
+    elif kind == "float mask":
+        mask = rng.standard_normal((5, 5)).astype(dtype)
+    return q, k, v, mask
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", ["plain", "causal", "bool mask, a fully masked row", "float mask", "dropout"])
+def test_attention_softmax_kernel(kind, dtype):
+    """scaled_dot_product_attention's in-place softmax and its backward in C: the NumPy path's
+    output and gradients (fully masked rows zero, dropout's mask the same), and torch's."""
+    q, k, v, mask = _sdpa_case(kind, dtype)
+    g = np.random.default_rng(13).standard_normal((2, 3, 5, 8)).astype(dtype)
+
+    def ours():
+        tg.manual_seed(4)
+        Q, K, V = (tg.from_numpy(a.copy()).requires_grad_() for a in (q, k, v))
+        o = F.scaled_dot_product_attention(Q, K, V, attn_mask=None if mask is None else tg.from_numpy(mask),
+                                           is_causal=kind == "causal", dropout_p=0.3 if kind == "dropout" else 0.0)
+        grads = tg.autograd.grad(o, [Q, K, V], tg.from_numpy(g))
+        return [o.detach().numpy()] + [d.numpy() for d in grads]
+
+    fast = ours()
+    with numpy_path():
+        slow = ours()
+    for a, b in zip(fast, slow):
+        assert np.all(np.isfinite(a))
+        assert _rel(a, b) <= (1e-12 if dtype == np.float64 else 1e-5), _rel(a, b)
+    if kind != "dropout":
+        check_parity(lambda q, k, v: F.scaled_dot_product_attention(
+                         q, k, v, attn_mask=None if mask is None else tg.from_numpy(mask), is_causal=kind == "causal"),
+                     lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(
+                         q, k, v, attn_mask=None if mask is None else torch.tensor(mask, device=DEVICE),
+                         is_causal=kind == "causal"),
+                     q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), dtype=dtype,
+                     name=f"kernel sdpa {kind}")
+
+
+@needs_cc
+def test_attention_softmax_kernel_nan_and_dead_rows():
+    """The kernel alone: an all -inf row gives zeros, a row of -inf and a NaN gives NaN, as the NumPy form."""
+    s = np.array([[-np.inf] * 4, [-np.inf, np.nan, -np.inf, -np.inf], [np.nan, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 3.0]])
+    a = s.copy()
+    assert kernels.attention_softmax_(a)
+    np.testing.assert_array_equal(a[0], 0)
+    assert np.isnan(a[1]).all() and np.isnan(a[2]).all()
+    np.testing.assert_allclose(a[3], np.exp(s[3]) / np.exp(s[3]).sum(), rtol=1e-15)
