@@ -107,6 +107,12 @@ def draw(shape, rng, domain="real", dtype="float64"):
         a = (rng.permutation(n).astype(np.float64) * 0.37 - n * 0.1).reshape(shape)
     elif domain == "few":                         # mode: repeated values
         a = rng.integers(-2, 3, shape) * 0.5
+    elif domain == "matrix":                      # det, inverse: diagonally dominant (det > 0, well conditioned)
+        a = 0.5 * rng.standard_normal(shape)
+        if len(shape) >= 2 and shape[-1] in (shape[-2], shape[-2] + 1):
+            k = shape[-1] - shape[-2]     # (n, n+1): the base of a view of a view, whose diagonal is k=1's
+            idx = np.arange(shape[-2])
+            a[..., idx, idx + k] += 3.0
     elif domain == "offgrid":                     # floor/round/fmod: away from the integers' jumps
         a = np.floor(rng.uniform(-3, 3, shape)) + rng.uniform(0.1, 0.4, shape)
     else:
@@ -216,6 +222,19 @@ def reduction(domain="real", dims=(None, -1, (0, 1), 0), keepdim=True, empty=Tru
     return samples
 
 
+TERNARY_SHAPES = [(((3, 4), ""), ((3, 4), ""), ((3, 4), "")), (((2, 3, 4), "T"), ((3, 4), ""), ((4,), "")),
+                  (((), ""), ((2, 3), ""), ((), "")), (((0, 3), ""), ((3,), ""), ((0, 3), "")),
+                  (((3, 4), "vv"), ((1, 4), ""), ((3, 1), "")), (((2, 1, 3), ""), ((2, 3), "vv"), ((3,), ""))]
+
+
+def ternary(d0="real", d1="real", d2="real", **kw):
+    """Three operands with broadcasting, 0-d, empty and non-contiguous ones (addcmul, addcdiv)."""
+    def samples(dtype, seed):
+        return [make([(a, d0, la), (b, d1, lb), (c, d2, lc)], dtype, seed + i, kw, f"{a}{la},{b}{lb},{c}{lc}")
+                for i, ((a, la), (b, lb), (c, lc)) in enumerate(TERNARY_SHAPES)]
+    return samples
+
+
 def shapes_of(*cases, domain="real"):
     """Explicit samples: each case ``(specs, kwargs)``."""
     def samples(dtype, seed):
@@ -298,7 +317,10 @@ FUNCTIONS: dict = {  # the engine Functions each op's graph holds (checked by te
     "conv_transpose2d": ('ConvTranspose',), "max_pool1d": ('MaxPool', 'Reshape'), "max_pool2d": ('MaxPool',),
     "avg_pool1d": ('AvgPool', 'Reshape'), "adaptive_avg_pool1d": ('AdaptiveAvgPool', 'Reshape'),
     "pixel_shuffle": ('Permute', 'Reshape'), "pixel_unshuffle": ('Permute', 'Reshape'),
-    "embedding": ('EmbeddingFn',),
+    "embedding": ('EmbeddingFn',), "deg2rad": ('Mul',), "rad2deg": ('Mul',), "addcmul": ('Add', 'Mul'),
+    "addcdiv": ('Add', 'Div', 'Mul'), "ldexp": ('Mul', 'Pow'), "select": ('Select',), "addr": ('Add', 'Mul', 'Reshape'),
+    "addbmm": ('Add', 'MatMul', 'Sum'), "det": ('LinalgDet',), "logdet": ('LinalgSlogdet', 'Where'),
+    "slogdet": ('LinalgSlogdet',), "inverse": ('LinalgInvEx',), "fill_diagonal_": ('Clone', 'Where'),
 }
 
 
@@ -311,9 +333,11 @@ _family = ["pointwise"]
 # compile refuses these (one CompileWarning, the call runs eagerly: not wrong, not replayed): their
 # code makes a tensor outside a Function (a 0-d fill value, an index array computed in NumPy)
 COMPILE_REFUSED = {"nonzero", "argwhere", "unique", "bincount", "bucketize", "searchsorted", "mode", "histogram",
-                   "histc", "isfinite","isinf","isnan","isneginf","isposinf","signbit","logical_not","bitwise_not","isclose","nanmean","argmax","argmin","all","any","count_nonzero","cummax","cummin","kthvalue","topk","sort","msort","argsort","repeat_interleave","take_along_dim","index_select","index_add","index_copy","index_fill","cosine_similarity",}
-# explain has no page for these: positive returns its input itself (torch too), no op is applied
-EXPLAIN_UNKNOWN = {"positive"}
+                   "histc", "isfinite","isinf","isnan","isneginf","isposinf","signbit","logical_not","bitwise_not","isclose","nanmean","argmax","argmin","all","any","count_nonzero","cummax","cummin","kthvalue","topk","sort","msort","argsort","repeat_interleave","take_along_dim","index_select","index_add","index_copy","index_fill","cosine_similarity",
+                   "gcd", "lcm", "fill_diagonal_", "logdet"}
+# explain has no page for these: positive and conj_physical (of a real tensor) return their input
+# itself (torch's too), no op is applied
+EXPLAIN_UNKNOWN = {"positive", "conj_physical"}
 
 
 def add(*ops):
@@ -345,10 +369,10 @@ _UNARY = [
     ("cos", "real", True, False, (), ()),
     ("cosh", "real", True, False, (), ()),
     ("erf", "real", True, False, (), ()),
-    ("erfc", "real", False, False, (), ()),
-    ("erfinv", "unit", False, False, (), ()),
+    ("erfc", "real", True, False, (), ()),
+    ("erfinv", "unit", True, False, (), ()),
     ("exp", "real", True, False, (), ()),
-    ("exp2", "real", False, False, (), ()),
+    ("exp2", "real", True, False, (), ()),
     ("expm1", "real", True, False, (), ()),
     ("floor", "offgrid", True, True, (), ()),
     ("frac", "offgrid", True, False, (), ()),
@@ -363,17 +387,20 @@ _UNARY = [
     ("rsqrt", "positive", True, False, (), ()),
     ("sigmoid", "real", True, False, (), ()),
     ("sign", "away", True, True, (), ("int64",)),
-    ("sgn", "away", False, True, (), ("int64",)),
+    ("sgn", "away", True, True, (), ("int64",)),
     ("sin", "real", True, False, (), ()),
-    ("sinc", "away", False, False, (), ()),
+    ("sinc", "away", True, False, (), ()),
     ("sinh", "real", True, False, (), ()),
     ("sqrt", "positive", True, False, (), ()),
     ("square", "real", True, False, (), ("int64",)),
     ("tan", "unit", True, False, (), ()),
     ("tanh", "real", True, False, (), ()),
     ("trunc", "offgrid", True, True, ("fix",), ()),
-    ("logit", "unit01", False, False, (), ()),
+    ("logit", "unit01", True, False, (), ()),
     ("positive", "real", False, False, (), ("int64",)),
+    ("deg2rad", "real", True, False, (), ()),
+    ("rad2deg", "real", True, False, (), ()),
+    ("conj_physical", "real", True, False, (), ("int64",)),
 ]
 for _n, _d, _ip, _zg, _al, _ex in _UNARY:
     add(Op(_n, fn(_n), unary(_d), aliases=_al, inplace=f"{_n}_" if _ip else None, zero_grad=_zg,
@@ -399,7 +426,8 @@ add(
     Op("signbit", fn("signbit"), unary("away"), grad=False),
     Op("logical_not", fn("logical_not"), unary("away"), grad=False, inplace="logical_not_",
        exact_dtypes=("int64", "bool")),
-    Op("bitwise_not", fn("bitwise_not"), unary("real"), grad=False, dtypes=(), exact_dtypes=("int64", "bool")),
+    Op("bitwise_not", fn("bitwise_not"), unary("real"), grad=False, dtypes=(), exact_dtypes=("int64", "bool"),
+       inplace="bitwise_not_"),
     Op("clone", meth("clone"), unary("real")),
     Op("contiguous", meth("contiguous"), unary("real")),
 )
@@ -433,6 +461,9 @@ add(
     Op("floor_divide", fn("floor_divide"), binary("real", "away", scalar=1.5), grad=False,
        inplace="floor_divide_", exact_dtypes=("int64",)),
     Op("lerp", fn("lerp"), same_shape(3), inplace="lerp_"),
+    Op("addcmul", fn("addcmul"), ternary(value=0.5), inplace="addcmul_"),
+    Op("addcdiv", fn("addcdiv"), ternary("real", "real", "away", value=-1.5), inplace="addcdiv_"),
+    Op("ldexp", fn("ldexp"), binary("real", "real"), inplace="ldexp_"),
     Op("where", lambda torch, c, x, y: torch.where(c > 0, x, y), same_shape(3), grad_args=(1, 2), zero_region=True),
     Op("clamp", fn("clamp"), same_shape(1, min=-0.5, max=0.7), aliases=("clip",), inplace="clamp_",
        exact_dtypes=("int64",)),
@@ -451,7 +482,10 @@ for _n, _al, _ip in [("eq", (), True), ("ne", ("not_equal",), True), ("lt", ("le
 for _n in ("logical_and", "logical_or", "logical_xor"):
     add(Op(_n, fn(_n), binary("away", "away"), grad=False, inplace=f"{_n}_", exact_dtypes=("int64", "bool")))
 for _n in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-    add(Op(_n, fn(_n), binary("real", "real"), grad=False, dtypes=(), exact_dtypes=("int64", "bool")))
+    add(Op(_n, fn(_n), binary("real", "real"), grad=False, dtypes=(), exact_dtypes=("int64", "bool"),
+           inplace=f"{_n}_"))
+for _n in ("gcd", "lcm"):      # integers only (torch: "gcd_cpu" not implemented for 'Float')
+    add(Op(_n, fn(_n), binary("real", "real"), grad=False, dtypes=(), exact_dtypes=("int64",), inplace=f"{_n}_"))
 add(Op("isclose", fn("isclose"), binary("real", "real"), grad=False))
 
 family("reduction")
@@ -481,8 +515,8 @@ add(
     Op("any", fn("any"), reduction("away", dims=(None, -1, 0)), grad=False, exact_dtypes=("int64", "bool")),
     Op("count_nonzero", fn("count_nonzero"), reduction("away", dims=(None, -1, (0, 1)), keepdim=False),
        grad=False, exact_dtypes=("int64",)),
-    Op("cumsum", fn("cumsum"), reduction(dims=(-1, 0), keepdim=False), exact_dtypes=("int64",)),
-    Op("cumprod", fn("cumprod"), reduction("away", dims=(-1, 0), keepdim=False)),
+    Op("cumsum", fn("cumsum"), reduction(dims=(-1, 0), keepdim=False), exact_dtypes=("int64",), inplace="cumsum_"),
+    Op("cumprod", fn("cumprod"), reduction("away", dims=(-1, 0), keepdim=False), inplace="cumprod_"),
     Op("logcumsumexp", fn("logcumsumexp"), reduction(dims=(-1, 0), keepdim=False)),
     Op("cummax", fn("cummax"), reduction("distinct", dims=(-1, 0), keepdim=False), pick=_first),
     Op("cummin", fn("cummin"), reduction("distinct", dims=(-1, 0), keepdim=False), pick=_first),
@@ -561,10 +595,15 @@ _M = [  # name, call, samples, view, inplace, extra flags
     ("atleast_1d", fn("atleast_1d"), shapes_of(([((), "real")], {}), ([((3,), "real")], {})), True),
     ("atleast_2d", fn("atleast_2d"), shapes_of(([((), "real")], {}), ([((3,), "real")], {})), True),
     ("atleast_3d", fn("atleast_3d"), shapes_of(([((), "real")], {}), ([((3, 4), "real")], {})), True),
+    ("select", fn("select"), shapes_of(([((3, 4), "real"), 0, 1], {}), ([((2, 3, 4), "real", "T"), -1, 2], {}),
+                                       ([((3, 4), "real", "vv"), 1, -1], {}), ([((5,), "real"), 0, 3], {})), True),
 ]
+# the in-place view ops: the tensor itself takes the result's shape over the same memory
+_VIEW_INPLACE = {"tril": "tril_", "triu": "triu_", "transpose": "transpose_", "t": "t_", "squeeze": "squeeze_",
+                 "unsqueeze": "unsqueeze_", "swapaxes": "swapaxes_", "swapdims": "swapdims_"}
 for _n, _c, _s, _v in _M:
     add(Op(_n, _c, _s, view=_v, exact_dtypes=("int64",),
-           inplace={"tril": "tril_", "triu": "triu_"}.get(_n)))
+           inplace=_VIEW_INPLACE.get(_n)))
 
 family("multi")
 # ops returning several tensors (flattened and concatenated to compare)
@@ -636,14 +675,37 @@ add(
     Op("outer", fn("outer"), shapes_of(([((3,), "real"), ((4,), "real")], {})), aliases=("ger",)),
     Op("addmm", fn("addmm"), shapes_of(([((3, 5), "real"), ((3, 4), "real"), ((4, 5), "real")], {}),
                                        ([((5,), "real"), ((3, 4), "real", "T"), ((4, 5), "real")],
-                                        {"beta": 0.5, "alpha": 2.0}))),
-    Op("addmv", fn("addmv"), shapes_of(([((3,), "real"), ((3, 4), "real"), ((4,), "real")], {}))),
-    Op("baddbmm", fn("baddbmm"), shapes_of(([((2, 3, 5), "real"), ((2, 3, 4), "real"), ((2, 4, 5), "real")], {}))),
+                                        {"beta": 0.5, "alpha": 2.0})), inplace="addmm_"),
+    Op("addmv", fn("addmv"), shapes_of(([((3,), "real"), ((3, 4), "real"), ((4,), "real")], {})), inplace="addmv_"),
+    Op("baddbmm", fn("baddbmm"), shapes_of(([((2, 3, 5), "real"), ((2, 3, 4), "real"), ((2, 4, 5), "real")], {})),
+       inplace="baddbmm_"),
+    Op("addr", fn("addr"), shapes_of(([((3, 4), "real"), ((3,), "real"), ((4,), "real")], {}),
+                                     ([((3, 4), "real", "vv"), ((3,), "real"), ((4,), "real", "vv")],
+                                      {"beta": 0.5, "alpha": 2.0}),
+                                     ([((4,), "real"), ((3,), "real"), ((4,), "real")], {}),
+                                     ([((), "real"), ((0,), "real"), ((2,), "real")], {})), inplace="addr_"),
+    Op("addbmm", fn("addbmm"), shapes_of(([((3, 5), "real"), ((2, 3, 4), "real"), ((2, 4, 5), "real")], {}),
+                                         ([((3, 5), "real", "T"), ((2, 3, 4), "real", "T"), ((2, 4, 5), "real")],
+                                          {"beta": -0.5, "alpha": 1.5}),
+                                         ([((5,), "real"), ((1, 3, 4), "real"), ((1, 4, 5), "real", "vv")], {}),
+                                         ([((3, 5), "real"), ((0, 3, 4), "real"), ((0, 4, 5), "real")], {})),
+       inplace="addbmm_"),
     Op("einsum", lambda torch, *xs: torch.einsum("ij,jk->ik", *xs),
        shapes_of(([((3, 4), "real"), ((4, 2), "real", "T")], {}))),
     Op("cosine_similarity", fn("cosine_similarity"), shapes_of(([((3, 4), "real"), ((3, 4), "real")], {}),
                                                                ([((3, 4), "real"), ((4,), "real")], {"dim": -1}))),
     Op("pairwise_distance", fn("pairwise_distance"), shapes_of(([((3, 4), "real"), ((3, 4), "real")], {}))),
+)
+
+family("linalg")
+# square matrices, diagonally dominant ("matrix": det > 0, so logdet is finite): batched, transposed, a view of a view
+_SQUARE = shapes_of(([((3, 3), "matrix")], {}), ([((2, 3, 3), "matrix", "T")], {}), ([((4, 4), "matrix", "vv")], {}),
+                    ([((1, 1), "matrix")], {}), ([((0, 3, 3), "matrix")], {}))
+add(
+    Op("det", fn("det"), _SQUARE),
+    Op("logdet", fn("logdet"), _SQUARE),
+    Op("slogdet", fn("slogdet"), _SQUARE, pick=_flat_cat),
+    Op("inverse", fn("inverse"), _SQUARE),
 )
 
 family("normalisation")
@@ -672,7 +734,8 @@ add(
        shapes_of(([((3, 4), "real"), 1, np.array([[0, 0], [1, 2], [2, 0]]), ((3, 2), "real"), "sum"], {}),
                  ([((3, 4), "real"), 1, np.array([[0, 3], [1, 2], [2, 0]]), ((3, 2), "real"), "amax"],
                   {"include_self": False}),
-                 ([((3, 4), "real"), 0, np.array([[0, 1, 2, 0], [2, 2, 0, 1]]), ((2, 4), "real"), "mean"], {}))),
+                 ([((3, 4), "real"), 0, np.array([[0, 1, 2, 0], [2, 2, 0, 1]]), ((2, 4), "real"), "mean"], {})),
+       inplace="scatter_reduce_"),
     Op("index_put", lambda torch, x, i, v, **k: x.index_put((i,), v, **k),
        shapes_of(([((4, 3), "real"), np.array([3, 0]), ((2, 3), "real")], {}),
                  ([((4, 3), "real"), np.array([1, 1]), ((3,), "real")], {"accumulate": True})),
@@ -680,6 +743,11 @@ add(
     Op("masked_scatter", lambda torch, x, s: x.masked_scatter(x > 0, s),
        shapes_of(([((3, 4), "real"), ((12,), "real")], {})),
        inplace=lambda torch, x, s: x.masked_scatter_(x > 0, s), aliases=("masked_scatter_",)),
+    Op("fill_diagonal_", lambda torch, x, v, **k: x.clone().fill_diagonal_(v, **k),
+       shapes_of(([((3, 4), "real"), 0.5], {}), ([((7, 3), "real"), -1.0], {"wrap": True}),
+                 ([((3, 3, 3), "real", "T"), 2.0], {}), ([((4, 3), "real", "vv"), 0.0], {})),
+       inplace=lambda torch, x, v, **k: x.fill_diagonal_(v, **k), zero_region=True,
+       xfail={"explain": "explain runs no in-place op (an out-of-place fill_diagonal does not exist): no page"}),
     Op("nonzero", fn("nonzero"), unary("away"), grad=False, exact_dtypes=("int64", "bool")),
     Op("argwhere", fn("argwhere"), unary("away"), grad=False, exact_dtypes=("int64",)),
     Op("unique", fn("unique"), shapes_of(([((3, 4), "offgrid")], {}), ([((5,), "offgrid")], {"return_counts": True}),
@@ -756,6 +824,8 @@ _AUTOGRAD = "the autograd API itself (test_engine*.py, test_autograd_*.py), not 
 _IO = "file input/output (test_serialization.py, test_load_hostile.py)"
 _FILL = "an in-place fill with no out-of-place op (test_inplace.py)"
 _PRED = "returns a Python bool, not a tensor (test_fuzz_api.py compares it with torch's)"
+_CALLBACK = ("calls a Python function per element, in place (torch's CPU-only, not differentiable): "
+             "no op to compare (test_surface_round3_inplace.py)")
 
 EXCLUDED: dict = {
     **{n: _FACTORY for n in ("arange", "as_tensor", "asarray", "empty", "empty_like", "eye", "from_numpy", "full",
@@ -767,15 +837,20 @@ EXCLUDED: dict = {
     **{n: _STATE for n in ("compile", "get_default_dtype", "get_num_threads", "get_printoptions", "get_rng_state",
                            "initial_seed", "is_grad_enabled", "is_inference_mode_enabled", "manual_seed", "seed",
                            "set_default_dtype", "set_num_threads", "set_printoptions", "set_rng_state",
-                           "broadcast_shapes", "can_cast", "promote_types", "result_type", "cpu", "cuda", "to")},
+                           "broadcast_shapes", "can_cast", "promote_types", "result_type", "cpu", "cuda", "to",
+                           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled")},
     **{n: _META for n in ("data_ptr", "dim", "element_size", "is_complex", "is_contiguous", "is_floating_point",
                           "is_tensor", "item", "ndimension", "nelement", "numel", "numpy", "size", "stride",
-                          "tolist", "type")},
+                          "tolist", "type", "is_coalesced", "is_conj", "is_distributed", "is_inference", "is_neg",
+                          "is_nonzero", "is_pinned", "is_same_size", "is_set_to", "is_shared", "is_signed")},
     **{n: _DTYPE for n in ("bool", "byte", "double", "float", "half", "int", "long", "short", "type_as")},
     **{n: _AUTOGRAD for n in ("backward", "detach", "detach_", "gradcheck", "register_hook", "requires_grad_",
-                              "retain_grad")},
+                              "retain_grad", "register_post_accumulate_grad_hook")},
     **{n: _IO for n in ("load", "save")},
-    **{n: _FILL for n in ("fill_", "zero_", "copy_", "resize", "resize_")},
+    **{n: _FILL for n in ("fill_", "zero_", "copy_", "resize", "resize_", "resize_as_")},
+    **{n: _CALLBACK for n in ("apply_", "map_", "map2_")},
+    "share_memory_": "marks the memory shared (one process here: nothing moves) and returns the tensor itself: "
+                     "no op (test_surface_round3.py checks is_shared after it)",
     **{n: _PRED for n in ("allclose", "equal")},
     **{n: "beyond torch 2.13's API (torch has no Tensor.maximum_/minimum_): nothing to compare with"
        for n in ("maximum_", "minimum_")},

@@ -97,3 +97,14 @@ def test_a_multi_view_output_whose_base_changed_is_refused_as_torch(split):
         y.add_(1.0)
         with pytest.raises(RuntimeError, match="returns multiple views"):
             (v * 1.0).sum().backward()
+
+
+def test_explain_finds_addr_by_running_it():
+    """``explain addr`` said "unknown op": its probe inputs had no (matrix, vector, vector) triple,
+    the only call addr accepts. Its page shows the Functions addr's graph holds (the outer
+    product's Mul of broadcast vectors, and Add)."""
+    import importlib
+    explain = importlib.import_module("tinygrad_tx.viz.explain")
+    kind, found = explain.find_op("addr")
+    assert kind == "primitive"
+    assert {"Add", "Mul"} <= {c.__name__ for c in found}

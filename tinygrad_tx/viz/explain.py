@@ -293,7 +293,8 @@ def _probe_arguments():
     ints = [Tensor(np.array([0, 1, 1, 3])), Tensor(np.array([2, 1, 0, 3]))]
     return [(m[0],), (m[0], m[1]), (m[0], m[1], m[2]), (b[0], b[1], b[2]), (b[0], b[1]), (m[0], v[0]),
             (v[0], m[0], v[1]), (v[0], m[0]), (m[0], Tensor(rng.standard_normal(9))), (v[0], v[1]), (v[0],), (m[0], 2), (q, 2), (p, 2), (m[0], 1, (3, 1)), (m[0], 0, 1),
-            ("ij,jk->ik", m[0], m[1]), (Tensor(np.array(0.5)),), (ints[0],), (ints[0], ints[1])]
+            ("ij,jk->ik", m[0], m[1]), (Tensor(np.array(0.5)),), (ints[0],), (ints[0], ints[1]),
+            (m[0], v[0], v[1])]        # a matrix and two vectors: addr
 
 
 def _by_running(name: str):
