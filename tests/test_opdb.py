@@ -1,4 +1,4 @@
-"""Generic checks driven by the op database (tests/opdb.py), one parametrized test per check:
+"""Generic checks driven by the op database (reference/opdb.py), one parametrized test per check:
 
 (a) forward and random-cotangent gradient vs torch (``reference.testing.check_parity``: float64 to
     1e-10, float32 against torch float32's own error w.r.t. a float64 oracle); forward only, exact,
@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import torch
 
-import opdb
+from reference import opdb
 import tinygrad_tx as tt
 from tinygrad_tx.compile import CompileWarning
 from reference.testing import F32_FLOOR, check_double_parity, check_parity, rel_err, to_numpy, to_torch
@@ -422,7 +422,7 @@ def test_every_public_op_has_an_entry_or_a_reasoned_exclusion():
     covered = opdb.covered_names()
     excluded = set(opdb.EXCLUDED)
     missing = sorted(public - covered - excluded)
-    assert not missing, f"{len(missing)} public ops have no entry in tests/opdb.py and no exclusion: {missing}"
+    assert not missing, f"{len(missing)} public ops have no entry in reference/opdb.py and no exclusion: {missing}"
     both = sorted(covered & excluded)
     assert not both, f"excluded yet covered (drop the exclusion): {both}"
     stale = sorted(n for n in excluded if n not in public)

@@ -1,4 +1,4 @@
-"""Regressions for the engine bugs the op database (tests/opdb.py, tests/test_opdb.py) found, each
+"""Regressions for the engine bugs the op database (reference/opdb.py, tests/test_opdb.py) found, each
 small and against torch, with a random cotangent."""
 import numpy as np
 import pytest

@@ -13,7 +13,9 @@ for this project. An :class:`Op` says
   dims, broadcasting, a transposed (non-contiguous) leaf and a *view of a view* (a strided slice of
   a transposed tensor, made inside the call on both engines, so the op sees that layout and the
   gradient flows back through it). Negative strides are not legal: ``from_numpy`` refuses them, as
-  torch's does, and ``flip`` copies in both;
+  torch's does, and ``flip`` copies in both. The family generators (``unary``, ``binary``,
+  ``same_shape``, ``reduction``, ``ternary``) also take ``size=``: then one contiguous sample of
+  that size (what bench/ops_table.py times); ``shapes_of`` lists its cases in ``samples.cases``;
 * ``dtypes``: the float dtypes whose values and gradients are compared (float64 to 1e-10;
   float32 against torch float32's own error w.r.t. a float64 oracle: ``reference.testing``'s
   rule), and ``exact_dtypes``: the integer/bool dtypes it also takes (results compared exactly);
@@ -23,7 +25,9 @@ for this project. An :class:`Op` says
   ``out`` (takes ``out=``), ``compile`` (``tinygrad_tx.compile`` replays it);
 * ``xfail``: check name -> the bug that makes it fail (strict xfails in the tests).
 
-Adding an op means: its file, and its entry here.
+Adding an op means: its file, and its entry here. The per-op benchmark (bench/ops_table.py) reads
+this database too: every entry with a first derivative and float32 is a row there. This module
+imports no torch (``torch`` is always a parameter), so the benchmark's tinygrad_tx worker loads it.
 """
 from __future__ import annotations
 
@@ -167,7 +171,9 @@ UNARY_SHAPES = [((), ""), ((0,), ""), ((1, 3), ""), ((3, 4), ""), ((2, 3, 4), "T
 
 
 def unary(domain="real", **kw):
-    def samples(dtype, seed):
+    def samples(dtype, seed, size=None):
+        if size is not None:                      # one contiguous operand of ``size`` (the per-op bench)
+            return [make([(tuple(size), domain)], dtype, seed, kw, f"{tuple(size)}")]
         return [make([(s, domain, lay)], dtype, seed + i, kw, f"{s}{lay}") for i, (s, lay) in enumerate(UNARY_SHAPES)]
     return samples
 
@@ -180,7 +186,9 @@ BINARY_SHAPES = [(((3, 4), ""), ((3, 4), "")), (((3, 1), ""), ((1, 4), "")), (((
 def binary(d0="real", d1="real", scalar=None, **kw):
     """Pairs with broadcasting, 0-d, empty and non-contiguous operands; ``scalar``: also a
     Python number as the second operand."""
-    def samples(dtype, seed):
+    def samples(dtype, seed, size=None):
+        if size is not None:                      # two operands of ``size``
+            return [make([(tuple(size), d0), (tuple(size), d1)], dtype, seed, kw, f"{tuple(size)}")]
         out = [make([(a, d0, la), (b, d1, lb)], dtype, seed + i, kw, f"{a}{la},{b}{lb}")
                for i, ((a, la), (b, lb)) in enumerate(BINARY_SHAPES)]
         if scalar is not None:
@@ -193,7 +201,9 @@ def same_shape(n, domains=None, **kw):
     """``n`` operands of one shape (with broadcasting of the last)."""
     domains = domains or ["real"] * n
 
-    def samples(dtype, seed):
+    def samples(dtype, seed, size=None):
+        if size is not None:                      # ``n`` operands of ``size``
+            return [make([(tuple(size), d) for d in domains], dtype, seed, kw, f"{tuple(size)}")]
         shapes = [[(3, 4)] * n, [(2, 3, 4)] * (n - 1) + [(4,)], [()] * n, [(0, 2)] * n]
         return [make([(s, d) for s, d in zip(ss, domains)], dtype, seed + i, kw, str(ss))
                 for i, ss in enumerate(shapes)]
@@ -202,7 +212,11 @@ def same_shape(n, domains=None, **kw):
 
 def reduction(domain="real", dims=(None, -1, (0, 1), 0), keepdim=True, empty=True, extra=None, **kw):
     """Full and per-dim reductions (negative, tuple dims, keepdim), 0-d, size-1 and empty inputs."""
-    def samples(dtype, seed):
+    def samples(dtype, seed, size=None):
+        if size is not None:                      # one operand of ``size``, reduced over dims[0]
+            d = dims[0]
+            return [make([(tuple(size), domain)], dtype, seed, dict(kw, **({} if d is None else {"dim": d})),
+                         f"{tuple(size)} dim={d}")]
         out = []
         for i, d in enumerate(dims):
             k = dict(kw, **({} if d is None else {"dim": d}))
@@ -229,17 +243,21 @@ TERNARY_SHAPES = [(((3, 4), ""), ((3, 4), ""), ((3, 4), "")), (((2, 3, 4), "T"),
 
 def ternary(d0="real", d1="real", d2="real", **kw):
     """Three operands with broadcasting, 0-d, empty and non-contiguous ones (addcmul, addcdiv)."""
-    def samples(dtype, seed):
+    def samples(dtype, seed, size=None):
+        if size is not None:                      # three operands of ``size``
+            return [make([(tuple(size), d) for d in (d0, d1, d2)], dtype, seed, kw, f"{tuple(size)}")]
         return [make([(a, d0, la), (b, d1, lb), (c, d2, lc)], dtype, seed + i, kw, f"{a}{la},{b}{lb},{c}{lc}")
                 for i, ((a, la), (b, lb), (c, lc)) in enumerate(TERNARY_SHAPES)]
     return samples
 
 
 def shapes_of(*cases, domain="real"):
-    """Explicit samples: each case ``(specs, kwargs)``."""
+    """Explicit samples: each case ``(specs, kwargs)``. They take no size; ``samples.cases`` holds
+    them for a reader that scales them (bench/ops_table.py)."""
     def samples(dtype, seed):
         return [make(specs, dtype, seed + i, kw, f"{[s[0] if isinstance(s, tuple) else s for s in specs]} {kw}")
                 for i, (specs, kw) in enumerate(cases)]
+    samples.cases = cases
     return samples
 
 
