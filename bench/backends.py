@@ -260,7 +260,12 @@ class TorchBackend(_Backend):
         out.backward(g)
 
     def grad(self, t):
-        return None if t.grad is None else t.grad.detach().cpu().numpy()
+        if t.grad is None:
+            return None
+        g = t.grad.detach()
+        if g._is_zerotensor():     # sgn's gradient (torch 2.13): a ZeroTensor, which .numpy() refuses
+            g = g.clone()
+        return g.cpu().numpy()
 
     def set_grad_none(self, tensors):
         for t in tensors:
