@@ -292,14 +292,14 @@ REASONS = {
            "page-faults on every call (NumPy keeps no cache of large blocks)",
     "gather": "np.take_along_axis forward and np.put_along_axis into zeros backward, with index "
               "arrays broadcast by NumPy (torch: one strided kernel)",
-    "cumsum(-1)": "backward is the reversed cumulative sum: flip, cumsum, flip (three passes)",
-    "softmax(-1)": "five NumPy passes forward (max, subtract, exp, sum, divide) and three backward; "
+    "cumsum": "backward is the reversed cumulative sum: flip, cumsum, flip (three passes)",
+    "softmax": "five NumPy passes forward (max, subtract, exp, sum, divide) and three backward; "
                    "torch fuses each direction into one or two",
-    "log_softmax(-1)": "as softmax: max, subtract, exp, sum, log, subtract forward",
+    "log_softmax": "as softmax: max, subtract, exp, sum, log, subtract forward",
     "cross_entropy": "log_softmax's passes plus the pick of each row's target",
     "layer_norm": "mean, centre, variance, scale, affine: six passes forward and about eight backward "
                   "(torch: one fused row pass each way)",
-    "conv2d 3x3": "im2col copies the input nine times (unfold + matmul); torch calls oneDNN's direct "
+    "conv2d": "im2col copies the input nine times (unfold + matmul); torch calls oneDNN's direct "
                   "convolution",
     "max_pool2d": "window views reduced by NumPy plus an argmax scatter backward",
     "avg_pool2d": "window sums by NumPy plus a col2im scatter backward",
@@ -321,9 +321,11 @@ def write_table(results_json: str, out_md: str) -> None:
              f"load average {meta['loadavg_start'][0]:.1f} at the start, {meta['loadavg_end'][0]:.1f} "
              f"at the end, {meta['cpu_count']} CPUs). Ratio = median ours / median torch over "
              "interleaved rounds in separate processes; the CPU-time ratio (process CPU seconds per "
-             "call) is the one to read on a loaded machine. Sizes: 64×256 and 1024×1024 elements "
-             "(matmul 64² / 512², bmm 8 / 32 × 64², attention 4×4×16×32 / 16×4×128×32, images "
-             "4×8×16² / 16×16×32², pools 4×8×16² / 16×16×64²).", "",
+             "call) is the one to read on a loaded machine. Rows: every op of the op database "
+             "(reference/opdb.py) with a derivative and float32, and the nn.functional extras. Sizes: "
+             "64×256 and 1024×1024 elements, each entry's inputs scaled to them by the rules in "
+             "bench/ops_table.py's docstring (matmul 64² / 512², bmm 8 / 32 × 64², attention "
+             "4×4×16×32 / 16×4×128×32, images 4×C×16² / 16×C×32², pools 4×8×16² / 16×16×64²).", "",
              "| op | size | ours f+b ms | torch f+b ms | ratio | CPU-time ratio | why above 2× |",
              "|---|---|---|---|---|---|---|"]
     for c in run["components"]:

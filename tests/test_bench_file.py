@@ -203,3 +203,79 @@ def test_shipped_example_is_correct():
                 check_module_parity((o["module"](size), t["module"](size)), *xs, dtype=dtype, name="my_ops mlp")
             else:
                 check_parity(o["ours"], t["torch"], *xs, dtype=dtype, name="my_ops softplus")
+
+
+def _ops_table(framework):
+    return userfile._load(userfile.Path(cli.REPO_ROOT) / "bench" / "ops_table.py", framework)
+
+
+def test_ops_table_rows_come_from_the_op_database():
+    """bench/ops_table.py reads reference/opdb.py (issue 31): one row per entry with a first
+    derivative and float32, in the database's order, then the nn.functional extras, which the
+    database does not hold; the ours worker's load of it imports no torch."""
+    import sys
+
+    from reference import opdb
+
+    had_torch = "torch" in sys.modules
+    mod = _ops_table("ours")
+    assert had_torch or "torch" not in sys.modules
+    names = [e["name"] for e in userfile.entries(mod, "ops_table.py")]
+    wanted = [op.name for op in opdb.OPS if op.grad and "float32" in op.dtypes]
+    assert len(wanted) > 150
+    assert names == wanted + list(mod.EXTRA)
+    assert not set(mod.EXTRA) & opdb.covered_names()
+    assert set(mod.CASES) <= set(wanted) and set(mod.SPECIAL) <= set(wanted)
+    assert set(mod.REASONS) <= set(names)           # a reason for a row that no longer exists is stale
+
+
+# rows whose gradient torch does not specify at the table's sizes: values compared only
+VALUES_ONLY = {"mode": "which of the tied positions torch's mode returns is unspecified (past ~16 elements "
+                       "a row it is neither the first nor the last: indices 4, 104, 110 of 165 where ours "
+                       "takes the last), so where its gradient lands is too"}
+
+
+@needs_torch
+def test_every_ops_table_row_runs_and_equals_torch():
+    """Every row at the small size, loaded as each worker loads the file: float32 values and
+    random-cotangent gradients against torch (``check_parity``'s float32 rule: ours within torch's
+    own error w.r.t. a float64 oracle), and the same inputs in both processes."""
+    import numpy as np
+
+    from reference.testing import check_parity
+
+    ours_mod, torch_mod = _ops_table("ours"), _ops_table("torch")
+    ops = {op.name: op for op in ours_mod.DB_OPS}
+    failures = []
+    for o, t in zip(userfile.entries(ours_mod, "ours"), userfile.entries(torch_mod, "torch")):
+        size = userfile._tuplify(o["quick_sizes"][0])
+        xs = o["inputs"](np.random.default_rng(0), size)
+        assert all(np.array_equal(a, b) for a, b in zip(xs, t["inputs"](np.random.default_rng(0), size)))
+        op = ops.get(o["name"])
+        zero = range(len(xs)) if op is not None and (op.zero_grad or op.zero_region) else ()
+        try:
+            if o["name"] in VALUES_ONLY:
+                import tinygrad_tx as tt
+                from reference.testing import to_numpy, to_torch
+                ours = o["ours"](*[tt.tensor(a.astype(np.float32)) for a in xs]).numpy()
+                assert np.array_equal(ours, to_numpy(t["torch"](*[to_torch(a.astype(np.float32)) for a in xs])))
+                continue
+            check_parity(o["ours"], t["torch"], *xs, dtype=np.float32, name=o["name"], allow_zero_grad=zero)
+        except Exception as e:         # every failing row in one report
+            failures.append(f"{o['name']}: {type(e).__name__}: {str(e)[:300]}")
+    assert not failures, "\n".join(failures)
+
+
+@needs_torch
+def test_an_ops_table_row_through_the_workers(tmp_path):
+    """Two database rows (a generator-sized op and a scaled one) timed by the real workers."""
+    path = userfile.Path(cli.REPO_ROOT) / "bench" / "ops_table.py"
+    rows = ["exp (64×256)", "expand (64×256)"]
+    assert cli.main(["--file", str(path), "--quick", "--rounds", "2", "--threads", "1", "--out", str(tmp_path),
+                     "--skip", "plots", "--no-cuda", "--only", ",".join(rows)]) == 0
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert [r["name"] for r in res["components"]] == rows
+    for r in res["components"]:
+        assert r["available"], r.get("error")
+        assert r["results"]["ours"]["fwdbwd"]["n"] >= 2 and r["results"]["torch"]["fwdbwd"]["n"] >= 2
+        assert res["accuracy"][r["name"]]["ours"] < 1e-5
