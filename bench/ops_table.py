@@ -325,7 +325,8 @@ def write_table(results_json: str, out_md: str) -> None:
              "(reference/opdb.py) with a derivative and float32, and the nn.functional extras. Sizes: "
              "64×256 and 1024×1024 elements, each entry's inputs scaled to them by the rules in "
              "bench/ops_table.py's docstring (matmul 64² / 512², bmm 8 / 32 × 64², attention "
-             "4×4×16×32 / 16×4×128×32, images 4×C×16² / 16×C×32², pools 4×8×16² / 16×16×64²).", "",
+             "4×4×16×32 / 16×4×128×32, convolution inputs batch 4 / 16 with image sides 16 / 32 "
+             "and signal lengths 64 / 256, avg_pool2d 4×8×16² / 16×16×64²).", "",
              "| op | size | ours f+b ms | torch f+b ms | ratio | CPU-time ratio | why above 2× |",
              "|---|---|---|---|---|---|---|"]
     for c in run["components"]:
