@@ -274,6 +274,7 @@ def test_an_ops_table_row_through_the_workers(tmp_path):
     assert cli.main(["--file", str(path), "--quick", "--rounds", "2", "--threads", "1", "--out", str(tmp_path),
                      "--skip", "plots", "--no-cuda", "--only", ",".join(rows)]) == 0
     res = json.loads((tmp_path / "results.json").read_text())
+    assert res["meta"]["ours"]["torch_imported"] is False      # the database loads under the shim, no torch
     assert [r["name"] for r in res["components"]] == rows
     for r in res["components"]:
         assert r["available"], r.get("error")
