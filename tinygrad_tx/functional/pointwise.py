@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction
 from ..ops.elementwise import _sigmoid
@@ -95,20 +96,32 @@ class SiluFn(ArrayFunction):
     dy/dx = σ(x) + x σ(x)(1 - σ(x)) = σ(x) (1 + x (1 - σ(x))),
     so dL/dx = g σ (1 + x (1 - σ)). Saved: x and σ(x) (recomputed from x when the backward is
     differentiated: d²y/dx² = σ(1 - σ)(2 + x (1 - 2σ))).
+
+    Where a C compiler is found, ``kernels.silu`` computes y and dy/dx in one pass and saves
+    dy/dx (third slot) instead of σ: the backward is one multiply. Under ``create_graph=True``
+    σ is recomputed from x and the derivative slot reads None, so the formula above is what is
+    differentiated.
     """
 
     differentiable_backward = True
-    saved_recomputed = {1: lambda ctx, x, s: x.sigmoid()}
+    saved_recomputed = {1: lambda ctx, x, s, d: x.sigmoid(), 2: lambda ctx, x, s, d: None}
 
     @staticmethod
     def forward(ctx, x):
+        fast = kernels.silu(x, bool(ctx.needs_input_grad[0]))   # one C pass (docs/kernels.md)
+        if fast is not None:
+            y, d = fast
+            ctx.save_for_backward(x, None, d)
+            return y
         s = sigmoid_np(x)
-        ctx.save_for_backward(x, s)
+        ctx.save_for_backward(x, s, None)
         return x * s
 
     @staticmethod
     def backward(ctx, g):
-        x, s = ctx.saved_tensors
+        x, s, d = ctx.saved_tensors
+        if d is not None:
+            return g * d
         return g * s * (1 + x * (1 - s))
 
 
@@ -116,21 +129,31 @@ class SoftplusFn(ArrayFunction):
     """y = sp(βx)/β, and y = x where βx > threshold (torch's linear regime).
 
     d/dx [sp(βx)/β] = σ(βx), so dL/dx = g σ(βx), and g where βx > threshold.
-    Saved: x.
+    Saved: x (and, where ``kernels.softplus`` computed y and dy/dx in one C pass, dy/dx: the
+    backward is then one multiply; under ``create_graph=True`` that slot reads None and the
+    formula above is differentiated).
     """
 
     differentiable_backward = True
+    saved_recomputed = {1: lambda ctx, x, d: None}
 
     @staticmethod
     def forward(ctx, x, *, beta, threshold):
-        ctx.save_for_backward(x)
         ctx.beta, ctx.threshold = beta, threshold
+        fast = kernels.softplus(x, beta, threshold, bool(ctx.needs_input_grad[0]))
+        if fast is not None:                        # one C pass (docs/kernels.md)
+            y, d = fast
+            ctx.save_for_backward(x, d)
+            return y
+        ctx.save_for_backward(x, None)
         z = x * beta
         return np.where(z > threshold, x, softplus_np(z) / beta).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
+        x, d = ctx.saved_tensors
+        if d is not None:
+            return g * d
         z = x * ctx.beta
         return g * np.where(z > ctx.threshold, 1, sigmoid_np(z))
 

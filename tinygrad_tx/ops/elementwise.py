@@ -326,19 +326,32 @@ class SigmoidFn(ArrayFunction):
     Forward: 1/(1+e^-x) keeps full relative precision for the tiny outputs of x << 0 (where
     1 + tanh(x/2) would cancel to 0) until e^-x overflows, below x ≈ -88 in float32; there
     y = e^x/(1+e^x), the same value (``_sigmoid``).
+
+    Where a C compiler is found, ``kernels.sigmoid`` computes y and dy/dx = e/(1+e)² (e = e^{-|x|},
+    the same y(1-y) without its cancellation) in one pass, and the derivative is saved beside y:
+    the backward is then one multiply. Gradients of gradients (``create_graph=True``) do not read
+    it (``saved_recomputed`` gives None) and differentiate g·y·(1-y) as before.
     """
 
     differentiable_backward = True
+    saved_recomputed = {1: lambda ctx, y, d: None}
 
     @staticmethod
     def forward(ctx, x):
+        fast = kernels.sigmoid(x, bool(ctx.needs_input_grad[0]))   # one C pass (docs/kernels.md)
+        if fast is not None:
+            y, d = fast
+            ctx.save_for_backward(y, d)
+            return y
         y = _sigmoid(x)
-        ctx.save_for_backward(y)
+        ctx.save_for_backward(y, None)
         return y
 
     @staticmethod
     def backward(ctx, g):
-        (y,) = ctx.saved_tensors
+        y, d = ctx.saved_tensors
+        if d is not None:                  # the kernel's dy/dx (arrays only: see the docstring)
+            return g * d
         return g * y * (1 - y)
 
 
