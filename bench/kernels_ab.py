@@ -47,6 +47,10 @@ def main(argv=None):
         "log_softmax": (lambda X, W, B: F.log_softmax(X, -1), lambda X, W, B: torch.nn.functional.log_softmax(X, -1)),
         "cross_entropy": (lambda X, W, B: F.cross_entropy(X, tg.from_numpy(labels)),
                           lambda X, W, B: torch.nn.functional.cross_entropy(X, torch.from_numpy(labels))),
+        "sigmoid": (lambda X, W, B: X.sigmoid(), lambda X, W, B: torch.sigmoid(X)),
+        "silu": (lambda X, W, B: F.silu(X), lambda X, W, B: torch.nn.functional.silu(X)),
+        "softplus": (lambda X, W, B: F.softplus(X), lambda X, W, B: torch.nn.functional.softplus(X)),
+        "rms_norm": (lambda X, W, B: F.rms_norm(X, shape[-1:], W), lambda X, W, B: torch.nn.functional.rms_norm(X, shape[-1:], W)),
         "adamw": (None, None),
     }
     labels = rng.integers(0, shape[-1], shape[0])

@@ -67,7 +67,12 @@ def _softplus_signature(suffix):
     return (_P, _P, _P, _L, _L, t, t)
 
 
-_TYPED_SIGNATURES = {"adam": _adam_signature, "softplus": _softplus_signature}
+def _sgd_signature(suffix):
+    t, i = _SCALAR[suffix], ctypes.c_int
+    return (_P, _P, _P, _L, _L, i, t, i, t, t, i, t)
+
+
+_TYPED_SIGNATURES = {"adam": _adam_signature, "softplus": _softplus_signature, "sgd": _sgd_signature}
 
 
 def _load() -> dict:
@@ -379,6 +384,36 @@ def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step_size: float, 
     mode = 0 if weight_decay == 0 else (2 if decoupled else 1)
     scalars = (mode, T(weight_decay), T(1 - lr * weight_decay), (T(1) - w) if far else w, int(far), T(beta2),
                T(1 - beta2), T(bias_correction2_sqrt), T(eps), T(-step_size))
+    ptrs = [_ptr(a) for a in arrays]
+    parallel_chunks(param.size, lambda lo, hi: f(*ptrs, lo, hi, *scalars), align=64)
+    return True
+
+
+# ---------------------------------------------------------------------------------- SGD
+
+def sgd(param, grad, buf, first: bool, *, lr: float, momentum: float, dampening: float, weight_decay: float,
+        nesterov: bool) -> bool:
+    """``optim.sgd.SGD.step`` for one parameter in one C pass, in place (``param``, and ``buf``,
+    the momentum buffer, unless None: without momentum); ``first`` says ``buf`` is fresh (it gets
+    the gradient). False (nothing done) when it does not apply: param and buf C-contiguous,
+    aligned, writeable, of one float dtype and shape as grad. Bit-identical to the NumPy form
+    (same operations and order, scalars rounded to the dtype as NumPy rounds them, no FMA).
+    Why: one pass instead of up to seven. Gain, one SGD step (momentum 0.9, weight decay 1e-4)
+    over 2^20 float32 parameters in four tensors, 1 thread, CPU time: GAIN_SGD."""
+    if isinstance(grad, np.generic):          # -g of a 0-d array (maximize) is a NumPy scalar
+        grad = np.asarray(grad)
+    arrays = (param, grad, buf)
+    if not all(a is None or type(a) is np.ndarray for a in arrays):
+        return False
+    f = _fn("sgd", *arrays)
+    if f is None or any(a is not None and (a.shape != param.shape or not a.flags.c_contiguous
+                                           or not a.flags.aligned) for a in arrays):
+        return False
+    if not param.flags.writeable or (buf is not None and not buf.flags.writeable):
+        return False
+    T = param.dtype.type
+    scalars = (int(weight_decay != 0), T(weight_decay), int(first), T(momentum), T(1 - dampening),
+               int(bool(nesterov)), T(lr))
     ptrs = [_ptr(a) for a in arrays]
     parallel_chunks(param.size, lambda lo, hi: f(*ptrs, lo, hi, *scalars), align=64)
     return True

@@ -423,6 +423,25 @@ void adam$N($T *restrict p, const $T *restrict g, $T *restrict m, $T *restrict v
         p[i] = pi + (mi * neg_step) / denom;
     }
 }
+
+/* SGD on elements [lo, hi), optim.sgd.SGD.step's operations in its order and rounding (built with
+   -ffp-contract=off), so bit-identical to the NumPy form: g += wd p (if wd_on); with momentum
+   (buf not NULL) b = g at the first step, else b = b μ + (1 - τ) g, then g = g + μ b (nesterov)
+   or g = b; p = p - lr g. Scalars arrive already rounded to T, as NumPy rounds them. */
+void sgd$N($T *restrict p, const $T *restrict g, $T *restrict buf, long lo, long hi, int wd_on, $T wd,
+           int first, $T momentum, $T one_m_damp, int nesterov, $T lr) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T gi = g[i], pi = p[i];
+        if (wd_on) gi = gi + wd * pi;
+        if (buf) {
+            $T b = first ? gi : buf[i] * momentum + one_m_damp * gi;
+            buf[i] = b;
+            gi = nesterov ? gi + momentum * b : b;
+        }
+        p[i] = pi - lr * gi;
+    }
+}
 """)
 
 
@@ -458,6 +477,7 @@ KERNELS_OF = {
     "cross_entropy": ("cross_entropy_rows",),
     "scaled_dot_product_attention": ("attn_softmax", "attn_softmax_bwd"),
     "adam": ("adam",),
+    "sgd": ("sgd",),
     "sigmoid": ("sigmoid",),
     "silu": ("silu",),
     "softplus": ("softplus",),
