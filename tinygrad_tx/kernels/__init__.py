@@ -196,14 +196,14 @@ def sigmoid(x: np.ndarray, need_d: bool):
     """(σ(x), dσ/dx or None) in one pass, or None: e = e^{-|x|}, σ = 1/(1+e) or e/(1+e),
     σ' = e/(1+e)² (see ``source``). Why: one pass with libmvec's vector exp, and the backward
     becomes one multiply. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time
-    (bench/kernels_ab.py, 2026-12-07): GAIN_SIGMOID."""
+    (bench/kernels_ab.py, 2026-12-07): 468 -> 342 µs (torch 377)."""
     return _pointwise("sigmoid", x, need_d)
 
 
 def silu(x: np.ndarray, need_d: bool):
     """(x σ(x), σ(1 + x(1 - σ)) or None) in one pass, or None. Why: one pass instead of NumPy's
     sigmoid (3 passes), the product, and five passes in the backward. Gain, fwd+bwd (512, 256)
-    float32, 1 thread, CPU time: GAIN_SILU."""
+    float32, 1 thread, CPU time: 602 -> 350 µs (torch 409)."""
     return _pointwise("silu", x, need_d)
 
 
@@ -211,7 +211,7 @@ def softplus(x: np.ndarray, beta: float, threshold: float, need_d: bool):
     """(y, dy/dx or None) of torch's softplus (β, threshold) in one pass, or None: y = x where
     βx > threshold, else (max(βx, 0) + log1p(e^{-|βx|}))/β; dy/dx = 1 or σ(βx). β and the
     threshold are rounded to x's dtype, as torch's kernel does. Why: one pass instead of about
-    ten. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time: GAIN_SOFTPLUS."""
+    ten. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time: 986 -> 474 µs (torch 548)."""
     T = x.dtype.type
     return _pointwise("softplus", x, need_d, T(beta), T(threshold))
 
@@ -222,7 +222,7 @@ def rms_norm_forward(x2: np.ndarray, w, eps: float):
     """y of RMSNorm over the rows of a 2-D array (w of the row's length, or None), or None:
     r = 1/√(mean x² + eps) per row, y = x r w. Why: two in-cache passes per row instead of four
     NumPy passes over the array. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time:
-    GAIN_RMS."""
+    1144 -> 587 µs (torch 1413)."""
     f = _fn("rms_norm_fwd", x2, w)
     if f is None or x2.shape[1] == 0:
         return None
@@ -399,7 +399,7 @@ def sgd(param, grad, buf, first: bool, *, lr: float, momentum: float, dampening:
     aligned, writeable, of one float dtype and shape as grad. Bit-identical to the NumPy form
     (same operations and order, scalars rounded to the dtype as NumPy rounds them, no FMA).
     Why: one pass instead of up to seven. Gain, one SGD step (momentum 0.9, weight decay 1e-4)
-    over 2^20 float32 parameters in four tensors, 1 thread, CPU time: GAIN_SGD."""
+    over 2^20 float32 parameters in four tensors, 1 thread, CPU time: 2420 -> 923 µs (torch 1980; 2026-12-07)."""
     if isinstance(grad, np.generic):          # -g of a 0-d array (maximize) is a NumPy scalar
         grad = np.asarray(grad)
     arrays = (param, grad, buf)
