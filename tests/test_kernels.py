@@ -677,13 +677,17 @@ def test_sigmoid_family_special_values(op, dtype):
         theirs = _torch(op, x, g)
     exact = _sigmoid_family_oracle(op, x, g)
     rtol = 2e-5 if dtype == np.float32 else 1e-12
-    for a, b, t, e in zip(fast, slow, theirs, exact):
+    for k, (a, b, t, e) in enumerate(zip(fast, slow, theirs, exact)):
         assert np.array_equal(np.isnan(a), np.isnan(t)), (op, x, a, t)
         assert np.array_equal(np.isnan(a), np.isnan(b)), (op, x, a, b)
         ok = np.isfinite(t)
         np.testing.assert_array_equal(a[~ok], t[~ok])
-        # finite values against the long-double oracle: where torch's σ(1-σ) cancels (x = 20 float32:
-        # torch's gradient is 0, the exact one 2e-9) the kernel's e/(1+e)² does not
+        if op == "sigmoid" and k == 1:
+            # g y (1 - y) from the saved y, as torch and the NumPy form: it cancels where y is near
+            # 1 (float32 x = 20: 0, the exact value 2e-9), as theirs does
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=0, equal_nan=True)
+            continue
+        # finite values against the long-double oracle (silu's 1 - σ is formed without cancellation)
         np.testing.assert_allclose(a[ok], e[ok], rtol=rtol, atol=1e-300 if dtype == np.float64 else 1e-38)
     zero = fast[0][3]                                    # f(-0.0)
     assert zero == theirs[0][3] and (op != "silu" or np.signbit(zero) == np.signbit(theirs[0][3]))
@@ -775,10 +779,33 @@ def test_sigmoid_family_and_rms_norm_run_their_kernels():
     """The ops' outputs are the kernels' own outputs, bit for bit (the kernel path is taken)."""
     x = np.random.default_rng(10).standard_normal((33, 20)).astype(np.float32) * 3
     X = tg.from_numpy(x)
-    np.testing.assert_array_equal(X.sigmoid().numpy(), kernels.sigmoid(x, False)[0])
-    np.testing.assert_array_equal(F.silu(X).numpy(), kernels.silu(x, False)[0])
-    np.testing.assert_array_equal(F.softplus(X, 2.0, 3.0).numpy(), kernels.softplus(x, 2.0, 3.0, False)[0])
+    np.testing.assert_array_equal(X.sigmoid().numpy(), kernels.sigmoid(x))
+    np.testing.assert_array_equal(F.silu(X).numpy(), kernels.silu(x))
+    np.testing.assert_array_equal(F.softplus(X, 2.0, 3.0).numpy(), kernels.softplus(x, 2.0, 3.0))
     np.testing.assert_array_equal(F.rms_norm(X, (20,), eps=1e-6).numpy(), kernels.rms_norm_forward(x, None, 1e-6))
+    g = np.random.default_rng(11).standard_normal(x.shape).astype(np.float32)
+    for fn, bwd in ((lambda t: t.sigmoid(), lambda: kernels.sigmoid_backward(kernels.sigmoid(x), g)),
+                    (F.silu, lambda: kernels.silu_backward(x, g)),
+                    (lambda t: F.softplus(t, 2.0, 3.0), lambda: kernels.softplus_backward(x, g, 2.0, 3.0))):
+        X = tg.from_numpy(x.copy()).requires_grad_()
+        (dx,) = tg.autograd.grad(fn(X), X, tg.from_numpy(g))
+        np.testing.assert_array_equal(dx.numpy(), bwd())
+
+
+@needs_cc
+@pytest.mark.parametrize("op", _POINTWISE_NEW)
+def test_sigmoid_family_backward_reads_what_torch_saves(op):
+    """A change made through ``.data`` between forward and backward (to y for sigmoid, to x for
+    silu and softplus, what torch saves) moves the gradient as it does in torch."""
+    results = []
+    for lib in (torch, tg):
+        x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True) if lib is tg else \
+            torch.tensor([0.5, -1.0, 2.0], requires_grad=True, device=DEVICE)
+        y = OPS[op][0](x) if lib is tg else OPS[op][1](x)
+        (y if op == "sigmoid" else x).data.mul_(2)
+        y.backward(lib.tensor([1.0, 2.0, -1.0]) if lib is tg else torch.tensor([1.0, 2.0, -1.0], device=DEVICE))
+        results.append(np.asarray(x.grad.detach().cpu() if lib is torch else x.grad))
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
 
 
 # ---------------------------------------------------------------------------------- SGD

@@ -97,31 +97,32 @@ class SiluFn(ArrayFunction):
     so dL/dx = g σ (1 + x (1 - σ)). Saved: x and σ(x) (recomputed from x when the backward is
     differentiated: d²y/dx² = σ(1 - σ)(2 + x (1 - 2σ))).
 
-    Where a C compiler is found, ``kernels.silu`` computes y and dy/dx in one pass and saves
-    dy/dx (third slot) instead of σ: the backward is one multiply. Under ``create_graph=True``
-    σ is recomputed from x and the derivative slot reads None, so the formula above is what is
-    differentiated.
+    Where a C compiler is found, ``kernels.silu`` / ``silu_backward`` run each direction as one
+    C pass (the backward from x, σ recomputed, as torch's); σ is then not saved (its slot holds
+    None; under ``create_graph=True`` it is recomputed from x as always).
     """
 
     differentiable_backward = True
-    saved_recomputed = {1: lambda ctx, x, s, d: x.sigmoid(), 2: lambda ctx, x, s, d: None}
+    saved_recomputed = {1: lambda ctx, x, s: x.sigmoid()}
 
     @staticmethod
     def forward(ctx, x):
-        fast = kernels.silu(x, bool(ctx.needs_input_grad[0]))   # one C pass (docs/kernels.md)
-        if fast is not None:
-            y, d = fast
-            ctx.save_for_backward(x, None, d)
+        y = kernels.silu(x)                          # one C pass (docs/kernels.md)
+        if y is not None:
+            ctx.save_for_backward(x, None)
             return y
         s = sigmoid_np(x)
-        ctx.save_for_backward(x, s, None)
+        ctx.save_for_backward(x, s)
         return x * s
 
     @staticmethod
     def backward(ctx, g):
-        x, s, d = ctx.saved_tensors
-        if d is not None:
-            return g * d
+        x, s = ctx.saved_tensors
+        if s is None:                                # the kernel ran forward: arrays only
+            dx = kernels.silu_backward(x, g)
+            if dx is not None:
+                return dx
+            s = sigmoid_np(x)
         return g * s * (1 + x * (1 - s))
 
 
@@ -129,31 +130,29 @@ class SoftplusFn(ArrayFunction):
     """y = sp(βx)/β, and y = x where βx > threshold (torch's linear regime).
 
     d/dx [sp(βx)/β] = σ(βx), so dL/dx = g σ(βx), and g where βx > threshold.
-    Saved: x (and, where ``kernels.softplus`` computed y and dy/dx in one C pass, dy/dx: the
-    backward is then one multiply; under ``create_graph=True`` that slot reads None and the
-    formula above is differentiated).
+    Saved: x. Where a C compiler is found, ``kernels.softplus`` / ``softplus_backward`` run each
+    direction as one C pass (the same formulas, from x).
     """
 
     differentiable_backward = True
-    saved_recomputed = {1: lambda ctx, x, d: None}
 
     @staticmethod
     def forward(ctx, x, *, beta, threshold):
+        ctx.save_for_backward(x)
         ctx.beta, ctx.threshold = beta, threshold
-        fast = kernels.softplus(x, beta, threshold, bool(ctx.needs_input_grad[0]))
-        if fast is not None:                        # one C pass (docs/kernels.md)
-            y, d = fast
-            ctx.save_for_backward(x, d)
+        y = kernels.softplus(x, beta, threshold)     # one C pass (docs/kernels.md)
+        if y is not None:
             return y
-        ctx.save_for_backward(x, None)
         z = x * beta
         return np.where(z > threshold, x, softplus_np(z) / beta).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
-        x, d = ctx.saved_tensors
-        if d is not None:
-            return g * d
+        (x,) = ctx.saved_tensors
+        if type(x) is np.ndarray and type(g) is np.ndarray:
+            dx = kernels.softplus_backward(x, g, ctx.beta, ctx.threshold)
+            if dx is not None:
+                return dx
         z = x * ctx.beta
         return g * np.where(z > ctx.threshold, 1, sigmoid_np(z))
 

@@ -49,8 +49,10 @@ _SIGNATURES = {
     "cross_entropy_rows": (_P, _P, _P, _P, _L, _L, _L),
     "attn_softmax": (_P, _L, _L, _L),
     "attn_softmax_bwd": (_P, _P, _L, _L, _L),
-    "sigmoid": (_P, _P, _P, _L, _L),
-    "silu": (_P, _P, _P, _L, _L),
+    "sigmoid": (_P, _P, _L, _L),
+    "sigmoid_bwd": (_P, _P, _P, _L, _L),
+    "silu": (_P, _P, _L, _L),
+    "silu_bwd": (_P, _P, _P, _L, _L),
     "rms_norm_fwd": (_P, _P, _P, _L, _L, _L, _D),
     "rms_norm_bwd": (_P, _P, _P, _P, _P, _L, _L, _L, _D),
 }
@@ -64,6 +66,11 @@ def _adam_signature(suffix):
 
 def _softplus_signature(suffix):
     t = _SCALAR[suffix]
+    return (_P, _P, _L, _L, t, t)
+
+
+def _softplus_bwd_signature(suffix):
+    t = _SCALAR[suffix]
     return (_P, _P, _P, _L, _L, t, t)
 
 
@@ -72,7 +79,8 @@ def _sgd_signature(suffix):
     return (_P, _P, _P, _L, _L, i, t, i, t, t, i, t)
 
 
-_TYPED_SIGNATURES = {"adam": _adam_signature, "softplus": _softplus_signature, "sgd": _sgd_signature}
+_TYPED_SIGNATURES = {"adam": _adam_signature, "softplus": _softplus_signature,
+                     "softplus_bwd": _softplus_bwd_signature, "sgd": _sgd_signature}
 
 
 def _load() -> dict:
@@ -180,40 +188,69 @@ def gelu(x: np.ndarray, approximate: str, need_d: bool):
 
 # ---------------------------------------------------------------------------------- sigmoid family
 
-def _pointwise(name: str, x: np.ndarray, need_d: bool, *scalars):
+def _pointwise(name: str, x: np.ndarray, *scalars):
     f = _fn(name, x)
     if f is None:
         return None
     x = _c(x)
     y = buffers.empty(x.shape, x.dtype)
-    d = np.empty(x.shape, x.dtype) if need_d else None
-    px, py, pd = _ptr(x), _ptr(y), _ptr(d)
-    parallel_chunks(x.size, lambda lo, hi: f(px, py, pd, lo, hi, *scalars), align=64)
-    return y, d
+    px, py = _ptr(x), _ptr(y)
+    parallel_chunks(x.size, lambda lo, hi: f(px, py, lo, hi, *scalars), align=64)
+    return y
 
 
-def sigmoid(x: np.ndarray, need_d: bool):
-    """(σ(x), dσ/dx or None) in one pass, or None: e = e^{-|x|}, σ = 1/(1+e) or e/(1+e),
-    σ' = e/(1+e)² (see ``source``). Why: one pass with libmvec's vector exp, and the backward
-    becomes one multiply. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time
-    (bench/kernels_ab.py, 2026-12-07): 468 -> 342 µs (torch 377)."""
-    return _pointwise("sigmoid", x, need_d)
+def _pointwise_backward(name: str, saved: np.ndarray, g: np.ndarray, *scalars):
+    f = _fn(name, saved, g)
+    if f is None or g.shape != saved.shape:
+        return None
+    saved, g = _c(saved), _c(g)
+    dx = np.empty_like(saved)
+    ps, pg, pd = _ptr(saved), _ptr(g), _ptr(dx)
+    parallel_chunks(saved.size, lambda lo, hi: f(ps, pg, pd, lo, hi, *scalars), align=64)
+    return dx
 
 
-def silu(x: np.ndarray, need_d: bool):
-    """(x σ(x), σ(1 + x(1 - σ)) or None) in one pass, or None. Why: one pass instead of NumPy's
-    sigmoid (3 passes), the product, and five passes in the backward. Gain, fwd+bwd (512, 256)
-    float32, 1 thread, CPU time: 602 -> 350 µs (torch 409)."""
-    return _pointwise("silu", x, need_d)
+# The backwards read what the NumPy forms (and torch) save, y for sigmoid, x for silu and
+# softplus, and recompute the rest: a change made through ``.data`` between forward and backward
+# moves the gradient as it does in torch.
+
+def sigmoid(x: np.ndarray):
+    """σ(x) in one pass, or None: e = e^{-|x|}, σ = 1/(1+e) or e/(1+e) (see ``source``). Why:
+    one pass with libmvec's vector exp instead of NumPy's three. Gain, with ``sigmoid_backward``,
+    fwd+bwd (512, 256) float32, 1 thread, CPU time (bench/kernels_ab.py, 2026-12-07): GAIN_SIGMOID."""
+    return _pointwise("sigmoid", x)
 
 
-def softplus(x: np.ndarray, beta: float, threshold: float, need_d: bool):
-    """(y, dy/dx or None) of torch's softplus (β, threshold) in one pass, or None: y = x where
-    βx > threshold, else (max(βx, 0) + log1p(e^{-|βx|}))/β; dy/dx = 1 or σ(βx). β and the
-    threshold are rounded to x's dtype, as torch's kernel does. Why: one pass instead of about
-    ten. Gain, fwd+bwd (512, 256) float32, 1 thread, CPU time: 986 -> 474 µs (torch 548)."""
+def sigmoid_backward(y: np.ndarray, g: np.ndarray):
+    """dx = g y (1 - y) in one pass (the NumPy form's operations, in its order), or None."""
+    return _pointwise_backward("sigmoid_bwd", y, g)
+
+
+def silu(x: np.ndarray):
+    """x σ(x) in one pass, or None. Why: one pass instead of NumPy's sigmoid (three passes) and the
+    product; the backward recomputes σ in one pass instead of five. Gain, fwd+bwd (512, 256)
+    float32, 1 thread, CPU time: GAIN_SILU."""
+    return _pointwise("silu", x)
+
+
+def silu_backward(x: np.ndarray, g: np.ndarray):
+    """dx = g σ (1 + x (1 - σ)) from x in one pass, or None."""
+    return _pointwise_backward("silu_bwd", x, g)
+
+
+def softplus(x: np.ndarray, beta: float, threshold: float):
+    """torch's softplus (β, threshold) in one pass, or None: y = x where βx > threshold, else
+    (max(βx, 0) + log1p(e^{-|βx|}))/β. β and the threshold are rounded to x's dtype, as torch's
+    kernel does. Why: one pass instead of about ten each way. Gain, fwd+bwd (512, 256) float32,
+    1 thread, CPU time: GAIN_SOFTPLUS."""
     T = x.dtype.type
-    return _pointwise("softplus", x, need_d, T(beta), T(threshold))
+    return _pointwise("softplus", x, T(beta), T(threshold))
+
+
+def softplus_backward(x: np.ndarray, g: np.ndarray, beta: float, threshold: float):
+    """dx = g where βx > threshold, else g σ(βx), from x in one pass, or None."""
+    T = x.dtype.type
+    return _pointwise_backward("softplus_bwd", x, g, T(beta), T(threshold))
 
 
 # ---------------------------------------------------------------------------------- RMSNorm

@@ -98,22 +98,37 @@ void gelu_tanh$N(const $T *restrict x, $T *restrict y, $T *restrict d, long lo, 
     }
 }
 
-/* σ(x) with e = e^{-|x|} <= 1 (never overflows): σ = 1/(1+e) for x >= 0, e/(1+e) for x < 0;
-   dy/dx = σ(1 - σ) = e/(1+e)² exactly (no cancellation of 1 - σ near 1). d may be NULL. */
-void sigmoid$N(const $T *restrict x, $T *restrict y, $T *restrict d, long lo, long hi) {
+/* σ(x) with e = e^{-|x|} <= 1 (never overflows): σ = 1/(1+e) for x >= 0, e/(1+e) for x < 0. */
+void sigmoid$N(const $T *restrict x, $T *restrict y, long lo, long hi) {
     #pragma omp simd
     for (long i = lo; i < hi; i++) {
         $T v = x[i];
         $T e = exp$S(-(v < 0 ? -v : v));
         $T r = ($T)1 / (($T)1 + e);
         y[i] = v >= 0 ? r : e * r;
-        if (d) d[i] = e * r * r;
     }
 }
 
-/* SiLU: y = x σ(x), dy/dx = σ (1 + x (1 - σ)) (SiluFn's form: ±inf give NaN there, as torch),
-   with σ and 1 - σ both from e = e^{-|x|}: 1 - σ = e/(1+e) for x >= 0, 1/(1+e) for x < 0. */
-void silu$N(const $T *restrict x, $T *restrict y, $T *restrict d, long lo, long hi) {
+/* sigmoid's backward from the saved output, as SigmoidFn and torch: dx = g y (1 - y). */
+void sigmoid_bwd$N(const $T *restrict y, const $T *restrict g, $T *restrict dx, long lo, long hi) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) dx[i] = (g[i] * y[i]) * (($T)1 - y[i]);
+}
+
+/* SiLU: y = x σ(x), σ from e = e^{-|x|} as in ``sigmoid``. */
+void silu$N(const $T *restrict x, $T *restrict y, long lo, long hi) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T v = x[i];
+        $T e = exp$S(-(v < 0 ? -v : v));
+        $T r = ($T)1 / (($T)1 + e);
+        y[i] = v * (v >= 0 ? r : e * r);
+    }
+}
+
+/* SiLU's backward from x (σ recomputed, as torch's silu_backward): dx = g σ (1 + x (1 - σ)),
+   1 - σ = e/(1+e) for x >= 0, 1/(1+e) for x < 0 (no cancellation); ±inf give NaN, as torch. */
+void silu_bwd$N(const $T *restrict x, const $T *restrict g, $T *restrict dx, long lo, long hi) {
     #pragma omp simd
     for (long i = lo; i < hi; i++) {
         $T v = x[i];
@@ -121,28 +136,32 @@ void silu$N(const $T *restrict x, $T *restrict y, $T *restrict d, long lo, long 
         $T r = ($T)1 / (($T)1 + e);
         $T s = v >= 0 ? r : e * r;
         $T c = v >= 0 ? e * r : r;
-        y[i] = v * s;
-        if (d) d[i] = s * (($T)1 + v * c);
+        dx[i] = (g[i] * s) * (($T)1 + v * c);
     }
 }
 
 /* softplus (torch's beta/threshold): z = βx; y = x where z > threshold, else
-   (max(z, 0) + log1p(e^{-|z|}))/β; dy/dx = 1 where z > threshold, else σ(z) (as ``sigmoid``).
-   A NaN x gives NaN (log1p(NaN)); d may be NULL. */
-void softplus$N(const $T *restrict x, $T *restrict y, $T *restrict d, long lo, long hi, $T beta, $T threshold) {
+   (max(z, 0) + log1p(e^{-|z|}))/β. A NaN x gives NaN (log1p(NaN)). */
+void softplus$N(const $T *restrict x, $T *restrict y, long lo, long hi, $T beta, $T threshold) {
     #pragma omp simd
     for (long i = lo; i < hi; i++) {
         $T v = x[i];
         $T z = v * beta;
-        $T a = z < 0 ? -z : z;
-        $T e = exp$S(-a);
+        $T e = exp$S(-(z < 0 ? -z : z));
         $T sp = (z > 0 ? z : ($T)0) + log1p$S(e);
-        int lin = z > threshold;
-        y[i] = lin ? v : sp / beta;
-        if (d) {
-            $T r = ($T)1 / (($T)1 + e);
-            d[i] = lin ? ($T)1 : (z >= 0 ? r : e * r);
-        }
+        y[i] = z > threshold ? v : sp / beta;
+    }
+}
+
+/* softplus's backward from x: dx = g where βx > threshold, else g σ(βx) (σ as in ``sigmoid``). */
+void softplus_bwd$N(const $T *restrict x, const $T *restrict g, $T *restrict dx, long lo, long hi, $T beta,
+                    $T threshold) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T z = x[i] * beta;
+        $T e = exp$S(-(z < 0 ? -z : z));
+        $T r = ($T)1 / (($T)1 + e);
+        dx[i] = z > threshold ? g[i] : g[i] * (z >= 0 ? r : e * r);
     }
 }
 
@@ -478,9 +497,9 @@ KERNELS_OF = {
     "scaled_dot_product_attention": ("attn_softmax", "attn_softmax_bwd"),
     "adam": ("adam",),
     "sgd": ("sgd",),
-    "sigmoid": ("sigmoid",),
-    "silu": ("silu",),
-    "softplus": ("softplus",),
+    "sigmoid": ("sigmoid", "sigmoid_bwd"),
+    "silu": ("silu", "silu_bwd"),
+    "softplus": ("softplus", "softplus_bwd"),
     "rms_norm": ("rms_norm_fwd", "rms_norm_bwd"),
     "dropout": ("keep_from_words",),
 }

@@ -327,31 +327,27 @@ class SigmoidFn(ArrayFunction):
     1 + tanh(x/2) would cancel to 0) until e^-x overflows, below x ≈ -88 in float32; there
     y = e^x/(1+e^x), the same value (``_sigmoid``).
 
-    Where a C compiler is found, ``kernels.sigmoid`` computes y and dy/dx = e/(1+e)² (e = e^{-|x|},
-    the same y(1-y) without its cancellation) in one pass, and the derivative is saved beside y:
-    the backward is then one multiply. Gradients of gradients (``create_graph=True``) do not read
-    it (``saved_recomputed`` gives None) and differentiate g·y·(1-y) as before.
+    Where a C compiler is found, ``kernels.sigmoid`` / ``sigmoid_backward`` run each direction as
+    one C pass (the same formulas; the backward reads the saved y, as torch's does).
     """
 
     differentiable_backward = True
-    saved_recomputed = {1: lambda ctx, y, d: None}
 
     @staticmethod
     def forward(ctx, x):
-        fast = kernels.sigmoid(x, bool(ctx.needs_input_grad[0]))   # one C pass (docs/kernels.md)
-        if fast is not None:
-            y, d = fast
-            ctx.save_for_backward(y, d)
-            return y
-        y = _sigmoid(x)
-        ctx.save_for_backward(y, None)
+        y = kernels.sigmoid(x)                     # one C pass (docs/kernels.md), else NumPy
+        if y is None:
+            y = _sigmoid(x)
+        ctx.save_for_backward(y)
         return y
 
     @staticmethod
     def backward(ctx, g):
-        y, d = ctx.saved_tensors
-        if d is not None:                  # the kernel's dy/dx (arrays only: see the docstring)
-            return g * d
+        (y,) = ctx.saved_tensors
+        if type(y) is np.ndarray and type(g) is np.ndarray:
+            dx = kernels.sigmoid_backward(y, g)
+            if dx is not None:
+                return dx
         return g * y * (1 - y)
 
 
