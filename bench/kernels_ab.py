@@ -1,4 +1,4 @@
-"""Per-op forward + backward (and one AdamW step over 2^20 parameters), ours with C kernels vs ours on the NumPy path vs torch eager, same process.
+"""Per-op forward + backward (and one AdamW / SGD step over 2^20 parameters), ours with C kernels vs ours on the NumPy path vs torch eager, same process.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python -m bench.kernels_ab [--shape 512,256] [--threads 1]
 
@@ -47,7 +47,12 @@ def main(argv=None):
         "log_softmax": (lambda X, W, B: F.log_softmax(X, -1), lambda X, W, B: torch.nn.functional.log_softmax(X, -1)),
         "cross_entropy": (lambda X, W, B: F.cross_entropy(X, tg.from_numpy(labels)),
                           lambda X, W, B: torch.nn.functional.cross_entropy(X, torch.from_numpy(labels))),
+        "sigmoid": (lambda X, W, B: X.sigmoid(), lambda X, W, B: torch.sigmoid(X)),
+        "silu": (lambda X, W, B: F.silu(X), lambda X, W, B: torch.nn.functional.silu(X)),
+        "softplus": (lambda X, W, B: F.softplus(X), lambda X, W, B: torch.nn.functional.softplus(X)),
+        "rms_norm": (lambda X, W, B: F.rms_norm(X, shape[-1:], W), lambda X, W, B: torch.nn.functional.rms_norm(X, shape[-1:], W)),
         "adamw": (None, None),
+        "sgd": ("sgd", "sgd"),
     }
     labels = rng.integers(0, shape[-1], shape[0])
 
@@ -67,7 +72,25 @@ def main(argv=None):
         opt = torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01)
         return opt.step
 
+    def ours_sgd():            # SGD, momentum 0.9, weight decay 1e-4: one step over 2^20 float32 parameters
+        ps = [tg.nn.Parameter(tg.from_numpy(a.copy())) for a in np.split(rng.standard_normal(n_params).astype(np.float32), 4)]
+        for p in ps:
+            p.grad = tg.from_numpy(rng.standard_normal(p.shape).astype(np.float32))
+        opt = tg.optim.SGD(ps, lr=1e-3, momentum=0.9, weight_decay=1e-4)
+        opt.step()             # the momentum buffers exist: the steady-state step is timed
+        return opt.step
+
+    def torch_sgd():
+        ps = [torch.nn.Parameter(torch.from_numpy(a.copy())) for a in np.split(rng.standard_normal(n_params).astype(np.float32), 4)]
+        for p in ps:
+            p.grad = torch.from_numpy(rng.standard_normal(p.shape).astype(np.float32))
+        opt = torch.optim.SGD(ps, lr=1e-3, momentum=0.9, weight_decay=1e-4)
+        opt.step()
+        return opt.step
+
     def ours_step(fn):
+        if fn == "sgd":
+            return ours_sgd()
         if fn is None:
             return ours_adamw()
         X = tg.from_numpy(x).requires_grad_()
@@ -80,6 +103,8 @@ def main(argv=None):
         return run
 
     def torch_step(fn):
+        if fn == "sgd":
+            return torch_sgd()
         if fn is None:
             return torch_adamw()
         X = torch.from_numpy(x).requires_grad_()

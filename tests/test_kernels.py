@@ -76,7 +76,22 @@ def _ln(mod):
     return f
 
 
+def _rms(mod):
+    def f(x):
+        d = x.shape[-1]
+        w = _W.setdefault(("w", d), np.random.default_rng(d).standard_normal(d) * 0.5 + 1)
+        lib = tg if mod is F else torch
+        kw = {} if lib is tg else {"device": DEVICE}
+        return mod.rms_norm(x, (d,), lib.tensor(w.astype(np.float64), dtype=x.dtype, **kw), 1e-6)
+    return f
+
+
 OPS = {
+    "sigmoid": (lambda x: x.sigmoid(), lambda x: torch.sigmoid(x)),
+    "silu": (lambda x: F.silu(x), lambda x: torch.nn.functional.silu(x)),
+    "softplus": (lambda x: F.softplus(x), lambda x: torch.nn.functional.softplus(x)),
+    "softplus_b2_t3": (lambda x: F.softplus(x, 2.0, 3.0), lambda x: torch.nn.functional.softplus(x, 2.0, 3.0)),
+    "rms_norm": (_rms(F), _rms(torch.nn.functional)),
     "gelu": (lambda x: F.gelu(x), lambda x: torch.nn.functional.gelu(x)),
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), lambda x: torch.nn.functional.gelu(x, approximate="tanh")),
     "layer_norm": (_ln(F), _ln(torch.nn.functional)),
@@ -105,6 +120,7 @@ def _rel(a, b):
     return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
 
 
+POINTWISE = {"gelu", "gelu_tanh", "sigmoid", "silu", "softplus", "softplus_b2_t3"}
 SHAPES = [(1, 1), (3, 7), (5, 8), (4, 9), (2, 33), (512, 256), (300, 257)]
 
 
@@ -119,9 +135,12 @@ def test_kernel_matches_numpy_path_float64(op, shape):
     fast = _ours(op, x, g)
     with numpy_path():
         slow = _ours(op, x, g)
+    # rms_norm over a row of one: dx = r g (1 - x² r²) ~ g eps/x², a cancellation of two
+    # terms ~1e5 times larger than the result, so only their rounding (~1e-16) relative to them agrees
+    tol = 1e-9 if op == "rms_norm" and shape[-1] == 1 else 1e-12
     for a, b in zip(fast, slow):
-        assert _rel(a, b) <= 1e-12, (op, shape, _rel(a, b))
-    if shape[-1] > 1 or op.startswith("gelu"):          # a row of one: the gradient is 0
+        assert _rel(a, b) <= tol, (op, shape, _rel(a, b))
+    if shape[-1] > 1 or op in POINTWISE:                # a row of one: the gradient is 0
         assert np.max(np.abs(slow[1])) > 1e-3            # a non-trivial gradient
 
 
@@ -195,7 +214,7 @@ def test_gelu_special_values(op, dtype):
 
 
 @needs_cc
-@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm"])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_rows_with_special_values_behave_as_torch(op, dtype):
     """Rows holding NaN, +Inf, −Inf, all −Inf, huge and tiny values: NaN exactly where torch
@@ -205,6 +224,8 @@ def test_rows_with_special_values_behave_as_torch(op, dtype):
                      [1.0, 1.0, 1.0, 1.0], [3e38, 0.0, 0.0, 0.0]])
     if dtype == np.float64:
         rows[7, 0] = 1e300
+    if op == "rms_norm":   # x² overflows there: torch's composite gives dx NaN, the NumPy form 0 (as the kernel)
+        rows = rows[:7]
     x = rows.astype(dtype)
     g = np.random.default_rng(0).standard_normal(x.shape).astype(dtype)
     with warnings.catch_warnings():
@@ -252,7 +273,7 @@ def test_softmax_along_a_middle_dim_and_0d():
 @pytest.mark.parametrize("shape", [(0, 4), (3, 0), (0,), ()], ids=str)
 def test_empty_and_0d_shapes(op, shape):
     """Empty arrays (and 0-d ones, where the op takes them) go to the NumPy path and give torch's shapes."""
-    if op == "layer_norm" and (len(shape) < 1 or shape[-1] == 0):
+    if op in ("layer_norm", "rms_norm") and (len(shape) < 1 or shape[-1] == 0):
         pytest.skip("layer_norm over an empty dim: argument checking (before any kernel) refuses it")
     x = np.zeros(shape)
     g = np.ones(shape)
@@ -284,7 +305,7 @@ def test_thread_split_changes_nothing(op, threads):
     finally:
         tg.set_num_threads(old)
     for a, b in zip(one, many):
-        if op == "layer_norm":   # dγ, dβ: per-thread double sums, added in another order
+        if op in ("layer_norm", "rms_norm"):   # dγ, dβ: per-thread double sums, added in another order
             np.testing.assert_allclose(a, b, rtol=1e-6)
         else:
             np.testing.assert_array_equal(a, b)
@@ -612,3 +633,255 @@ def test_attention_softmax_kernel_nan_and_dead_rows():
     np.testing.assert_array_equal(a[0], 0)
     assert np.isnan(a[1]).all() and np.isnan(a[2]).all()
     np.testing.assert_allclose(a[3], np.exp(s[3]) / np.exp(s[3]).sum(), rtol=1e-15)
+
+
+# ---------------------------------------------------------------------------------- sigmoid family, RMSNorm
+
+_POINTWISE_NEW = ["sigmoid", "silu", "softplus", "softplus_b2_t3"]
+
+
+def _sigmoid_family_oracle(op, x, g):
+    """(y, g dy/dx) in long double from cancellation-free forms: e = e^{-|z|}, σ(z) = 1/(1+e) or
+    e/(1+e), σ(1-σ) = e/(1+e)², log(1 + e^z) = max(z, 0) + log1p(e)."""
+    beta, threshold = (2.0, 3.0) if op == "softplus_b2_t3" else (1.0, 20.0)
+    v = x.astype(np.longdouble)
+    z = v * np.longdouble(beta) if op.startswith("softplus") else v
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(-np.abs(z))
+        s = np.where(z >= 0, 1 / (1 + e), e / (1 + e))
+        c = np.where(z >= 0, e / (1 + e), 1 / (1 + e))          # 1 - σ
+        if op == "sigmoid":
+            y, d = s, e / (1 + e) ** 2
+        elif op == "silu":
+            y, d = v * s, s * (1 + v * c)
+        else:
+            lin = z > np.longdouble(x.dtype.type(threshold))
+            y = np.where(lin, v, (np.maximum(z, 0) + np.log1p(e)) / np.longdouble(beta))
+            d = np.where(lin, 1, s)
+        return y.astype(np.float64), (g.astype(np.longdouble) * d).astype(np.float64)
+
+
+@needs_cc
+@pytest.mark.parametrize("op", _POINTWISE_NEW)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_family_special_values(op, dtype):
+    """NaN, ±Inf, −0.0, subnormals, huge values and both sides of softplus's threshold: NaN exactly
+    where the NumPy path and torch have NaN, ±Inf where they have it, finite values as torch's."""
+    x = np.concatenate([_SPECIAL, [1.4999, 1.5001, 20.0, 20.01, -88.0, -104.0, -745.0, 709.0]]).astype(dtype)
+    g = np.random.default_rng(1).standard_normal(x.shape).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fast = _ours(op, x, g)
+        with numpy_path():
+            slow = _ours(op, x, g)
+        theirs = _torch(op, x, g)
+    exact = _sigmoid_family_oracle(op, x, g)
+    rtol = 2e-5 if dtype == np.float32 else 1e-12
+    for k, (a, b, t, e) in enumerate(zip(fast, slow, theirs, exact)):
+        assert np.array_equal(np.isnan(a), np.isnan(t)), (op, x, a, t)
+        assert np.array_equal(np.isnan(a), np.isnan(b)), (op, x, a, b)
+        ok = np.isfinite(t)
+        np.testing.assert_array_equal(a[~ok], t[~ok])
+        if op == "sigmoid" and k == 1:
+            # g y (1 - y) from the saved y, as torch and the NumPy form: it cancels where y is near
+            # 1 (float32 x = 20: 0, the exact value 2e-9), as theirs does
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=0, equal_nan=True)
+            continue
+        # finite values against the long-double oracle (silu's 1 - σ is formed without cancellation)
+        np.testing.assert_allclose(a[ok], e[ok], rtol=rtol, atol=1e-300 if dtype == np.float64 else 1e-38)
+    zero = fast[0][3]                                    # f(-0.0)
+    assert zero == theirs[0][3] and (op != "silu" or np.signbit(zero) == np.signbit(theirs[0][3]))
+
+
+@needs_cc
+@pytest.mark.parametrize("op", _POINTWISE_NEW + ["rms_norm"])
+@pytest.mark.parametrize("n", [1, 7, 8, 15, 16, 17, 63, 64, 65, 255, 4097, 70001])
+def test_sizes_across_vector_widths_and_threads(op, n):
+    """Lengths around the 4/8/16-lane vector widths, the 64-element chunk alignment and the
+    thread split (2 threads): float32 kernel equals itself at 1 thread, float64 the NumPy path."""
+    rng = np.random.default_rng(n)
+    if op == "rms_norm" and n == 1:
+        pytest.skip("a row of one: see test_kernel_matches_numpy_path_float64")
+    shape = (n,) if op != "rms_norm" else (3, n)
+    x, g = rng.standard_normal(shape) * 3, rng.standard_normal(shape)
+    fast = _ours(op, x, g)
+    with numpy_path():
+        slow = _ours(op, x, g)
+    for a, b in zip(fast, slow):
+        assert _rel(a, b) <= 1e-12, (op, n, _rel(a, b))
+    old = tg.get_num_threads()
+    try:
+        tg.set_num_threads(1)
+        one = _ours(op, x.astype(np.float32), g.astype(np.float32))
+        tg.set_num_threads(2)
+        two = _ours(op, x.astype(np.float32), g.astype(np.float32))
+    finally:
+        tg.set_num_threads(old)
+    np.testing.assert_array_equal(one[0], two[0])
+    np.testing.assert_array_equal(one[1], two[1])
+
+
+@needs_cc
+@pytest.mark.parametrize("op", _POINTWISE_NEW)
+def test_sigmoid_family_gradients_of_gradients(op):
+    """create_graph=True: the saved kernel derivative is not read; the formula is differentiated
+    (second derivative with a random cotangent, against torch)."""
+    rng = np.random.default_rng(2)
+    x, g, h = rng.standard_normal((6, 5)) * 2, rng.standard_normal((6, 5)), rng.standard_normal((6, 5))
+    X = tg.from_numpy(x.copy()).requires_grad_()
+    (dx,) = tg.autograd.grad(OPS[op][0](X), X, tg.from_numpy(g), create_graph=True)
+    (ddx,) = tg.autograd.grad(dx, X, tg.from_numpy(h))
+    T = torch.tensor(x, device=DEVICE, requires_grad=True)
+    (dt,) = torch.autograd.grad(OPS[op][1](T), T, torch.tensor(g, device=DEVICE), create_graph=True)
+    (ddt,) = torch.autograd.grad(dt, T, torch.tensor(h, device=DEVICE))
+    np.testing.assert_allclose(dx.detach().numpy(), dt.detach().cpu().numpy(), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(ddx.numpy(), ddt.cpu().numpy(), rtol=1e-10, atol=1e-14)
+    assert np.max(np.abs(ddt.cpu().numpy())) > 1e-3
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weight", [True, False])
+def test_rms_norm_kernel_weight_gradient_and_shapes(dtype, weight):
+    """RMSNorm over two trailing dims, with and without weight, eps=None: x and w gradients
+    against torch (check_parity) and the kernel against the NumPy path."""
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((3, 5, 4, 6)), rng.standard_normal((4, 6))
+    if weight:
+        args, ours, theirs = (x, w), (lambda x, w: F.rms_norm(x, (4, 6), w)), \
+            (lambda x, w: torch.nn.functional.rms_norm(x, (4, 6), w))
+    else:
+        args, ours = (x,), (lambda x: F.rms_norm(x, (4, 6)))
+        theirs = lambda x: torch.nn.functional.rms_norm(x, (4, 6))  # noqa: E731
+    check_parity(ours, theirs, *args, dtype=dtype, name=f"kernel rms_norm weight={weight}")
+    g = rng.standard_normal(x.shape)
+
+    def grads():
+        ts = [tg.from_numpy(a.copy()).requires_grad_() for a in args]
+        return [r.numpy() for r in tg.autograd.grad(ours(*ts), ts, tg.from_numpy(g))]
+    fast = grads()
+    with numpy_path():
+        slow = grads()
+    for a, b in zip(fast, slow):
+        assert _rel(a, b) <= 1e-12
+
+
+def test_sigmoid_family_and_rms_norm_without_kernels():
+    """TINYGRAD_TX_KERNELS=0: the NumPy forms run (no derivative saved) and match torch."""
+    with numpy_path():
+        assert kernels.mode().startswith("numpy")
+        for op in _POINTWISE_NEW + ["rms_norm"]:
+            x = np.random.default_rng(9).standard_normal((4, 9)) * 3
+            check_parity(OPS[op][0], OPS[op][1], x, name=f"numpy path {op}")
+
+
+@needs_cc
+def test_sigmoid_family_and_rms_norm_run_their_kernels():
+    """The ops' outputs are the kernels' own outputs, bit for bit (the kernel path is taken)."""
+    x = np.random.default_rng(10).standard_normal((33, 20)).astype(np.float32) * 3
+    X = tg.from_numpy(x)
+    np.testing.assert_array_equal(X.sigmoid().numpy(), kernels.sigmoid(x))
+    np.testing.assert_array_equal(F.silu(X).numpy(), kernels.silu(x))
+    np.testing.assert_array_equal(F.softplus(X, 2.0, 3.0).numpy(), kernels.softplus(x, 2.0, 3.0))
+    np.testing.assert_array_equal(F.rms_norm(X, (20,), eps=1e-6).numpy(), kernels.rms_norm_forward(x, None, 1e-6))
+    g = np.random.default_rng(11).standard_normal(x.shape).astype(np.float32)
+    for fn, bwd in ((lambda t: t.sigmoid(), lambda: kernels.sigmoid_backward(kernels.sigmoid(x), g)),
+                    (F.silu, lambda: kernels.silu_backward(x, g)),
+                    (lambda t: F.softplus(t, 2.0, 3.0), lambda: kernels.softplus_backward(x, g, 2.0, 3.0))):
+        X = tg.from_numpy(x.copy()).requires_grad_()
+        (dx,) = tg.autograd.grad(fn(X), X, tg.from_numpy(g))
+        np.testing.assert_array_equal(dx.numpy(), bwd())
+
+
+@needs_cc
+@pytest.mark.parametrize("op", _POINTWISE_NEW)
+def test_sigmoid_family_backward_reads_what_torch_saves(op):
+    """A change made through ``.data`` between forward and backward (to y for sigmoid, to x for
+    silu and softplus, what torch saves) moves the gradient as it does in torch."""
+    results = []
+    for lib in (torch, tg):
+        x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True) if lib is tg else \
+            torch.tensor([0.5, -1.0, 2.0], requires_grad=True, device=DEVICE)
+        y = OPS[op][0](x) if lib is tg else OPS[op][1](x)
+        (y if op == "sigmoid" else x).data.mul_(2)
+        y.backward(lib.tensor([1.0, 2.0, -1.0]) if lib is tg else torch.tensor([1.0, 2.0, -1.0], device=DEVICE))
+        results.append(np.asarray(x.grad.detach().cpu() if lib is torch else x.grad))
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------- SGD
+
+_SGD_VARIANTS = {
+    "plain": dict(lr=0.1),
+    "momentum": dict(lr=0.1, momentum=0.9),
+    "dampening": dict(lr=0.05, momentum=0.8, dampening=0.3),
+    "nesterov + wd": dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
+    "wd": dict(lr=0.1, weight_decay=0.1),
+    "maximize + momentum + wd": dict(lr=0.1, momentum=0.7, weight_decay=0.05, maximize=True),
+}
+
+
+def _sgd_run(dtype, kw, shapes, grads_seed=11, steps=4):
+    rng = np.random.default_rng(grads_seed)
+    ps = [tg.nn.Parameter(tg.from_numpy(np.asarray(rng.standard_normal(s), dtype))) for s in shapes]
+    p0 = [p.detach().numpy().copy() for p in ps]
+    opt = tg.optim.SGD(ps, **kw)
+    for k in range(steps):
+        for p in ps:
+            g = np.asarray(rng.standard_normal(p.shape) * 10.0 ** rng.integers(-3, 3, p.shape), dtype)
+            if k == 2 and g.size > 5:
+                g.reshape(-1)[5] = np.nan
+            p.grad = tg.from_numpy(g)
+        with np.errstate(invalid="ignore"):
+            opt.step()
+    bufs = [opt.state[p].get("momentum_buffer") for p in ps]
+    return [p.detach().numpy() for p in ps], bufs, p0
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("variant", sorted(_SGD_VARIANTS))
+def test_sgd_kernel_is_bit_identical_to_numpy(dtype, variant, monkeypatch):
+    """SGD's update in C performs the NumPy form's operations in its order and rounding: equal
+    bit for bit over several steps (a NaN gradient, a 0-d parameter, sizes across the vector
+    width and the thread split included); the kernel ran at every step of every parameter."""
+    shapes = [(), (7,), (64, 3), (4097,)]
+    kw = _SGD_VARIANTS[variant]
+    ran, real = [], kernels.sgd
+    monkeypatch.setattr(kernels, "sgd", lambda *a, **k: ran.append(real(*a, **k)) or ran[-1])
+    old = tg.get_num_threads()
+    try:
+        tg.set_num_threads(2)
+        fast = _sgd_run(dtype, kw, shapes)
+    finally:
+        tg.set_num_threads(old)
+    assert ran == [True] * 16
+    with numpy_path():
+        slow = _sgd_run(dtype, kw, shapes)
+    for a, b in zip(fast[0] + [x for x in fast[1] if x is not None], slow[0] + [x for x in slow[1] if x is not None]):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        assert np.array_equal(a, b, equal_nan=True)
+    assert (fast[1][0] is None) == ("momentum" not in kw)
+    assert np.isnan(fast[0][3][5]) and np.max(np.abs(np.nan_to_num(fast[0][3] - fast[2][3]))) > 1e-3
+
+
+@needs_cc
+@pytest.mark.parametrize("variant", sorted(_SGD_VARIANTS))
+def test_sgd_steps_match_torch(variant):
+    kw = _SGD_VARIANTS[variant]
+    rng = np.random.default_rng(12)
+    w0 = rng.standard_normal((16, 8))
+    grads = [rng.standard_normal((16, 8)) for _ in range(3)]
+    W = tg.nn.Parameter(tg.from_numpy(w0.copy()))
+    T = torch.nn.Parameter(torch.tensor(w0, device=DEVICE))
+    ours, theirs = tg.optim.SGD([W], **kw), torch.optim.SGD([T], **kw)
+    for g in grads:
+        W.grad = tg.from_numpy(g.copy())
+        T.grad = torch.tensor(g, device=DEVICE)
+        ours.step()
+        theirs.step()
+    np.testing.assert_allclose(W.detach().numpy(), T.detach().cpu().numpy(), rtol=1e-12, atol=1e-15)
+    if "momentum" in kw:
+        np.testing.assert_allclose(ours.state[W]["momentum_buffer"],
+                                   theirs.state[T]["momentum_buffer"].cpu().numpy(), rtol=1e-12, atol=1e-15)
+    assert np.max(np.abs(W.detach().numpy() - w0)) > 1e-3

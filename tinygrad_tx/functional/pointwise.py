@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from .._factory_args import InvalidArgumentError
 from ..autograd import ArrayFunction
 from ..ops.elementwise import _sigmoid
@@ -95,6 +96,10 @@ class SiluFn(ArrayFunction):
     dy/dx = σ(x) + x σ(x)(1 - σ(x)) = σ(x) (1 + x (1 - σ(x))),
     so dL/dx = g σ (1 + x (1 - σ)). Saved: x and σ(x) (recomputed from x when the backward is
     differentiated: d²y/dx² = σ(1 - σ)(2 + x (1 - 2σ))).
+
+    Where a C compiler is found, ``kernels.silu`` / ``silu_backward`` run each direction as one
+    C pass (the backward from x, σ recomputed, as torch's); σ is then not saved (its slot holds
+    None; under ``create_graph=True`` it is recomputed from x as always).
     """
 
     differentiable_backward = True
@@ -102,6 +107,10 @@ class SiluFn(ArrayFunction):
 
     @staticmethod
     def forward(ctx, x):
+        y = kernels.silu(x)                          # one C pass (docs/kernels.md)
+        if y is not None:
+            ctx.save_for_backward(x, None)
+            return y
         s = sigmoid_np(x)
         ctx.save_for_backward(x, s)
         return x * s
@@ -109,6 +118,11 @@ class SiluFn(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         x, s = ctx.saved_tensors
+        if s is None:                                # the kernel ran forward: arrays only
+            dx = kernels.silu_backward(x, g)
+            if dx is not None:
+                return dx
+            s = sigmoid_np(x)
         return g * s * (1 + x * (1 - s))
 
 
@@ -116,7 +130,8 @@ class SoftplusFn(ArrayFunction):
     """y = sp(βx)/β, and y = x where βx > threshold (torch's linear regime).
 
     d/dx [sp(βx)/β] = σ(βx), so dL/dx = g σ(βx), and g where βx > threshold.
-    Saved: x.
+    Saved: x. Where a C compiler is found, ``kernels.softplus`` / ``softplus_backward`` run each
+    direction as one C pass (the same formulas, from x).
     """
 
     differentiable_backward = True
@@ -125,12 +140,19 @@ class SoftplusFn(ArrayFunction):
     def forward(ctx, x, *, beta, threshold):
         ctx.save_for_backward(x)
         ctx.beta, ctx.threshold = beta, threshold
+        y = kernels.softplus(x, beta, threshold)     # one C pass (docs/kernels.md)
+        if y is not None:
+            return y
         z = x * beta
         return np.where(z > threshold, x, softplus_np(z) / beta).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
+        if type(x) is np.ndarray and type(g) is np.ndarray:
+            dx = kernels.softplus_backward(x, g, ctx.beta, ctx.threshold)
+            if dx is not None:
+                return dx
         z = x * ctx.beta
         return g * np.where(z > ctx.threshold, 1, sigmoid_np(z))
 

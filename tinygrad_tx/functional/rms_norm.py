@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import ArrayFunction
 from ..tensor import Tensor
 from ._util import as_tensor, check_float
@@ -33,6 +34,11 @@ class RMSNormFn(ArrayFunction):
     Saved: x and w; the backward recomputes r from x (one pass over the row), so that every
     value it reads is an input: it runs on Tensors as it is, and gradients of gradients
     (``create_graph=True``) differentiate this very derivation.
+
+    Where a C compiler is found (float32/float64, arrays rather than Tensors), both directions
+    run as ``kernels.rms_norm_forward`` / ``rms_norm_backward``: the same formulas, one row at a
+    time (the row sums in the dtype's vector lanes, dw summed over rows in double), the NumPy
+    code below staying the reference and the fallback.
     """
 
     differentiable_backward = True
@@ -40,18 +46,32 @@ class RMSNormFn(ArrayFunction):
     @staticmethod
     def forward(ctx, x, weight, *, ndim_normalized, eps):
         dims = tuple(range(x.ndim - ndim_normalized, x.ndim))
+        ctx.save_for_backward(x, weight)
+        ctx.dims, ctx.eps = dims, eps
+        d = int(np.prod(x.shape[x.ndim - ndim_normalized:]))
+        if x.ndim:
+            fast = kernels.rms_norm_forward(x.reshape(-1, d), None if weight is None else weight.reshape(d), eps)
+            if fast is not None:                   # one C pass per row (docs/kernels.md)
+                return fast.reshape(x.shape)
         y = x * _inverse_rms(x, dims, eps)
         if weight is not None:
             y = y * weight
-        ctx.save_for_backward(x, weight)
-        ctx.dims, ctx.eps = dims, eps
         return y
 
     @staticmethod
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
-        r = _inverse_rms(x, ctx.dims, ctx.eps)
         need_x, need_w = ctx.needs_input_grad
+        if isinstance(x, np.ndarray) and isinstance(g, np.ndarray) and x.ndim:
+            d = int(np.prod(x.shape[x.ndim - len(ctx.dims):]))
+            w = None if weight is None else weight.reshape(d)
+            fast = kernels.rms_norm_backward(x.reshape(-1, d), np.broadcast_to(g, x.shape).reshape(-1, d), w,
+                                             ctx.eps, bool(need_x), bool(need_w and weight is not None))
+            if fast is not None:                   # one C pass per row (docs/kernels.md)
+                dx, dw = fast
+                return (None if dx is None else dx.reshape(x.shape),
+                        None if dw is None else dw.astype(x.dtype).reshape(weight.shape))
+        r = _inverse_rms(x, ctx.dims, ctx.eps)
         gw = g if weight is None else g * weight
         dx = dw = None
         if need_x:

@@ -34,6 +34,20 @@ PRELUDE = r"""
 SIMD_DECL float expf(float);   SIMD_DECL double exp(double);
 SIMD_DECL float logf(float);   SIMD_DECL double log(double);
 SIMD_DECL float erfcf(float);  SIMD_DECL double erfc(double);
+/* libmvec has log1p from glibc 2.35 on: older glibcs call the scalar one */
+#if defined(__has_include)
+#if __has_include(<features.h>)
+#include <features.h>
+#endif
+#endif
+#define SIMD_DECL_235
+#if defined(__GLIBC_PREREQ)
+#if __GLIBC_PREREQ(2, 35)
+#undef SIMD_DECL_235
+#define SIMD_DECL_235 SIMD_DECL
+#endif
+#endif
+SIMD_DECL_235 float log1pf(float);  SIMD_DECL_235 double log1p(double);
 float sqrtf(float); double sqrt(double);
 #define SQRT1_2      0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
@@ -81,6 +95,127 @@ void gelu_tanh$N(const $T *restrict x, $T *restrict y, $T *restrict d, long lo, 
         $T s = u >= 0 ? r : e * r;
         y[i] = v * s;
         if (d) d[i] = s + v * (($T)2 * e * r * r) * (($T)SQRT_2_OVER_PI * (($T)1 + ($T)(3 * GELU_C) * (v * v)));
+    }
+}
+
+/* σ(x) with e = e^{-|x|} <= 1 (never overflows): σ = 1/(1+e) for x >= 0, e/(1+e) for x < 0. */
+void sigmoid$N(const $T *restrict x, $T *restrict y, long lo, long hi) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T v = x[i];
+        $T e = exp$S(-(v < 0 ? -v : v));
+        $T r = ($T)1 / (($T)1 + e);
+        y[i] = v >= 0 ? r : e * r;
+    }
+}
+
+/* sigmoid's backward from the saved output, as SigmoidFn and torch: dx = g y (1 - y). */
+void sigmoid_bwd$N(const $T *restrict y, const $T *restrict g, $T *restrict dx, long lo, long hi) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) dx[i] = (g[i] * y[i]) * (($T)1 - y[i]);
+}
+
+/* SiLU: y = x σ(x), σ from e = e^{-|x|} as in ``sigmoid``. */
+void silu$N(const $T *restrict x, $T *restrict y, long lo, long hi) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T v = x[i];
+        $T e = exp$S(-(v < 0 ? -v : v));
+        $T r = ($T)1 / (($T)1 + e);
+        y[i] = v * (v >= 0 ? r : e * r);
+    }
+}
+
+/* SiLU's backward from x (σ recomputed, as torch's silu_backward): dx = g σ (1 + x (1 - σ)),
+   1 - σ = e/(1+e) for x >= 0, 1/(1+e) for x < 0 (no cancellation); ±inf give NaN, as torch. */
+void silu_bwd$N(const $T *restrict x, const $T *restrict g, $T *restrict dx, long lo, long hi) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T v = x[i];
+        $T e = exp$S(-(v < 0 ? -v : v));
+        $T r = ($T)1 / (($T)1 + e);
+        $T s = v >= 0 ? r : e * r;
+        $T c = v >= 0 ? e * r : r;
+        dx[i] = (g[i] * s) * (($T)1 + v * c);
+    }
+}
+
+/* softplus (torch's beta/threshold): z = βx; y = x where z > threshold, else
+   (max(z, 0) + log1p(e^{-|z|}))/β. A NaN x gives NaN (log1p(NaN)). */
+void softplus$N(const $T *restrict x, $T *restrict y, long lo, long hi, $T beta, $T threshold) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T v = x[i];
+        $T z = v * beta;
+        $T e = exp$S(-(z < 0 ? -z : z));
+        $T sp = (z > 0 ? z : ($T)0) + log1p$S(e);
+        y[i] = z > threshold ? v : sp / beta;
+    }
+}
+
+/* softplus's backward from x: dx = g where βx > threshold, else g σ(βx) (σ as in ``sigmoid``). */
+void softplus_bwd$N(const $T *restrict x, const $T *restrict g, $T *restrict dx, long lo, long hi, $T beta,
+                    $T threshold) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T z = x[i] * beta;
+        $T e = exp$S(-(z < 0 ? -z : z));
+        $T r = ($T)1 / (($T)1 + e);
+        dx[i] = z > threshold ? g[i] : g[i] * (z >= 0 ? r : e * r);
+    }
+}
+
+/* RMSNorm forward over rows [lo, hi) of D: r = 1/√(Σx²/D + eps), y = (x r) w (w may be NULL). */
+void rms_norm_fwd$N(const $T *restrict x, const $T *restrict w, $T *restrict y, long lo, long hi, long D,
+                    double eps) {
+    for (long r = lo; r < hi; r++) {
+        const $T *xr = x + r * D;
+        $T *yr = y + r * D;
+        ACC s = 0;
+        #pragma omp simd reduction(+:s)
+        for (long j = 0; j < D; j++) s += xr[j] * xr[j];
+        $T rho = ($T)1 / sqrt$S(($T)(s / D) + ($T)eps);
+        if (w) {
+            #pragma omp simd
+            for (long j = 0; j < D; j++) yr[j] = (xr[j] * rho) * w[j];
+        } else {
+            #pragma omp simd
+            for (long j = 0; j < D; j++) yr[j] = xr[j] * rho;
+        }
+    }
+}
+
+/* RMSNorm backward (RMSNormFn's derivation): r recomputed, ĝ = g w,
+   dx = r (ĝ - x r² mean(ĝ x)); dw += g x r into this thread's double column sums (dwa, D).
+   w may be NULL (ĝ = g); dx or dwa may be NULL (not needed). */
+void rms_norm_bwd$N(const $T *restrict x, const $T *restrict g, const $T *restrict w, $T *restrict dx,
+                    double *restrict dwa, long lo, long hi, long D, double eps) {
+    for (long r = lo; r < hi; r++) {
+        const $T *xr = x + r * D, *gr = g + r * D;
+        ACC s = 0, sgx = 0;
+        if (w) {
+            #pragma omp simd reduction(+:s, sgx)
+            for (long j = 0; j < D; j++) { s += xr[j] * xr[j]; sgx += (gr[j] * w[j]) * xr[j]; }
+        } else {
+            #pragma omp simd reduction(+:s, sgx)
+            for (long j = 0; j < D; j++) { s += xr[j] * xr[j]; sgx += gr[j] * xr[j]; }
+        }
+        $T rho = ($T)1 / sqrt$S(($T)(s / D) + ($T)eps);
+        if (dx) {
+            $T k = (rho * rho) * ($T)(sgx / D);
+            $T *dr = dx + r * D;
+            if (w) {
+                #pragma omp simd
+                for (long j = 0; j < D; j++) dr[j] = rho * (gr[j] * w[j] - xr[j] * k);
+            } else {
+                #pragma omp simd
+                for (long j = 0; j < D; j++) dr[j] = rho * (gr[j] - xr[j] * k);
+            }
+        }
+        if (dwa) {
+            #pragma omp simd
+            for (long j = 0; j < D; j++) dwa[j] += (gr[j] * xr[j]) * rho;
+        }
     }
 }
 
@@ -307,6 +442,25 @@ void adam$N($T *restrict p, const $T *restrict g, $T *restrict m, $T *restrict v
         p[i] = pi + (mi * neg_step) / denom;
     }
 }
+
+/* SGD on elements [lo, hi), optim.sgd.SGD.step's operations in its order and rounding (built with
+   -ffp-contract=off), so bit-identical to the NumPy form: g += wd p (if wd_on); with momentum
+   (buf not NULL) b = g at the first step, else b = b μ + (1 - τ) g, then g = g + μ b (nesterov)
+   or g = b; p = p - lr g. Scalars arrive already rounded to T, as NumPy rounds them. */
+void sgd$N($T *restrict p, const $T *restrict g, $T *restrict buf, long lo, long hi, int wd_on, $T wd,
+           int first, $T momentum, $T one_m_damp, int nesterov, $T lr) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T gi = g[i], pi = p[i];
+        if (wd_on) gi = gi + wd * pi;
+        if (buf) {
+            $T b = first ? gi : buf[i] * momentum + one_m_damp * gi;
+            buf[i] = b;
+            gi = nesterov ? gi + momentum * b : b;
+        }
+        p[i] = pi - lr * gi;
+    }
+}
 """)
 
 
@@ -342,6 +496,11 @@ KERNELS_OF = {
     "cross_entropy": ("cross_entropy_rows",),
     "scaled_dot_product_attention": ("attn_softmax", "attn_softmax_bwd"),
     "adam": ("adam",),
+    "sgd": ("sgd",),
+    "sigmoid": ("sigmoid", "sigmoid_bwd"),
+    "silu": ("silu", "silu_bwd"),
+    "softplus": ("softplus", "softplus_bwd"),
+    "rms_norm": ("rms_norm_fwd", "rms_norm_bwd"),
     "dropout": ("keep_from_words",),
 }
 

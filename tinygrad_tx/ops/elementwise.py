@@ -326,19 +326,28 @@ class SigmoidFn(ArrayFunction):
     Forward: 1/(1+e^-x) keeps full relative precision for the tiny outputs of x << 0 (where
     1 + tanh(x/2) would cancel to 0) until e^-x overflows, below x ≈ -88 in float32; there
     y = e^x/(1+e^x), the same value (``_sigmoid``).
+
+    Where a C compiler is found, ``kernels.sigmoid`` / ``sigmoid_backward`` run each direction as
+    one C pass (the same formulas; the backward reads the saved y, as torch's does).
     """
 
     differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
-        y = _sigmoid(x)
+        y = kernels.sigmoid(x)                     # one C pass (docs/kernels.md), else NumPy
+        if y is None:
+            y = _sigmoid(x)
         ctx.save_for_backward(y)
         return y
 
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
+        if type(y) is np.ndarray and type(g) is np.ndarray:
+            dx = kernels.sigmoid_backward(y, g)
+            if dx is not None:
+                return dx
         return g * y * (1 - y)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from .optimizer import Optimizer, check_hyperparameter
 
 
@@ -55,6 +56,9 @@ class SGD(Optimizer):
             lr, momentum, dampening = float(group["lr"]), float(group["momentum"]), float(group["dampening"])
             weight_decay, nesterov = float(group["weight_decay"]), group["nesterov"]
             for p, grad in self._params_with_grad(group):  # grad already negated if maximize
+                if self._kernel_step(p, grad, lr, momentum, dampening, weight_decay, nesterov):
+                    p._bump()                      # the same operations in one C pass (docs/kernels.md)
+                    continue
                 if weight_decay != 0:
                     grad = grad + weight_decay * p._data
                 if momentum != 0:
@@ -70,3 +74,18 @@ class SGD(Optimizer):
                 p._data -= lr * grad
                 p._bump()
         return loss
+
+    def _kernel_step(self, p, grad, lr, momentum, dampening, weight_decay, nesterov) -> bool:
+        """The step below for one parameter as ``kernels.sgd`` (bit-identical, one pass), or False
+        (nothing done) when it does not apply: the NumPy code runs."""
+        buf, first = None, False
+        if momentum != 0:
+            buf = self.state[p].get("momentum_buffer")
+            if buf is None:
+                buf, first = np.empty_like(p._data, order="C"), True
+        if not kernels.sgd(p._data, grad, buf, first, lr=lr, momentum=momentum, dampening=dampening,
+                           weight_decay=weight_decay, nesterov=nesterov):
+            return False
+        if first:
+            self.state[p]["momentum_buffer"] = buf
+        return True
