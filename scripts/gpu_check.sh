@@ -23,7 +23,7 @@
 # Every step is bounded by `timeout`, so a run ends within ~10 minutes of device time at the
 # defaults; the measured dry run below sizes the real one.
 #
-# Dry run on the CPU (2-core VM, shared, load average 1.9 -> 2.1, 2026-12-07; a fresh clone, no install,
+# Dry run on the CPU (2-core VM, shared, load average 1.7 -> 1.9, 2026-12-07; a fresh clone, no install,
 # TINYGRAD_TX_TORCH_DEVICE=cpu, -n 2, the dev profile, GPU_CHECK_PYTEST_S=600 so that both passes ran whole):
 #   GPU_CHECK_DEVICE=cpu GPU_CHECK_WORKERS=2 GPU_CHECK_SKIP_INSTALL=1 GPU_CHECK_PYTEST_S=600 scripts/gpu_check.sh
 #   357 s in all: pytest 303 s (parity pass 99 s: 5,551 passed, 14 skipped, 3 xfailed; rest 204 s:
