@@ -42,11 +42,16 @@ _ONE_SIXTH_F32 = float(np.float32(1 / 6))   # torch's hardsigmoid backward multi
 
 def sigmoid_np(x: np.ndarray) -> np.ndarray:
     """σ(x) without overflow, in x's dtype (``ops.elementwise._sigmoid``: 1/(1+e^-x), and
-    e^x/(1+e^x) where e^-x overflows). On a Tensor (a backward being differentiated,
+    e^x/(1+e^x) where e^-x overflows; ``kernels.sigmoid`` where SigmoidFn uses it). On a Tensor (a backward being differentiated,
     ``autograd/dispatch.py``) it is the Tensor's ``sigmoid``: the same value, recorded."""
     if isinstance(x, Tensor):
         return x.sigmoid()
-    return _sigmoid(x)
+    # the value Tensor.sigmoid gives, bit for bit: where a kernel computes it, so does this one.
+    # (Bernoulli(logits).entropy() is BCE-with-logits(l, σ(l)): its gradient σ(l) - p cancels to
+    # exactly 0 only when both σ are the same number; an ulp apart, the float32 gradient near l = 0
+    # was 3e-6 off where torch's is 4e-8.)
+    fast = kernels.sigmoid(x) if isinstance(x, np.ndarray) else None   # (-x of a 0-d array is a scalar)
+    return _sigmoid(x) if fast is None else fast
 
 
 def softplus_np(x: np.ndarray) -> np.ndarray:
