@@ -37,7 +37,6 @@ optimizer references survive, as with torch's ``param.copy_(value)``.
 """
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
@@ -45,6 +44,7 @@ import numpy as np
 
 from .._factory_args import check_bool
 from ..autograd import recording as _recording
+from ..autograd.hooks import RemovableHandle
 from ..device import check as _check_device
 from ..device import device as _DeviceType
 from ..dtypes import resolve as _resolve_dtype
@@ -81,27 +81,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """Returned by ``register_forward_hook``: ``handle.remove()`` unregisters the hook
-    (also usable as a context manager)."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: dict):
-        self._hooks = hooks
-        self.id = next(RemovableHandle._ids)
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-        return False
 
 
 def _state_value_to_array(value, key: str) -> np.ndarray:

@@ -16,6 +16,7 @@ import weakref
 import numpy as np
 
 from ..autograd import is_grad_enabled
+from ..autograd.hooks import RemovableHandle
 from ..tensor import Tensor
 from . import movement as _M
 
@@ -360,22 +361,6 @@ def fill_diagonal_(self, fill_value, wrap=False):
 
 # ============================================================================ hooks
 
-class _HookHandle:
-    """``handle.remove()`` takes one registered hook away (torch's ``RemovableHandle``)."""
-
-    def __init__(self, hooks: dict, key: int):
-        self._hooks, self.id = hooks, key
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
 def register_post_accumulate_grad_hook(self, hook):
     """Call ``hook(tensor)`` after each backward has accumulated this leaf's gradient into ``.grad``
     (torch's; optimizers fused into backward use it). The hook must return None. Only a leaf that
@@ -387,16 +372,9 @@ def register_post_accumulate_grad_hook(self, hook):
     hooks = self._post_hooks
     if hooks is None:
         hooks = self._post_hooks = {}
-    key = _next_hook_id()
-    hooks[key] = hook
-    return _HookHandle(hooks, key)
-
-
-_hook_ids = iter(range(1 << 62))
-
-
-def _next_hook_id() -> int:
-    return next(_hook_ids)
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
 
 
 # ============================================================================ is_* attributes
