@@ -17,7 +17,7 @@ import torch.nn.functional as TF
 import tinygrad_tx as tg
 import tinygrad_tx.nn.functional as F
 from tinygrad_tx.autograd import ArrayFunction
-from tinygrad_tx.autograd.function import op_name
+from tinygrad_tx.core.function import op_name
 from reference.testing import DEVICE
 from tinygrad_tx.exercises import solutions
 from tinygrad_tx.exercises.ladder import LADDER

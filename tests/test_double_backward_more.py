@@ -314,7 +314,7 @@ def test_every_op_differentiates_twice_or_says_why_not():
     import importlib
     import pkgutil
 
-    from tinygrad_tx.autograd.function import ArrayFunction
+    from tinygrad_tx.core.function import ArrayFunction
     for m in pkgutil.walk_packages(tg.__path__, "tinygrad_tx."):
         if not m.name.startswith(("tinygrad_tx.exercises", "tinygrad_tx.cli", "tinygrad_tx.__main__")):
             importlib.import_module(m.name)

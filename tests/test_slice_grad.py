@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, strategies as st
 
 import tinygrad_tx as tg
-from tinygrad_tx.autograd.accumulate import SliceGrad
+from tinygrad_tx.core.accumulate import SliceGrad
 from tinygrad_tx.ops.movement import GetItem
 from reference.testing import DEVICE, F64_RTOL, assert_close, assert_nontrivial, check_double_parity, check_parity
 

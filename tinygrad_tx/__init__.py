@@ -5,17 +5,17 @@ Every op's forward and hand-written backward live side by side in
 that runs them backwards is the package ``tinygrad_tx/autograd/``.
 """
 from . import allocator
-from . import dtypes
+from .core import dtypes
 from .autograd import (SavedMemory, enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import tensor as _tensor   # before ``.device`` below rebinds the name to the device class
-from .device import device
-from .dtypes import (bool, complex64, complex128, double, dtype, float, float16, float32, float64, get_default_dtype,
+from .core.device import device
+from .core.dtypes import (bool, complex64, complex128, double, dtype, float, float16, float32, float64, get_default_dtype,
                      half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from .ops.movement import IndexOutOfRange
 from .gradcheck import GradcheckError, gradcheck
 from .parallel import get_num_threads, set_num_threads
-from .size import Size
+from .core.size import Size
 from .tensor import Tensor, cat, matmul, maximum, minimum, stack, where
 
 from ._bind import bind as _bind
@@ -28,7 +28,7 @@ from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, 
 from .serialization import load, save  # noqa: E402  (torch.save / torch.load, no pickle danger)
 from .layout import (channels_last, channels_last_3d, contiguous_format, memory_format,  # noqa: E402
                      preserve_format)
-from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
+from .core.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
 from .compile import compile  # noqa: E402,A004  (torch.compile: record once, replay; compile/)
 
 __version__ = "0.1.0"
@@ -53,7 +53,7 @@ def is_floating_point(input) -> bool:
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """``torch.set_anomaly_enabled``: turn anomaly detection on or off (``autograd/anomaly.py``)."""
-    from .autograd.anomaly import set_detect_anomaly
+    from .core.anomaly import set_detect_anomaly
     set_detect_anomaly(enabled, check_nan)
 
 

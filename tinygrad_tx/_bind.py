@@ -29,7 +29,8 @@ import inspect
 import types
 
 MODULES = (
-    "tinygrad_tx.dtypes",        # result_type, promote_types, can_cast
+    "tinygrad_tx.tensor",        # first: the operators, casts and NumPy protocols (the core's Tensor computes nothing)
+    "tinygrad_tx.core.dtypes",   # result_type, promote_types, can_cast
     "tinygrad_tx.ops.unary",
     "tinygrad_tx.ops.binary",
     "tinygrad_tx.ops.matmul",
@@ -51,9 +52,14 @@ MODULES = (
 )
 
 
+def _defined_on(cls, name: str) -> bool:
+    """Whether ``cls`` (not ``object``: its default ``__eq__``, ``__repr__``...) defines ``name``."""
+    return any(name in vars(k) for k in cls.__mro__ if k is not object)
+
+
 def bind() -> dict:
     """Bind every module's ``TENSOR_METHODS`` onto Tensor; return all ``FUNCTIONS``."""
-    from .tensor import Tensor
+    from .core.tensor import Tensor
     functions = {}
     owner = {}
     origin = {}   # function name -> the module exporting it
@@ -64,7 +70,7 @@ def bind() -> dict:
         if methods is None:
             methods = module.in_place_methods()
         for meth, fn in methods.items():
-            if meth in owner or (hasattr(Tensor, meth) and meth not in replaces):
+            if (meth in owner or _defined_on(Tensor, meth)) and meth not in replaces:
                 raise RuntimeError(f"{name} binds Tensor.{meth}, already bound by "
                                    f"{owner.get(meth, 'tensor.py')}; list it in REPLACES to replace it")
             setattr(Tensor, meth, _named(fn, meth))
@@ -119,8 +125,8 @@ def _named(fn, name: str, copy: bool = False):
     """``fn`` answering to ``name`` in Python's argument errors: renamed in place the first time
     (only its ``__qualname__``: the message's name), a renamed copy when already bound under
     another name or when ``copy``. Dunder methods and anything not a plain function are left alone."""
-    if not isinstance(fn, types.FunctionType) or name.startswith("__"):
-        return fn
+    if not isinstance(fn, types.FunctionType) or name.startswith("__") or fn.__qualname__ == "Tensor." + name:
+        return fn   # a dunder, a property, or a Tensor method under its own name (tensor.py's)
     if fn.__qualname__ == name:
         _RENAMED.add(id(fn))   # answers to this name already: another name gets a copy
         return fn

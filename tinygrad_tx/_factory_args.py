@@ -7,9 +7,9 @@ import numbers
 
 import numpy as np
 
-from .device import check as _check_device
-from .dtypes import resolve as _resolve_dtype
-from .tensor import Tensor
+from .core.device import check as _check_device
+from .core.dtypes import resolve as _resolve_dtype
+from .core.tensor import Tensor
 
 
 class InvalidArgumentError(ValueError, RuntimeError):

@@ -37,6 +37,8 @@ import threading
 
 import numpy as np
 
+from .core import seam as _seam
+
 __all__ = ["empty", "matmul", "copy", "empty_cache", "stats", "MIN_BYTES", "MAX_BYTES", "MAX_ARRAYS"]
 
 MIN_BYTES = 64 * 1024          # smaller arrays come from malloc's free lists, which are not trimmed
@@ -170,3 +172,11 @@ def _fresh_lock_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_fresh_lock_in_child)
+
+
+def copy_fresh(x, dtype) -> np.ndarray:
+    """The engine's leaf-gradient copy (``core.seam.copy_array``): :func:`copy` into a fresh array."""
+    return copy(x, dtype, pooled=False)
+
+
+_seam.copy_array = copy_fresh   # the engine's leaf-gradient copy, tiled for a transposed source

@@ -64,7 +64,7 @@ import numpy as np
 import safetensors.numpy
 from safetensors import SafetensorError, safe_open
 
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 FORMAT_VERSION = "1"
 OPTIMIZER_PREFIX = "optimizer.state."

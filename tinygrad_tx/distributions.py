@@ -24,7 +24,7 @@ import numbers
 
 import numpy as np
 
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 __all__ = ["Distribution", "Categorical", "OneHotCategorical", "Bernoulli", "Normal", "Uniform"]
 
@@ -35,7 +35,7 @@ def _as_param(value, name: str, dist: str) -> Tensor:
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.ndarray, list, tuple)):
         raise TypeError(f"{dist}: {name} must be a Tensor or a number, got {type(value).__name__}")
     from .factories import tensor
-    from .dtypes import get_default_dtype
+    from .core.dtypes import get_default_dtype
     return tensor(np.asarray(value, dtype=get_default_dtype().dtype))
 
 
@@ -78,7 +78,7 @@ class Distribution:
         return _shape(sample_shape) + self._batch_shape + self._event_shape
 
     def sample(self, sample_shape=()) -> Tensor:
-        from .autograd import no_grad
+        from .core.grad_mode import no_grad
         with no_grad():
             return self.rsample(sample_shape).detach()
 

@@ -29,15 +29,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .device import check as _check_device
-from .dtypes import COMPLEX_REFUSED, default_float
+from .core.device import check as _check_device
+from .core.dtypes import COMPLEX_REFUSED, default_float
 from .generator import (Generator, default_generator, draw_bernoulli, draw_exponential,  # noqa: F401
                         draw_geometric, draw_integers, draw_normal, draw_uniform, get_rng_state,
                         initial_seed, manual_seed, seed, set_rng_state)
 from .random_factories import FUNCTIONS as _RANDOM_FUNCTIONS
 from .random_factories import TENSOR_METHODS as _RANDOM_METHODS
 from ._factory_args import InvalidArgumentError, _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 _INT64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)

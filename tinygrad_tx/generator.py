@@ -31,9 +31,9 @@ import struct
 import numpy as np
 
 from . import torch_streams as _ts
-from .device import check as _check_device
-from .dtypes import default_float
-from .dtypes import resolve as _resolve_dtype
+from .core.device import check as _check_device
+from .core.dtypes import default_float
+from .core.dtypes import resolve as _resolve_dtype
 
 _tensor = importlib.import_module("tinygrad_tx.tensor")   # the module (tinygrad_tx.tensor is also a function)
 from ._factory_args import InvalidArgumentError  # noqa: E402  (after the tensor module, which it imports)
@@ -43,7 +43,7 @@ def _reseeded(generator, how: str) -> None:
     """A generator's stream is reset (``manual_seed``, ``set_state``): a compiled call being
     recorded refuses it (its replay would not reset the stream, and the reset may leave the state
     as it was, so the recorder cannot see it by the state alone)."""
-    from .autograd import recording
+    from .core import seam as recording
     if recording.recorder is not None:
         recording.recorder.unsupported(f"{how}() inside the function (a replay would not reset the random stream)")
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .autograd import no_grad
-from .tensor import Tensor
+from .core.grad_mode import no_grad
+from .core.tensor import Tensor
 
 
 class GradcheckError(AssertionError):
@@ -106,7 +106,8 @@ def gradgradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-6, rtol: fl
     (flattened and joined), for a random cotangent ``u`` that is checked as an input too. A
     backward whose own backward is wrong (or missing: a value used as a constant) fails here.
     """
-    from .autograd import enable_grad, grad
+    from .core.grad_mode import enable_grad
+    from .core.api import grad
     from .tensor import cat
 
     arrays = [np.asarray(a._data if isinstance(a, Tensor) else a) for a in inputs]

@@ -31,9 +31,10 @@ import warnings
 
 import numpy as np
 
-from . import dtypes as _dtypes
+from .core import dtypes as _dtypes
 from ._factory_args import leaf, resolve_dtype
-from .tensor import _NO_DATA, Tensor
+from .core import seam as _seam
+from .core.tensor import _NO_DATA, Tensor
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
            "CharTensor", "ByteTensor", "BoolTensor", "Variable", "legacy_range"]
@@ -98,7 +99,7 @@ def construct(name: str, dt, args: tuple, device, kwargs: dict) -> Tensor:
         raise TypeError(f"{name}(): unexpected keyword argument(s) {given} (the legacy constructors take "
                         f"sizes or data, and device=); use tinygrad_tx.tensor(data, dtype=..., requires_grad=...)")
     if device is not None and str(device) != "cpu":
-        from .device import device as _device_cls
+        from .core.device import device as _device_cls
         _device_cls(device)               # an unknown device string raises there
         raise RuntimeError(f"{name}(): device={device!r}: tinygrad_tx runs on the cpu only")
     if len(args) == 1 and isinstance(args[0], Tensor):
@@ -223,3 +224,6 @@ def new(self, *args, device=None):
 _BY_DTYPE = {np_name: globals()[name] for name, np_name in _LEGACY_TYPES.items()}
 TENSOR_METHODS: dict = {"new": new}
 FUNCTIONS = {**{name: globals()[name] for name in _LEGACY_TYPES}, "range": legacy_range}
+
+
+_seam.legacy_constructor = tensor_constructor   # the core's Tensor(...) hands its legacy forms here

@@ -15,8 +15,9 @@ import numbers
 
 import numpy as np
 
-from . import dtypes
-from .autograd import ArrayFunction, accumulation_dtype
+from .core import dtypes
+from .core.function import ArrayFunction
+from .core.broadcast import accumulation_dtype
 from .ops.reduce import as_function, normalize_dims, reduce_axes, save_reduced, saved_reduced
 
 from .ops.linsolve import LinAlgError, det, inv, slogdet, solve  # noqa: F401 (torch.linalg's names)

@@ -25,7 +25,7 @@ import numbers
 
 import numpy as np
 
-from . import dtypes as _dtypes
+from .core import dtypes as _dtypes
 
 __all__ = ["set_printoptions", "get_printoptions", "PRINT_OPTIONS", "tensor_repr"]
 

@@ -18,12 +18,12 @@ import numbers
 import numpy as np
 
 from ._factory_args import InvalidArgumentError, _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
-from .autograd import ArrayFunction
-from .device import check as _check_device
-from .dtypes import default_float
+from .core.function import ArrayFunction
+from .core.device import check as _check_device
+from .core.dtypes import default_float
 from .generator import (draw_bernoulli, draw_integers, draw_normal, draw_uniform, get_generator,
                         _check_probabilities)
-from .tensor import Tensor
+from .core.tensor import Tensor
 from . import torch_streams as _ts
 
 _INT64 = np.dtype(np.int64)

@@ -85,8 +85,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import dtypes as _dtypes
-from .tensor import Tensor
+from .core import dtypes as _dtypes
+from .core.tensor import Tensor
 
 FORMAT = "tinygrad_tx.save"
 VERSION = 1
@@ -756,7 +756,7 @@ def _load_torch_legacy(data: bytes):
 
 def _check_map_location(map_location):
     """Everything loads onto the CPU; a mapping to another device is an error."""
-    from .device import device as _device
+    from .core.device import device as _device
     targets = []
     if map_location is None or callable(map_location) and not isinstance(map_location, (str, _device)):
         return

@@ -1,33 +1,32 @@
-"""``Tensor``: a NumPy array plus the autograd bookkeeping (``requires_grad``, ``grad``, graph edge).
+"""The Tensor's Python operators, casts and NumPy protocols: the methods of ``Tensor`` that compute.
 
-Dtype rules follow ``torch.tensor``: a NumPy array keeps its dtype (float64
-stays float64 end to end), Python floats (and lists of them) become the default
-float (float32 unless ``set_default_dtype`` chose another), Python ints int64 and
-bools bool. Operators dispatch to the Functions in
-``tinygrad_tx.ops``; each of those files holds the forward and the hand-written
-backward of one kind of op side by side; ``_bind.py`` binds the methods the op modules define.
-
-Each Tensor may carry a version counter (``_vc``, shared with its views) and, when it is a view,
-how it was made from its base (``_view``): the two pieces of state that let ``ops/inplace.py``
-give in-place ops torch's autograd rules.
+The class itself (data, gradient, graph node) is the core's, ``tinygrad_tx/core/tensor.py``; it
+computes nothing. Its operators are here: each one prepares its arguments (dtype promotion,
+dims) and calls one Function of ``tinygrad_tx/ops/`` (_E = ops/elementwise.py, _M =
+ops/movement.py, _MM = ops/matmul.py), whose forward and backward sit side by side there. They
+are written as the methods of ``_TensorMethods`` and bound onto ``Tensor`` in one place,
+``tinygrad_tx/_bind.py`` (this module first), with the methods of the op modules (sum, sin,
+softmax, ...).
 """
 from __future__ import annotations
 
 import numbers
 import operator
-import weakref
 
 import numpy as np
 
-from . import autograd, dtypes
-from . import device as _device
+from .core import dtypes
+from .core import device as _device
+from .core import seam as _seam
+from .core.size import of as _size_of
+from .core.tensor import (Tensor, IndexOutOfRange, _NO_DATA, _adopt, _canonical_dim, _check_element_dtype,  # noqa: F401
+                          _short, _to_array, _View, _wrapped)
 from . import layout as _layout
 from . import printing as _printing
-from .size import of as _size_of
 from .autograd import dispatch as _dispatch
-from .autograd import recording as _recording
-from .autograd import api as _autograd_api
 from .autograd.node_names import named as _named
+from .core import grad_mode as _grad_mode
+from .core import versions as _versions
 
 _rng = np.random.default_rng()
 
@@ -38,296 +37,8 @@ def default_generator() -> np.random.Generator:
     return _rng
 
 
-def _to_array(data, dtype=None) -> np.ndarray:
-    """A new array (never a view of ``data``: as ``torch.tensor``, ``Tensor(a)`` copies, so
-    editing ``a`` afterwards leaves the tensor alone; ``tinygrad_tx.from_numpy`` is the
-    zero-copy way) with torch.tensor's dtype rules: an array or Tensor keeps its dtype, Python
-    floats (and lists of them) become the default float, ints int64, bools bool. Complex, object, string
-    and datetime data are a TypeError, ragged nested lists a ValueError."""
-    if isinstance(data, Tensor):
-        arr = data._data
-    elif isinstance(data, (np.ndarray, np.generic)):
-        arr = data
-    else:
-        try:
-            arr = np.asarray(data)
-        except ValueError:   # NumPy's "inhomogeneous shape": a ragged nested list
-            raise ValueError(f"Tensor(): ragged nested sequence {_short(data)}: every row must "
-                             "have the same length") from None
-        if arr.dtype.kind in "iu" and arr.dtype != np.int64 and dtype is None:
-            arr = arr.astype(np.int64)
-        elif arr.dtype.kind == "f" and dtype is None:
-            arr = arr.astype(dtypes.default_float())
-        if arr.dtype.kind == "O" and dtype is None:
-            raise TypeError(f"Tensor(): could not infer a dtype for {_short(data)} "
-                            f"(of type {type(data).__name__}); expected numbers, bools or nested "
-                            "lists of them")
-    _check_element_dtype(arr.dtype)
-    return np.array(arr, dtype=dtype, copy=True)   # order K: the layout torch.tensor keeps
-
-
-def _wrapped(data) -> np.ndarray:
-    arr = data._data if isinstance(data, Tensor) else data
-    _check_element_dtype(arr.dtype)
-    return arr
-
-
-def _short(obj) -> str:
-    text = repr(obj)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _check_element_dtype(dt: np.dtype) -> None:
-    if dt.kind == "c":
-        raise TypeError(dtypes.COMPLEX_REFUSED.format(what=f"dtype {dt}"))
-    if dt.kind not in "biuf":
-        raise TypeError(f"Tensor(): can't convert np.ndarray of type {dt}. The only supported types "
-                        "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
-
-
-def _adopt(array: np.ndarray) -> "Tensor":
-    """A leaf over ``array`` itself, no copy: for the library's own freshly computed arrays
-    (``Tensor(a)`` copies, which a result nobody else holds does not need)."""
-    return Tensor._from_op(array, None)
-
-
-class _DtypeError(TypeError, RuntimeError):
-    """Only floating tensors can require gradients: torch's RuntimeError, also a TypeError (what
-    this project raised before, so callers catching either keep working)."""
-
-
-class _Version:
-    """A version counter shared by a tensor and its views (torch's ``_version``): every in-place
-    change adds one. A Function that saves an array records the counter of the tensor it came
-    from and its value; backward refuses to run on a changed value (``autograd._check_saved``)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self):
-        self.value = 0
-
-
-class _View:
-    """How a view tensor was made from its base (the tensor that owns the memory): the chain of
-    view Functions that produced it (``steps``: (Function, input position, other args, kwargs)),
-    and the base's version when the view's graph node was last built. A view whose base changed
-    in place since then rebuilds its node from the base (``Tensor._refresh_view``), so a gradient
-    through it reaches the base's newest history, as torch's views do."""
-
-    __slots__ = ("base", "steps", "version", "multi")
-
-    def __init__(self, base, steps, version, multi=None):
-        # multi: (op name, output number) when the view is (a view of) one output of an op that
-        # returns several views (split, chunk, unbind): torch refuses recorded in-place writes to those
-        self.base, self.steps, self.version, self.multi = base, steps, version, multi
-
-
-def _check_hook_result(hook, grad, new) -> None:
-    """A tensor hook may replace the gradient only by a Tensor of the same shape and dtype (torch's
-    checks and messages): anything else would flow on as a gradient of the wrong kind."""
-    name = getattr(hook, "__name__", type(hook).__name__)
-    if not isinstance(new, Tensor):
-        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}' (hook '{name}' must "
-                        "return a Tensor or None)")
-    if new._data.shape != grad._data.shape:
-        raise RuntimeError(f"hook '{name}' has changed the size of value (was {tuple(grad._data.shape)}, "
-                           f"got {tuple(new._data.shape)})")
-    if new._data.dtype != grad._data.dtype:
-        names = Tensor._TYPE_NAMES
-        was, got = (names.get(a._data.dtype.name, a._data.dtype.name) for a in (grad, new))
-        raise RuntimeError(f"hook '{name}' has changed the type of value (was tinygrad_tx.{was} got "
-                           f"tinygrad_tx.{got})")
-
-
-class _NoData:
-    """``Tensor()``'s missing ``data`` (``torch.Tensor()`` is an empty float tensor)."""
-
-    def __repr__(self) -> str:
-        return "<no data>"
-
-
-_NO_DATA = _NoData()
-_NUMPY_DATA = (np.ndarray, np.generic)   # data that keeps torch.tensor's rules in Tensor(...)
-
-
-class Tensor:
-    """An n-dimensional array that can record the operations applied to it.
-
-    >>> x = Tensor(np.array([1.0, 2.0]), requires_grad=True)
-    >>> (x * x).sum().backward(); x.grad
-    tensor([2., 4.])
-
-    The array is ``_data`` (``.numpy()`` returns it); ``.data`` is a Tensor sharing it whose
-    in-place changes autograd does not see (as torch's ``.data``); ``.grad`` is a Tensor or None.
-
-    ``Tensor(a)`` of a NumPy array copies ``a`` and keeps its dtype (as ``torch.tensor`` does:
-    editing ``a`` afterwards leaves the tensor alone); ``tinygrad_tx.from_numpy(a)`` shares its
-    memory, ``as_tensor`` shares when the dtype allows. A known difference: torch's legacy
-    ``torch.Tensor(a)`` converts an array to the default float (float32); use
-    ``Tensor(a.astype(np.float32))`` or ``tinygrad_tx.tensor(a, dtype=...)`` for that. Anything
-    else follows torch's legacy constructor (``legacy.py``): ``Tensor(2, 3)`` is a new (2, 3)
-    tensor of the default float (zeros; torch leaves it uninitialised), ``Tensor([1, 2])``
-    ``tensor([1., 2.])``, ``Tensor()`` empty, ``Tensor(t)`` an alias of ``t``.
-
-    A subclass (``nn.Parameter``) wraps a Tensor's or array's memory without copying, as
-    ``torch.nn.Parameter`` does. Complex data is refused (TypeError): every backward here is
-    written for real inputs.
-    """
-
-    __slots__ = ("_data", "_grad", "_requires_grad", "_ctx", "_retains_grad", "_hooks", "_name",
-                 "_vc", "_view", "_post_hooks", "__weakref__")   # _post_hooks: register_post_accumulate_grad_hook's
-    __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected ops
-
-    def __init__(self, data=_NO_DATA, *sizes, requires_grad: bool = False, dtype=None, device=None):
-        if device is not None:
-            _device.check(device)
-        dtype = dtypes.resolve(dtype)
-        if sizes or (type(self) is Tensor and not isinstance(data, _NUMPY_DATA)):
-            # Tensor(2, 3), Tensor([1, 2]), Tensor(t), Tensor(): torch.Tensor's legacy rules (legacy.py)
-            from .legacy import tensor_constructor
-            tensor_constructor(self, data, sizes, requires_grad, dtype, device)
-        else:
-            if type(self) is not Tensor and isinstance(data, (Tensor, np.ndarray)) and dtype is None:
-                # a subclass (nn.Parameter) wraps the array it is given, as torch.nn.Parameter does
-                self._data = _wrapped(data)
-            else:
-                self._data = _to_array(data, dtype)
-            self._grad = None
-            self._ctx = None
-            self._retains_grad = False
-            self._hooks = ()
-            self._name = None
-            self._vc = None
-            self._view = None
-            self._post_hooks = None
-            self._requires_grad = False
-            if requires_grad:
-                self.requires_grad = True
-        if _recording.recorder is not None:   # tinygrad_tx.compile: a tensor made outside a Function
-            _recording.recorder.created(self, data, dtype)
-
-    @classmethod
-    def _from_op(cls, array: np.ndarray, ctx) -> "Tensor":
-        t = cls.__new__(cls)
-        t._data = np.asarray(array) if isinstance(array, np.generic) else array   # np.argmax gives a scalar
-        t._grad = None
-        t._ctx = ctx
-        t._requires_grad = ctx is not None
-        t._retains_grad = False
-        t._hooks = ()
-        t._name = None
-        t._vc = None
-        t._view = None
-        t._post_hooks = None
-        if _recording.recorder is not None:   # tinygrad_tx.compile: a tensor made outside a Function
-            _recording.recorder.created(t, None, None)
-        return t
-
-    # ------------------------------------------------------------------ data, grad, versions
-    @property
-    def data(self) -> "Tensor":
-        """A Tensor sharing this tensor's array, outside autograd: its in-place changes are not
-        recorded and bump no version (torch's ``.data``; prefer ``detach()``, which is tracked)."""
-        return Tensor._from_op(self._data, None)
-
-    @data.setter
-    def data(self, value):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"data must be set to a Tensor, got {type(value).__name__}")
-        self._data = value._data
-
-    @property
-    def grad(self):
-        """The accumulated gradient: a Tensor of this tensor's shape and dtype, or None."""
-        return self._grad
-
-    @grad.setter
-    def grad(self, value):
-        if value is not None:
-            if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
-                                f"{type(value).__name__}")
-            if value._data.shape != self._data.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: grad shape "
-                                   f"{value._data.shape}, tensor shape {self._data.shape}")
-            if value._data.dtype != self._data.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: grad dtype "
-                                   f"{value._data.dtype}, tensor dtype {self._data.dtype}")
-        if _recording.recorder is not None:   # tinygrad_tx.compile records the assignment
-            _recording.recorder.grad_set(self, value)
-        self._grad = value
-
-    def _counter(self) -> _Version:
-        """This tensor's version counter (made on first use: most tensors never need one)."""
-        vc = self._vc
-        if vc is None:
-            vc = self._vc = _Version()
-        return vc
-
-    @property
-    def _version(self) -> int:
-        """How many in-place changes this tensor's memory has seen (torch's ``_version``)."""
-        return 0 if self._vc is None else self._vc.value
-
-    def _bump(self) -> None:
-        """Record an in-place change of this tensor's values (every writer calls it)."""
-        if _recording.recorder is not None:   # tinygrad_tx.compile refuses in-place edits
-            _recording.recorder.bump(self)
-        self._counter().value += 1
-
-    def _refresh_view(self) -> None:
-        """Rebuild a view's graph node from its base after the base changed in place. torch cannot
-        rebuild one output of an op that returns several views (split, chunk, unbind) and refuses
-        it: so do we, with its message."""
-        view = self._view
-        if view.multi is not None and self._requires_grad:
-            name, k = view.multi
-            raise RuntimeError(f"Output {k} of {name} is a view and its base or another view of its base has been "
-                               "modified inplace. This view is the output of a function that returns multiple "
-                               "views. Such functions do not allow the output views to be modified inplace. You "
-                               "should replace the inplace operation by an out-of-place one.")
-        t = view.base
-        for fn, pos, args, kwargs in view.steps:
-            args = list(args)
-            args[pos] = t
-            t = fn.apply(*args, **kwargs)
-        self._ctx = t._ctx
-        self._requires_grad = t._requires_grad
-        view.version = view.base._version
-
-    # ------------------------------------------------------------------ autograd attributes
-    @property
-    def requires_grad(self) -> bool:
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool):
-        value = bool(value)
-        if value and self._data.dtype.kind not in "fc":
-            raise _DtypeError(f"only Tensors of floating point dtype can require gradients, "
-                            f"got dtype {self._data.dtype} (shape {self._data.shape})")
-        if not value and self._ctx is not None:
-            raise RuntimeError("you can only change requires_grad flags of leaf tensors; "
-                               "use .detach() to get a tensor that does not require grad")
-        self._requires_grad = value
-
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
-        self.requires_grad = requires_grad
-        return self
-
-    @property
-    def is_leaf(self) -> bool:
-        return self._ctx is None
-
-    @property
-    def grad_fn(self):
-        """The graph node that produced this tensor (None for leaves), like torch's ``grad_fn``:
-        ``grad_fn.name()``, ``grad_fn.next_functions``; ``grad_fn.fn`` is the ArrayFunction.
-        A view whose base changed in place since its node was built gets its node rebuilt first."""
-        view = self._view
-        if view is not None and view.version != view.base._version:
-            self._refresh_view()
-        return self._ctx
+class _TensorMethods:
+    """Tensor's methods that compute, bound onto ``Tensor`` by ``_bind.py`` (``TENSOR_METHODS``)."""
 
     @property
     def name(self):
@@ -340,84 +51,17 @@ class Tensor:
         if self._ctx is not None:   # the graph node outlives this Tensor object: label it too
             self._ctx.label = value
 
-    def retain_grad(self) -> None:
-        """Keep ``.grad`` of this non-leaf tensor after backward (leaves always keep theirs)."""
-        if not self._requires_grad:
-            raise RuntimeError("can't retain_grad on a Tensor that has requires_grad=False")
-        self._retains_grad = True
-        if self._ctx is not None:   # the node sets .grad on this Tensor, if it is still alive then
-            self._ctx.retained = weakref.ref(self)
+    def __float__(self):
+        return float(self._one_element("a Python float"))
 
-    @property
-    def retains_grad(self) -> bool:
-        return self._retains_grad
+    def __int__(self):
+        return int(self._one_element("a Python int"))
 
-    def register_hook(self, hook):
-        """Call ``hook(grad_tensor)`` when this tensor's gradient is computed; a non-None
-        return value replaces the gradient (torch's ``Tensor.register_hook``)."""
-        if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        def entry(grad):  # one object per registration, so a handle removes exactly its own
-            new = hook(grad)
-            if new is not None:
-                _check_hook_result(hook, grad, new)
-            return new
-        # a leaf keeps its hooks; a non-leaf's live on its graph node, which runs them even
-        # after this Tensor object is gone (as torch's grad_fn pre-hooks do)
-        ctx = self._ctx
-        if ctx is None:
-            self._hooks += (entry,)
-        else:
-            ctx.hooks += (entry,)
-        tensor = self
-
-        class _Handle:
-            def remove(self_inner):
-                if ctx is None:
-                    tensor._hooks = tuple(h for h in tensor._hooks if h is not entry)
-                else:
-                    ctx.hooks = tuple(h for h in ctx.hooks if h is not entry)
-        return _Handle()
-
-    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
-        """Accumulate d(self)/d(leaf) · gradient into ``.grad`` of every leaf that requires grad
-        (of ``inputs`` only, when given). ``create_graph=True`` records the backward itself, so
-        the gradients can be differentiated again; ``retain_graph`` defaults to ``create_graph``."""
-        _autograd_api.backward(self, None if gradient is None else [gradient], retain_graph, create_graph,
-                               inputs=inputs)
-
-    def detach(self) -> "Tensor":
-        """A new leaf sharing this tensor's data (and version counter: an in-place change
-        through it is seen by the graph, as in torch), outside any graph."""
-        t = Tensor._from_op(self._data, None)
-        t._vc = self._counter()
-        return t
-
-    def detach_(self) -> "Tensor":
-        self._ctx = None
-        self._view = None
-        self._requires_grad = False
-        return self
-
-    # ------------------------------------------------------------------ array attributes
-    @property
-    def shape(self):
-        if _recording.recorder is not None:   # tinygrad_tx.compile: a size that depends on values?
-            _recording.recorder.shape_read(self)
-        return _size_of(self._data.shape)
-
-    @property
-    def ndim(self) -> int:
+    def ndimension(self) -> int:
         return self._data.ndim
 
-    @property
-    def dtype(self) -> dtypes.dtype:
-        """One of ``tinygrad_tx.float32``, ``int64``, ...: equal to the NumPy dtype of the array."""
-        return dtypes.from_numpy_dtype(self._data.dtype)
-
-    @property
-    def device(self) -> _device.device:
-        return _device.CPU
+    def nelement(self) -> int:
+        return self.numel()
 
     @property
     def is_cuda(self) -> bool:
@@ -434,65 +78,6 @@ class Tensor:
     def element_size(self) -> int:
         return self._data.itemsize
 
-    def size(self, dim=None):
-        if _recording.recorder is not None:   # tinygrad_tx.compile: a size that depends on values?
-            _recording.recorder.shape_read(self)
-        if dim is None:
-            return _size_of(self._data.shape)
-        return self._data.shape[_canonical_dim(dim, self.ndim)]
-
-    def dim(self) -> int:
-        return self._data.ndim
-
-    ndimension = dim
-
-    def numel(self) -> int:
-        if _recording.recorder is not None:   # tinygrad_tx.compile: a size that depends on values?
-            _recording.recorder.shape_read(self)
-        return self._data.size
-
-    nelement = numel
-
-    def stride(self, dim=None):
-        strides = tuple(st // self._data.itemsize for st in self._data.strides)
-        return strides if dim is None else strides[_canonical_dim(dim, self.ndim, "stride")]
-
-    def is_contiguous(self, memory_format=None) -> bool:
-        """Whether the memory holds the elements in C order (or in ``memory_format``'s order:
-        ``channels_last`` is (N, H, W, C) for a 4-D tensor; see ``layout.py``)."""
-        if memory_format is None:
-            return bool(self._data.flags.c_contiguous)
-        return _layout.is_contiguous(self._data, _layout.check(memory_format, "is_contiguous"))
-
-    def data_ptr(self) -> int:
-        if _recording.recorder is not None:   # tinygrad_tx.compile: an address differs at each call
-            _recording.recorder.readout(self, "data_ptr() (a memory address)", values=False)
-        return self._data.__array_interface__["data"][0]
-
-    def __len__(self):
-        if _recording.recorder is not None:   # tinygrad_tx.compile: a size that depends on values?
-            _recording.recorder.shape_read(self)
-        if self._data.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
-
-    def _one_element(self, what: str):
-        if _recording.recorder is not None:   # tinygrad_tx.compile: a value read into Python
-            _recording.recorder.readout(self, f"converting a tensor to {what}")
-        if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to {what} "
-                               f"(shape {self._data.shape})")
-        return self._data.reshape(()).item()
-
-    def item(self):
-        return self._one_element("a Python scalar")
-
-    def __float__(self):
-        return float(self._one_element("a Python float"))
-
-    def __int__(self):
-        return int(self._one_element("a Python int"))
-
     def __complex__(self):
         return complex(self._one_element("a Python complex"))
 
@@ -502,9 +87,28 @@ class Tensor:
                             f"got dtype {self._data.dtype} and shape {self._data.shape}")
         return int(self._one_element("an index"))
 
+    def stride(self, dim=None):
+        strides = tuple(st // self._data.itemsize for st in self._data.strides)
+        return strides if dim is None else strides[_canonical_dim(dim, self.ndim, "stride")]
+
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the memory holds the elements in C order (or in ``memory_format``'s order:
+        ``channels_last`` is (N, H, W, C) for a 4-D tensor; see ``layout.py``)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        return _layout.is_contiguous(self._data, _layout.check(memory_format, "is_contiguous"))
+
+
+    def data_ptr(self) -> int:
+        if _seam.recorder is not None:   # tinygrad_tx.compile: an address differs at each call
+            _seam.recorder.readout(self, "data_ptr() (a memory address)", values=False)
+        return self._data.__array_interface__["data"][0]
+
+
     def __format__(self, spec):
-        if _recording.recorder is not None:
-            _recording.recorder.readout(self, "format()")
+        if _seam.recorder is not None:
+            _seam.recorder.readout(self, "format()")
         if self._data.ndim == 0:
             return format(self._data.item(), spec)
         if spec:
@@ -512,27 +116,17 @@ class Tensor:
                             "only one-element (0-d) tensors take a format spec; use .item() or .tolist()")
         return repr(self)
 
+
     def __contains__(self, element):
         if isinstance(element, Tensor):
             element = element._data
         elif not isinstance(element, (numbers.Number, np.generic, np.ndarray)):
             raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
                                f"{type(element).__name__}")
-        if _recording.recorder is not None:
-            _recording.recorder.readout(self, "`in` on a tensor")
+        if _seam.recorder is not None:
+            _seam.recorder.readout(self, "`in` on a tensor")
         return bool(np.any(self._data == element))
 
-    def numpy(self, *, force: bool = False) -> np.ndarray:
-        if self._requires_grad and not force:
-            raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        if _recording.recorder is not None:
-            _recording.recorder.readout(self, ".numpy()")
-        return self._data
-
-    def tolist(self):
-        if _recording.recorder is not None:
-            _recording.recorder.readout(self, ".tolist()")
-        return self._data.tolist()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy's ufuncs on Tensors. A ufunc with a Tensor twin (np.exp, np.multiply, ...) gives
@@ -553,12 +147,13 @@ class Tensor:
             fn = _dispatch.UFUNCS.get(ufunc.__name__)
             if fn is not None:
                 return fn(*inputs)
-        if _recording.recorder is not None:
-            _recording.recorder.readout(self, f"np.{ufunc.__name__} (no Tensor twin) on a tensor")
+        if _seam.recorder is not None:
+            _seam.recorder.readout(self, f"np.{ufunc.__name__} (no Tensor twin) on a tensor")
         inputs = [x._data if isinstance(x, Tensor) else x for x in inputs]
         if "out" in kwargs:
             kwargs["out"] = tuple(x._data if isinstance(x, Tensor) else x for x in kwargs["out"])
         return getattr(ufunc, method)(*inputs, **kwargs)
+
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions on Tensors behave as NumPy makes them behave for any array-like
@@ -569,35 +164,27 @@ class Tensor:
             return _dispatch.array_function(func, args, kwargs)
         return func._implementation(*args, **kwargs)
 
+
     def __array__(self, dtype=None, copy=None):
         if _dispatch._dispatch.active:
             raise TypeError(f"a {tuple(self._data.shape)} Tensor was turned into a NumPy array inside a "
                             "backward that is being differentiated (create_graph=True): its derivative "
                             "would be lost")
-        if _recording.recorder is not None:
-            _recording.recorder.readout(self, "np.asarray(tensor)")
+        if _seam.recorder is not None:
+            _seam.recorder.readout(self, "np.asarray(tensor)")
         if dtype is not None:
             return self._data.astype(dtype)
         return self._data.copy() if copy else self._data
 
+
     def __repr__(self):
-        if _recording.recorder is not None:   # tinygrad_tx.compile: the text shows the values
-            _recording.recorder.readout(self, "repr()/str()")
+        _seam.read(self, "repr()/str()")
         cls = type(self)
         prefix = "tensor(" if cls is Tensor or cls.__dict__.get("_prints_as_tensor") else f"{cls.__name__}("
         return _printing.tensor_repr(self._data, prefix=prefix,
                                      grad_fn=None if self._ctx is None else self._ctx.name(),
                                      requires_grad=self._requires_grad)
 
-    def __bool__(self):
-        if _recording.recorder is not None:
-            _recording.recorder.readout(self, "bool(tensor)")
-        if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} elements is ambiguous")
-        return bool(self._data)
-
-    def __hash__(self):
-        return id(self)
 
     # ------------------------------------------------------------------ dtype and device casts
     def to(self, *args, **kwargs) -> "Tensor":
@@ -631,16 +218,13 @@ class Tensor:
             return self
         return Cast.apply(self, dtype=dtype)
 
-    _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-                   "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
-                   "uint8": "ByteTensor", "bool": "BoolTensor"}
 
     def type(self, dtype=None) -> "Tensor":
         """``type()`` names the type ('tinygrad_tx.FloatTensor'); ``type(dtype)`` casts."""
         if dtype is None:
-            return "tinygrad_tx." + self._TYPE_NAMES.get(self._data.dtype.name, self._data.dtype.name)
-        if isinstance(dtype, str) and dtype.split(".")[-1] in self._TYPE_NAMES.values():
-            name = {v: k for k, v in self._TYPE_NAMES.items()}[dtype.split(".")[-1]]
+            return "tinygrad_tx." + Tensor._TYPE_NAMES.get(self._data.dtype.name, self._data.dtype.name)
+        if isinstance(dtype, str) and dtype.split(".")[-1] in Tensor._TYPE_NAMES.values():
+            name = {v: k for k, v in Tensor._TYPE_NAMES.items()}[dtype.split(".")[-1]]
             return self._cast(np.dtype(name))
         if isinstance(dtype, type) and hasattr(dtype, "_np_dtype"):   # tinygrad_tx.FloatTensor, ...
             return self._cast(dtype._np_dtype)
@@ -840,7 +424,7 @@ class Tensor:
         return _compare(np.greater_equal, self, _comparand(other, "ge"))
 
     def logical_not(self):
-        return _adopt(_recording.call(np.logical_not, self._data))
+        return _adopt(_seam.call(np.logical_not, self._data))
     # & | ^ ~ are bitwise, as torch's: ops/binary.py binds them
 
     # ------------------------------------------------------------------ pointwise math
@@ -896,7 +480,7 @@ class Tensor:
         if isinstance(value, Tensor):
             if value._data.size != 1:
                 raise ValueError(f"masked_fill only supports a 0-dimensional value tensor, got shape {tuple(value.shape)}")
-            if value._requires_grad and autograd.is_grad_enabled():   # its gradient: g summed over the mask
+            if value._requires_grad and _grad_mode.is_grad_enabled():   # its gradient: g summed over the mask
                 return where(mask, value.reshape(())._cast(self._data.dtype), self)
             value = value.item()
         return _E.MaskedFill.apply(self, mask, value)
@@ -1075,7 +659,7 @@ class Tensor:
         for size in sizes:
             out.append(_named(self.narrow(d, start, size), "SplitBackward0"))
             start += size
-        return autograd.versions.multi_output(out, "Split")
+        return _versions.multi_output(out, "Split")
 
     def chunk(self, chunks, dim=0):
         """``chunks`` pieces of equal size along dim (the last may be smaller)."""
@@ -1085,20 +669,19 @@ class Tensor:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
         n = self.shape[_canonical_dim(dim, self.ndim, "chunk")]
         if n == 0:   # torch: `chunks` empty pieces
-            return autograd.versions.multi_output([_named(self.narrow(dim, 0, 0), "SplitBackward0")
+            return _versions.multi_output([_named(self.narrow(dim, 0, 0), "SplitBackward0")
                                                    for _ in range(chunks)], "Split")
         return self.split(-(-n // chunks), dim)
 
 
-def _canonical_dim(dim: int, ndim: int, op: str = "dim") -> int:
-    """Map a possibly negative ``dim`` into ``range(ndim)`` with torch's error."""
-    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
-    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
-    if not lo <= dim <= hi:
-        raise _M.IndexOutOfRange(f"{op}: dimension out of range (expected to be in range of [{lo}, {hi}], "
-                                 f"but got {dim})")
-    return int(dim) % ndim if ndim > 0 else 0
+
+
+_SKIP = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"}
+TENSOR_METHODS = {name: fn for name, fn in vars(_TensorMethods).items()
+                  if name not in _SKIP and fn is not None}   # (__hash__: None, as __eq__ is defined)
+for _name, _fn in TENSOR_METHODS.items():   # each answers to its name as a Tensor method does
+    if callable(_fn) and getattr(_fn, "__qualname__", "").startswith("_TensorMethods."):
+        _fn.__qualname__ = "Tensor." + _fn.__name__
 
 
 def is_scalar(x) -> bool:
@@ -1319,10 +902,10 @@ def comparison_method(name: str, npfn):
 def _compare(npfn, s, o):
     """A comparison in the operands' result type, as torch's (no gradient; a bool result)."""
     if type(o) in _FLOAT_KEEPS and s._data.dtype.kind == "f":   # the fast path: NumPy 2
-        return _adopt(_recording.call(npfn, s._data, o))   # a float array against a number in its dtype
+        return _adopt(_seam.call(npfn, s._data, o))   # a float array against a number in its dtype
     a, b = _promote_pair(s, _as_operand(o, s))
     b = b._data if isinstance(b, Tensor) else b
-    return _adopt(_recording.call(_E._binary, npfn.__name__, npfn, a._data, b))
+    return _adopt(_seam.call(_E._binary, npfn.__name__, npfn, a._data, b))
 
 
 # ============================================================================ module-level functions
@@ -1410,4 +993,3 @@ def minimum(a, b) -> Tensor:
 
 # The factories (zeros, ones, arange, randn, ...) live in factories.py and random_factories.py.
 
-autograd._bind_tensor(Tensor, _View)

@@ -38,10 +38,11 @@ import warnings
 
 import numpy as np
 
-from . import anomaly as _anomaly
+from ..core import anomaly as _anomaly
 from .dispatch import _dispatch
-from .function import ArrayFunction, Context, _freed_error
-from .grad_mode import _state, is_grad_enabled, no_grad
+from ..core.function import ArrayFunction, Context, _freed_error
+from ..core.grad_mode import _state, is_grad_enabled, no_grad
+from ..core.tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -408,6 +409,3 @@ def once_differentiable(fn):
         return tuple([_delayed_error(o) for o in outputs])
 
     return wrapper
-
-
-Tensor = None   # bound by tensor.py once Tensor exists (``autograd._bind_tensor``)

@@ -25,35 +25,16 @@ Never silently wrong: while a backward runs on Tensors (``active()``),
 from __future__ import annotations
 
 import operator
-import threading
 
 import numpy as np
 
 
-class _DispatchState(threading.local):
-    active = False   # True while a backward runs on Tensors (create_graph=True)
-
-
-_dispatch = _DispatchState()
+from ..core.grad_mode import _dispatch, running_on_tensors
+from ..core.tensor import Tensor
 
 
 def active() -> bool:
     return _dispatch.active
-
-
-class _Active:
-    """``with running_on_tensors():`` -- NumPy calls on Tensors become Tensor ops."""
-
-    def __enter__(self):
-        self._prev = _dispatch.active
-        _dispatch.active = True
-
-    def __exit__(self, *exc):
-        _dispatch.active = self._prev
-        return False
-
-
-running_on_tensors = _Active
 
 
 def _tg():
@@ -397,6 +378,3 @@ def array_function(func, args, kwargs):
         raise TypeError(f"np.{getattr(func, '__name__', func)} on a Tensor: no Tensor op of that meaning is "
                         "known, so a backward using it cannot be differentiated (create_graph=True)")
     return impl(*args, **kwargs)
-
-
-Tensor = None   # bound by tensor.py once Tensor exists (``autograd._bind_tensor``)

@@ -19,8 +19,9 @@ to be twice differentiable (``dispatch.py``).
 """
 from __future__ import annotations
 
-from .api import grad as _grad
-from .grad_mode import enable_grad
+from ..core.api import grad as _grad
+from ..core.grad_mode import enable_grad
+from ..core.tensor import Tensor
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -326,6 +327,3 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
 def _tg():
     import tinygrad_tx
     return tinygrad_tx
-
-
-Tensor = None   # bound by tensor.py once Tensor exists (``autograd._bind_tensor``)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numbers
 
+from ..core import seam as _seam
+
 # Function class name (without a trailing ``Fn``) -> torch's node name
 RENAMED = {
     "Cast": "ToCopyBackward0",
@@ -123,7 +125,7 @@ def torch_name(ctx) -> str:
         return given
     entry = _BY_CLASS.get(ctx.fn)
     if entry is None:
-        from .function import op_name
+        from ..core.function import op_name
         op = op_name(ctx.fn)
         entry = _BY_CLASS[ctx.fn] = (_BY_NODE.get(op), RENAMED.get(op, f"{op}Backward0"))
     rule, fixed = entry
@@ -164,6 +166,9 @@ _ALL_NAMES = {
 
 def torch_names(cls) -> tuple:
     """Every name torch gives a node of the Function ``cls``."""
-    from .function import op_name
+    from ..core.function import op_name
     op = op_name(cls)
     return _ALL_NAMES.get(op, (RENAMED.get(op, f"{op}Backward0"),))
+
+
+_seam.node_name = torch_name   # the core's Context.name() asks here

@@ -103,9 +103,9 @@ import functools
 import inspect
 import warnings
 
-from ..autograd import anomaly as _anomaly
-from ..autograd import engine as _engine
-from ..autograd import recording as _recording
+from ..core import anomaly as _anomaly
+from ..core import engine as _engine
+from ..core import seam as _recording
 from .guards import Unreplayable, _flatten, _members, _tensor_state
 from .program import Ctx, _identifier
 from .recorder import CompileRefused, CompileWarning, _Recorder, _Refuse

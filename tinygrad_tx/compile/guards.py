@@ -10,10 +10,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .. import dtypes as _dtypes
-from ..autograd.grad_mode import _state as _grad_mode
-from ..size import Size
-from ..tensor import Tensor
+from ..core import dtypes as _dtypes
+from ..core.grad_mode import _state as _grad_mode
+from ..core.size import Size
+from ..core.tensor import Tensor
 
 
 def _members(module) -> tuple:

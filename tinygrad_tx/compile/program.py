@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from ..autograd import engine as _engine
+from ..core import engine as _engine
 
 
 class Ctx:

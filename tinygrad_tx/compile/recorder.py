@@ -11,12 +11,12 @@ import types
 
 import numpy as np
 
-from ..autograd import anomaly as _anomaly
-from ..autograd import engine as _engine
-from ..autograd import recording as _recording
-from ..autograd.broadcast import reduce_grad_to_input
-from ..autograd.function import Context, _as_array, _NoGradContext
-from ..autograd.grad_mode import _state as _grad_mode
+from ..core import anomaly as _anomaly
+from ..core import engine as _engine
+from ..core import seam as _recording
+from ..core.broadcast import reduce_grad_to_input
+from ..core.function import Context, _as_array, _NoGradContext
+from ..core.grad_mode import _state as _grad_mode
 from ..tensor import Tensor, _to_array, default_generator
 from .guards import NameReads, _members, _tensor_state
 from .program import _SUMS, Ctx, _free_when_dead, _identifier, _index_src, _literal, accumulate_grad, one

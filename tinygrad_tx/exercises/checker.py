@@ -35,10 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..autograd import ArrayFunction, reduce_grad_to_input
+from ..core.function import ArrayFunction
+from ..core.broadcast import reduce_grad_to_input
 from ..gradcheck import GradcheckError, gradcheck
 from ..factories import from_numpy
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .ladder import LADDER, Case, Exercise, lay_out
 
 RTOL = 1e-7

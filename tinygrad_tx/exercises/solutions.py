@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 
 GELU_C = float(np.sqrt(2.0 / np.pi))   # √(2/π) of GELU's tanh approximation
 GELU_A = 0.044715

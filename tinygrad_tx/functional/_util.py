@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import kernels
 from .._factory_args import InvalidArgumentError, InvalidDtypeError
-from ..autograd import recording as _recording
+from ..core import seam as _recording
 from ..tensor import Tensor, default_generator
 
 

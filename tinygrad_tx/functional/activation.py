@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale_of
 
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))

@@ -29,7 +29,7 @@ import numbers
 import numpy as np
 
 from .. import buffers, kernels
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from ..tensor import Tensor, where
 from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale, row_sums
 from .softmax import softmax_composite

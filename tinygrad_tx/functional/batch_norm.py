@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 
 
 def _channel_shape(ndim: int, c: int):

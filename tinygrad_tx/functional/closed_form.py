@@ -34,11 +34,11 @@ import math
 import numpy as np
 from scipy.special import erf
 
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from .batch_norm import BatchNorm, check_batch_norm
 from ..ops import elementwise as _ops_elementwise
 from ..ops.flash_attention import check_flash_attention
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, keep_mask, keep_scale
 from .attention import ScaledDotProductAttention, _causal_future
 from .attention import _check as _check_attention

@@ -40,8 +40,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, keep_mask, keep_scale_of
 
 # ============================================================================ NumPy core (shared)

@@ -47,8 +47,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, loss_reduction
 
 _NEG_INF = -np.inf

@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float, check_real
 

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from ..ops.indexing import _one_hot_transposed
 from ..ops.movement import IndexOutOfRange
 from ..tensor import Tensor, where

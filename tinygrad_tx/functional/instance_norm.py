@@ -18,9 +18,9 @@ import numbers
 
 import numpy as np
 
-from ..autograd import no_grad
+from ..core.grad_mode import no_grad
 from ..autograd.node_names import named
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float
 
 __all__ = ["instance_norm", "group_norm"]

@@ -12,9 +12,10 @@ import warnings
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import ArrayFunction, is_grad_enabled
+from ..core.function import ArrayFunction
+from ..core.grad_mode import is_grad_enabled
 from ..autograd.node_names import named
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, loss_reduction, reduce_loss
 from .pointwise import sigmoid_np, softplus_np
 

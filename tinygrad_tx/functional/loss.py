@@ -29,8 +29,8 @@ import numbers
 import numpy as np
 
 from .. import kernels
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, from_rows, loss_reduction, row_blocks, row_max, row_sums, to_rows
 from .nll import check_class_args, check_class_weight, class_axis
 from .softmax import log_softmax, log_softmax_composite

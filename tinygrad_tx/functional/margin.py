@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import ArrayFunction, is_grad_enabled
+from ..core.function import ArrayFunction
+from ..core.grad_mode import is_grad_enabled
 from ..tensor import Tensor, where
 from ._util import as_tensor, check_float, check_real, int_array, loss_reduction, reduce_loss
 from .likelihood import _constant

@@ -17,9 +17,10 @@ import numbers
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import ArrayFunction, is_grad_enabled
+from ..core.function import ArrayFunction
+from ..core.grad_mode import is_grad_enabled
 from ..ops.movement import IndexOutOfRange
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, describe_values, int_array, loss_reduction
 
 

@@ -10,8 +10,8 @@ import numbers
 import numpy as np
 
 from .._factory_args import InvalidArgumentError, InvalidDtypeError
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_real
 
 

@@ -29,9 +29,9 @@ import numpy as np
 
 from .. import kernels
 from .._factory_args import InvalidArgumentError
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from ..ops.elementwise import _sigmoid
-from ..dtypes import default_float
+from ..core.dtypes import default_float
 from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float
 

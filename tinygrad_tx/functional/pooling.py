@@ -24,8 +24,8 @@ import numbers
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float
 from .conv import _tuple, _windows, col2im
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float
 
 __all__ = ["PReluFn", "prelu"]

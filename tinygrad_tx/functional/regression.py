@@ -23,9 +23,9 @@ import warnings
 import numpy as np
 
 from .._factory_args import InvalidArgumentError
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from ..autograd.node_names import named
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_real, loss_reduction, reduce_loss
 
 

@@ -34,8 +34,8 @@ import warnings
 
 import numpy as np
 
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 from ._util import as_tensor
 
 __all__ = ["Resample", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",

@@ -12,8 +12,8 @@ import numbers
 import numpy as np
 
 from .. import kernels
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 from ._util import as_tensor, check_float
 
 

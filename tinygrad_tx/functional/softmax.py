@@ -12,8 +12,9 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes, kernels
-from ..autograd import ArrayFunction
+from .. import kernels
+from ..core import dtypes
+from ..core.function import ArrayFunction
 from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float, from_rows, row_blocks, row_max, row_sums, to_rows
 

@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from ..autograd import no_grad
+from ..core.grad_mode import no_grad
 from ..models.gpt import GPTLanguageModel
 from ..models.inputs import check_token_ids
 from ..models.transformer import EncoderDecoder

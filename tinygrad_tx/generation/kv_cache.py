@@ -34,12 +34,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
-from ..autograd import no_grad
+from ..core.grad_mode import no_grad
 from ..models.gpt import GPTLanguageModel, as_ids
 from ..models.inputs import attention_mask
 from ..models.transformer import EncoderDecoder
 from ..factories import arange
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 class KVCache:

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import functional as F
 from .. import nn
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .gpt import as_ids, as_targets, lm_loss
 from .inputs import bigram_pairs, check_window, encode_sequences
 

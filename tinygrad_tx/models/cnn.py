@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .. import nn
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .inputs import as_pair, check_image
 from .vit import classification_loss
 

@@ -24,10 +24,10 @@ import numpy as np
 
 from .. import functional as F
 from .. import nn
-from ..dtypes import default_float
+from ..core.dtypes import default_float
 from ..ops.flash_attention import flash_attention
 from ..factories import arange
-from ..tensor import Tensor, _adopt
+from ..core.tensor import Tensor, _adopt
 from .inputs import check_heads, check_seq_len, check_targets, check_token_ids, lm_targets_mode
 
 ATTN_IMPLS = ("fused", "naive", "flash")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import recording as _recording
+from ..core import seam as _recording
 
 
 def check_heads(d_model: int, n_heads: int) -> int:

@@ -40,7 +40,7 @@ import numpy as np
 from .. import functional as F
 from .. import nn
 from ..factories import arange
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .gpt import as_ids, lm_loss
 from .inputs import check_seq_len
 

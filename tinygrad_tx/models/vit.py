@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import functional as F
 from .. import nn
-from ..dtypes import default_float
+from ..core.dtypes import default_float
 from ..tensor import Tensor, cat
 from .gpt import as_targets
 from .inputs import as_pair, check_heads, check_image, check_patch_grid

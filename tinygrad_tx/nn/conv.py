@@ -33,7 +33,7 @@ class _ConvNd(_FanInLayer):
                  bias=True, padding_mode="zeros", device=None, dtype=None, *, _transposed=False):
         super().__init__()
         layer, nd = type(self).__name__, self._nd
-        from ..device import check as _check_device
+        from ..core.device import check as _check_device
         _check_device(device, f"{layer}: device")
         self.in_channels = _size(in_channels, "in_channels", layer, 1)
         self.out_channels = _size(out_channels, "out_channels", layer, 1)

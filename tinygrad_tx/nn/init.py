@@ -32,7 +32,7 @@ import numpy as np
 
 from .._factory_args import InvalidArgumentError
 from ..generator import draw_normal, draw_uniform, get_generator
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 class NotATensorError(TypeError, AttributeError):

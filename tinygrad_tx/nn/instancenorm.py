@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from ..device import check as _check_device
+from ..core.device import check as _check_device
 from ..functional.instance_norm import group_norm, instance_norm
 from .layers import _input, _NormBase, _param_dtype
 from .module import Module

@@ -18,12 +18,12 @@ import numpy as np
 
 from .. import functional as F
 from .._factory_args import InvalidArgumentAssertion, InvalidArgumentError
-from ..device import check as _check_device
+from ..core.device import check as _check_device
 from ..functional.embedding import _unsupported_embedding_options
 from ..functional._util import check_probability
 from ..ops.movement import IndexOutOfRange
-from ..dtypes import default_float
-from ..tensor import Tensor
+from ..core.dtypes import default_float
+from ..core.tensor import Tensor
 from . import init
 from ..functional.batch_norm import batch_norm
 from .module import Module, _float_dtype

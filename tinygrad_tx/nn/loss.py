@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .module import Module
 
 

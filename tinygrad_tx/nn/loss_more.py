@@ -8,7 +8,7 @@ is a buffer. ``size_average``/``reduce`` are accepted where torch still accepts 
 """
 from __future__ import annotations
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .loss import _functional, _Loss, _WeightedLoss
 
 

@@ -43,12 +43,12 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._factory_args import check_bool
-from ..autograd import recording as _recording
-from ..autograd.hooks import RemovableHandle
-from ..device import check as _check_device
-from ..device import device as _DeviceType
-from ..dtypes import resolve as _resolve_dtype
-from ..tensor import Tensor
+from ..core import seam as _recording
+from ..core.hooks import RemovableHandle
+from ..core.device import check as _check_device
+from ..core.device import device as _DeviceType
+from ..core.dtypes import resolve as _resolve_dtype
+from ..core.tensor import Tensor
 from .parameter import Parameter
 
 

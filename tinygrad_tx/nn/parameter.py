@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import default_float
-from ..tensor import Tensor
+from ..core.dtypes import default_float
+from ..core.tensor import Tensor
 
 
 class Parameter(Tensor):

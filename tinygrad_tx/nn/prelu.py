@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from ..device import check as _check_device
+from ..core.device import check as _check_device
 from ..functional.prelu import prelu
 from .layers import Linear, _input, _param_dtype, _size
 from .module import Module

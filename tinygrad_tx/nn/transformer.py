@@ -49,8 +49,8 @@ import numpy as np
 
 from .. import functional as F
 from .._factory_args import InvalidArgumentAssertion, InvalidArgumentError
-from ..autograd.grad_mode import is_grad_enabled
-from ..tensor import Tensor
+from ..core.grad_mode import is_grad_enabled
+from ..core.tensor import Tensor
 from .attention import MultiheadAttention
 from .container import ModuleList
 from .layers import GELU, Dropout, LayerNorm, Linear, ReLU

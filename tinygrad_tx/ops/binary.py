@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from ..tensor import Tensor, _as_operand, _binary_op, _check_no_bool_sub, comparison_method
 from . import elementwise as _E
 from .compare import (allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clamp, clamp_max,
@@ -338,7 +338,7 @@ def hypot(self, other):
     if not isinstance(other, Tensor):
         raise TypeError(f"hypot(): argument 'other' (position 1) must be Tensor, not "
                         f"{type(other).__name__} ({other!r})")
-    from .. import dtypes
+    from ..core import dtypes
     dt = dtypes.result_np(self, other)
     if dt.kind != "f":
         raise TypeError(f"hypot: floating point tensors only, got dtypes {self._data.dtype} and "
@@ -481,7 +481,7 @@ class _AddScaledBy:
 def _add_scaled(op, self, other, alpha, sign):
     """self + sign·alpha·other in the result type of self and other: torch computes the product in
     that type, so bool + True * 2 stays bool; float32 rounds once (AddScaled)."""
-    from .. import dtypes
+    from ..core import dtypes
     _alpha_check(op, self, other, alpha)
     dt = dtypes.result_np(self, _as_operand(other, self))
     if dt == np.float32:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import ArrayFunction
-from ..autograd import recording as _recording
-from .. import dtypes
+from ..core.function import ArrayFunction
+from ..core import seam as _recording
+from ..core import dtypes
 from ..tensor import Tensor, _adopt, _as_operand, _promote_pair, _to_dtype
 from . import elementwise as _E
 from .transcendental import _quiet

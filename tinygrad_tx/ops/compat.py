@@ -15,9 +15,10 @@ import weakref
 
 import numpy as np
 
-from ..autograd import is_grad_enabled
-from ..autograd.hooks import RemovableHandle
-from ..tensor import Tensor
+from ..core.grad_mode import is_grad_enabled
+from ..core.hooks import RemovableHandle
+from ..core.tensor import Tensor
+from ..tensor import TENSOR_METHODS as _tensor_methods
 from . import movement as _M
 
 # ============================================================================ deprecated overloads
@@ -142,7 +143,7 @@ addcdiv = accepts_deprecated("addcdiv", _addcdiv)
 # ============================================================================ small ops torch's in-place list needs
 
 def _to_float(x: Tensor) -> Tensor:
-    from .. import dtypes
+    from ..core import dtypes
     return x if x._data.dtype.kind == "f" else x._cast(dtypes.default_float())
 
 
@@ -383,7 +384,7 @@ _shared = weakref.WeakValueDictionary()   # id(memory) -> memory, for the arrays
 
 
 def _memory(t: Tensor) -> np.ndarray:
-    from ..autograd.versions import _root
+    from ..core.versions import _root
     return _root(t._data)
 
 
@@ -484,7 +485,7 @@ def _select_function(input, dim, index):
 _select_function.__name__ = _select_function.__qualname__ = "select"
 FUNCTIONS = {
     "select": _select_function,
-    **{name: _tensor_function(name, TENSOR_METHODS[name] if name in TENSOR_METHODS else getattr(Tensor, name))
+    **{name: _tensor_function(name, TENSOR_METHODS[name] if name in TENSOR_METHODS else _tensor_methods[name])
        for name in ("is_complex", "is_conj", "is_nonzero", "is_same_size", "is_signed", "is_inference",
                     "is_distributed")},
     "addcmul": function_accepting_deprecated("addcmul", _addcmul),

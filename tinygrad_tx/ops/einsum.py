@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 _ELLIPSIS_LABELS = "0123456789"[::-1]   # internal names of the ellipsis axes (never user subscripts)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import buffers, kernels
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from .normal import gelu_float32
 
 try:  # exact GELU needs erfc; SciPy's is vectorised and accurate to the last ulp

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 
 
 def _mask_tile(attn_mask, qs, qe, ks, ke):

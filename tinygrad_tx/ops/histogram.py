@@ -7,7 +7,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..tensor import _adopt
+from ..core.tensor import _adopt
 from .reduce import require_tensor
 
 HistogramResult = namedtuple("histogram", ["hist", "bin_edges"])

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from ..autograd import ArrayFunction
-from ..tensor import Tensor, _adopt
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor, _adopt
 from . import movement as _M
 from .movement import IndexOutOfRange, canonical_dim, put
 from .scatter import (Gather, Scatter, ScatterAdd, ScatterReduce, _INT32_OR_64, _INT64, _check_bounds,  # noqa: F401

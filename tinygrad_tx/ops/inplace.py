@@ -24,8 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import autograd
-from ..autograd import Context, ArrayFunction, is_grad_enabled, no_grad, unshare_saved
-from ..tensor import Tensor
+from ..core.function import Context, ArrayFunction
+from ..core.grad_mode import is_grad_enabled, no_grad
+from ..core.versions import unshare_saved
+from ..core.tensor import Tensor
 from .compat import DEPRECATED, undeprecate
 from .movement import put
 

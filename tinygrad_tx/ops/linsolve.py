@@ -27,7 +27,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from ..autograd import dispatch as _dispatch
 
 __all__ = ["det", "slogdet", "inv", "solve", "logdet", "LinAlgError", "LinalgDet", "LinalgSlogdet",

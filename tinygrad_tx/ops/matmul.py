@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from ..autograd.node_names import named
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..generator import draw_integers, get_generator
 from ..torch_streams import random_default
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .inplace import _replaced, apply_inplace
 
 __all__ = ["random_", "dist", "resize_", "resize", "trace"]

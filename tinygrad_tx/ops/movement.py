@@ -12,13 +12,9 @@ import warnings
 
 import numpy as np
 
-from ..autograd import ArrayFunction
-from ..autograd.accumulate import SliceGrad
-
-
-class IndexOutOfRange(IndexError, ValueError):
-    """An index outside a dimension: an IndexError (so iteration protocols work) that is
-    also a ValueError (so callers catching bad input catch it)."""
+from ..core.function import ArrayFunction
+from ..core.accumulate import SliceGrad
+from ..core.tensor import IndexOutOfRange   # noqa: F401  (raised here; defined beside _canonical_dim)
 
 
 # ============================================================================ views
@@ -187,7 +183,7 @@ def _sequence_as_tuple(index: list, tensor_type) -> bool:
 def _scalar_index(t):
     """A 0-d integer (bool) tensor used as an index is the number it holds, as in torch: an
     integer selects (a view, no advanced-index broadcasting), a bool adds a dim of size 1 or 0."""
-    from ..autograd import recording
+    from ..core import seam as recording
     if recording.recorder is not None:
         recording.recorder.readout(t, "a 0-d tensor used as an index")
     return bool(t._data) if t._data.dtype == np.uint8 else t._data.item()

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
-from ..autograd import ArrayFunction, accumulation_dtype
+from ..core import dtypes
+from ..core.function import ArrayFunction
+from ..core.broadcast import accumulation_dtype
 from ..autograd.node_names import named
 from ..autograd import dispatch as _dispatch
 

@@ -23,7 +23,7 @@ MaxResult = namedtuple("max", ["values", "indices"])
 MinResult = namedtuple("min", ["values", "indices"])
 AminmaxResult = namedtuple("aminmax", ["min", "max"])
 
-from ..autograd import ArrayFunction  # noqa: E402
+from ..core.function import ArrayFunction  # noqa: E402
 from ..autograd.node_names import named  # noqa: E402
 from .movement import put  # noqa: E402
 

@@ -10,9 +10,10 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..autograd import ArrayFunction, accumulation_dtype
+from ..core.function import ArrayFunction
+from ..core.broadcast import accumulation_dtype
 from ..autograd.node_names import named
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .movement import put
 from .reduce import _zeros_once_differentiable, as_function, canonical_dim, cast_input, pick_dim
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import ArrayFunction
-from ..tensor import Tensor
+from ..core.function import ArrayFunction
+from ..core.tensor import Tensor
 from .movement import IndexOutOfRange, canonical_dim, put
 
 _INT32_OR_64 = (np.dtype(np.int32), np.dtype(np.int64))

@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..autograd import ArrayFunction, accumulation_dtype
+from ..core.function import ArrayFunction
+from ..core.broadcast import accumulation_dtype
 from ..autograd.node_names import named
-from ..autograd.versions import multi_output
-from ..tensor import Tensor, _adopt
+from ..core.versions import multi_output
+from ..core.tensor import Tensor, _adopt
 from .einsum import einsum
 from .movement import canonical_dim, canonical_dims, infer_shape, put
 

@@ -16,7 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from ..autograd.node_names import named
 from .reduce import DimensionError, as_function, canonical_dim
 from .reduce_minmax import SelectAlongDim

@@ -15,7 +15,7 @@ from scipy.special import erf as _erf
 from scipy.special import erfc as _erfc
 from scipy.special import erfinv as _erfinv
 
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 
 _LN2 = float(np.log(2.0))
 _LN10 = float(np.log(10.0))

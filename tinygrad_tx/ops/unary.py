@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import ArrayFunction
+from ..core.function import ArrayFunction
 from ..tensor import Tensor, _adopt, _floating
 from . import elementwise as _E
 from . import transcendental as _T

@@ -12,8 +12,8 @@ import numbers
 
 import numpy as np
 
-from ..dtypes import default_float
-from ..tensor import Tensor
+from ..core.dtypes import default_float
+from ..core.tensor import Tensor
 
 
 def _as_list(parameters, op: str = "clip_grad_norm_") -> list:

@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 class FlatParameters:

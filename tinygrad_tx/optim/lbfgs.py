@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import enable_grad
-from ..tensor import Tensor
+from ..core.grad_mode import enable_grad
+from ..core.tensor import Tensor
 from .optimizer import Optimizer
 
 

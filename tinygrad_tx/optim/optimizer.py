@@ -34,10 +34,10 @@ from itertools import chain
 
 import numpy as np
 
-from ..autograd import enable_grad
-from ..autograd import recording as _recording
-from ..dtypes import default_float
-from ..tensor import Tensor
+from ..core.grad_mode import enable_grad
+from ..core import seam as _recording
+from ..core.dtypes import default_float
+from ..core.tensor import Tensor
 
 
 def step_dtype(fused: bool = False) -> np.dtype:

@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 from .. import manual_seed, models, parallel
-from ..autograd import no_grad
+from ..core.grad_mode import no_grad
 from ..checkpoint import atomic_write, check_regular_file
 from ..data import ArrayDataset, DataLoader
 from ..data.loader import _collate

@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 def _arrays(value) -> list:

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import functional as F
 from ..parallel import available_cpus
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 # --type -> the train gpt flags that size it (see the module docstring)
 SIZES = {

@@ -35,7 +35,7 @@ from .. import functional as F
 from ..functional.batch_norm import BatchNorm, batch_norm, batch_norm_composite
 from ..ops.elementwise import GeluFn
 from ..ops.flash_attention import FlashAttention, flash_attention
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .trace import trace_backward
 
 
@@ -244,7 +244,7 @@ def primitives() -> dict:
     the ``Fn`` suffix of a Function that shares its name with an nn Module (``matmul``, ``tanh``
     for ``TanhFn``, ``im2col``, ``softmaxclosedform``)."""
     from .. import nn  # noqa: F401 - every op module is imported, so every Function is known
-    from ..autograd import ArrayFunction
+    from ..core.function import ArrayFunction
     fused = {spec.function for spec in OPS.values()}
     found: dict = {}
     for cls in sorted(_subclasses(ArrayFunction), key=lambda c: (c.__name__, c.__module__)):
@@ -398,7 +398,7 @@ def _public_callables(name: str) -> list:
 def functions_behind(fn, depth: int = 4) -> list:
     """The engine Functions (ArrayFunction subclasses) that ``fn``'s code applies, found by
     reading the names its code (and the code it calls, ``depth`` levels down) refers to."""
-    from ..autograd import ArrayFunction
+    from ..core.function import ArrayFunction
     found, seen, todo = [], set(), [(fn, depth)]
     while todo:
         f, d = todo.pop(0)

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 GRAPHVIZ_HINT = ("install Graphviz to render it (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
                  "graphviz; conda: conda install graphviz)")

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import functional as F
-from ..autograd import no_grad
-from ..tensor import Tensor
+from ..core.grad_mode import no_grad
+from ..core.tensor import Tensor
 from ..training.plots import _pyplot as pyplot   # matplotlib.pyplot on the Agg backend
 
 VOWELS = frozenset("aeiou")

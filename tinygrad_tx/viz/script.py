@@ -31,7 +31,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 @dataclass

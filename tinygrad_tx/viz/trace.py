@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import autograd
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .graph import _shape, format_bytes, leaf_label, parameter_names
 
 

@@ -11,7 +11,7 @@ import warnings
 from ..._factory_args import InvalidArgumentAssertion
 from ...generator import get_generator as _generator
 from ...torch_streams import randperm
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 
 __all__ = ["ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "StackDataset", "Subset", "TensorDataset",
            "random_split"]

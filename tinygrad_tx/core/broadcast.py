@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from . import recording as _recording
+from . import seam as _seam
 
 
 def accumulation_dtype(dtype):
@@ -77,8 +77,8 @@ def reduce_grad_to_input(grad, shape, dtype, fn_name: str):
         check_reduced(grad.shape, shape, fn_name)
     if grad.dtype != dtype:
         grad = grad.astype(dtype)
-    if _recording.recorder is not None:   # tinygrad_tx.compile notes which gradients were reduced
-        _recording.recorder.reduced(grad)
+    if _seam.recorder is not None:   # tinygrad_tx.compile notes which gradients were reduced
+        _seam.recorder.reduced(grad)
     return grad
 
 

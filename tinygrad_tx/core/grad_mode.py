@@ -108,3 +108,24 @@ class set_grad_enabled(_GradModeGuard):
 
 def is_inference_mode_enabled() -> bool:
     return False
+
+
+class _DispatchState(threading.local):
+    """Whether a backward is running on Tensors (``create_graph=True``): then NumPy calls on
+    Tensors become Tensor ops (``autograd/dispatch.py`` holds the tables), per thread."""
+    active = False
+
+
+_dispatch = _DispatchState()
+
+
+class running_on_tensors:
+    """``with running_on_tensors():`` -- NumPy calls on Tensors become Tensor ops."""
+
+    def __enter__(self):
+        self._prev = _dispatch.active
+        _dispatch.active = True
+
+    def __exit__(self, *exc):
+        _dispatch.active = self._prev
+        return False

@@ -6,6 +6,7 @@ import numpy as np
 
 from .engine import run_backward
 from .versions import refresh_stale_views
+from .tensor import Tensor
 
 
 class GradShapeError(RuntimeError, ValueError):
@@ -128,6 +129,3 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph = create_graph
     roots, seeds = _roots(tensors, grad_tensors, create_graph, "backward")
     run_backward(roots, seeds, retain_graph, create_graph, inputs=inputs, accumulate=True)
-
-
-Tensor = None   # bound by tensor.py once Tensor exists (``autograd._bind_tensor``)

@@ -14,6 +14,7 @@ compute one from a value that is no longer there.
 from __future__ import annotations
 
 import numpy as np
+from .tensor import Tensor, _View
 
 def _root(a: np.ndarray) -> np.ndarray:
     """The array that owns ``a``'s memory (``a`` itself when it owns it). NumPy points a view's
@@ -171,6 +172,3 @@ def unshare_saved(ctx, counter) -> None:
         else:
             keep.append(rec)
     ctx._saved, ctx._versions = tuple(saved), tuple(keep)
-
-
-Tensor = _View = None   # bound by tensor.py once Tensor exists (``_bind_tensor``)

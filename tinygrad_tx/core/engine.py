@@ -22,16 +22,16 @@ import heapq
 
 import numpy as np
 
-from .. import buffers
 from . import anomaly
-from . import recording as _recording
+from . import seam as _seam
 from .accumulate import SliceGrad, add_term, dense
 from .broadcast import broadcast_axes, check_reduced, leading_axes, reduce_grad_to_input
-from .dispatch import running_on_tensors
+from .grad_mode import running_on_tensors
 from .function import ArrayFunction, Context, _freed_error
 from .versions import _check_saved
 from .grad_mode import _state
-from ..dtypes import from_numpy_dtype
+from .dtypes import from_numpy_dtype
+from .tensor import Tensor
 
 # Observers of the backward pass (used by study tools); each is called as
 # observer(ctx, grad_out, grads_in) after a node's backward has run (arrays).
@@ -85,8 +85,8 @@ def run_backward(roots, grads, retain_graph, create_graph: bool = False, inputs=
     (``autograd.grad``): return the gradient of each Tensor in ``inputs`` (None where none
     arrives) and leave every ``.grad`` alone.
     """
-    if _recording.recorder is not None:   # tinygrad_tx.compile is recording this call
-        _recording.recorder.backward(roots, grads, create_graph, inputs, accumulate)
+    if _seam.recorder is not None:   # tinygrad_tx.compile is recording this call
+        _seam.recorder.backward(roots, grads, create_graph, inputs, accumulate)
     if not isinstance(roots, (list, tuple)):
         roots, grads = [roots], [grads]
     wanted = None   # id(node) -> positions in ``inputs``
@@ -357,7 +357,7 @@ def _accumulate(t, g):
         t._grad = g if grad is None else grad + g
         return
     if grad is None:
-        t._grad = Tensor._from_op(buffers.copy(g, t._data.dtype, pooled=False), None)   # np.array(g, copy=True)
+        t._grad = Tensor._from_op(_seam.copy_array(g, t._data.dtype), None)   # np.array(g, copy=True)
     elif grad._ctx is not None:
         t._grad = grad + Tensor._from_op(g, None)
     else:
@@ -378,6 +378,3 @@ def _post_accumulate(t) -> None:
         if result is not None:
             raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}' (a post accumulate "
                             "grad hook must return None)")
-
-
-Tensor = _View = None   # bound by tensor.py once Tensor exists (``_bind_tensor``)
