@@ -1,4 +1,4 @@
-"""The PyTorch side of ``tinygrad-tx plot seq-cost --torch`` (``tinygrad_tx/viz/experiments.py``,
+"""The PyTorch side of ``tinygrad-tx plot seq-cost --torch`` (``tinygrad_tx/training/experiments.py``,
 ``torch_sequence_cost``): the twins of its models, timed in this process, which the package
 itself (NumPy only) starts as ``python -m reference.claims JOB``.
 
@@ -16,7 +16,7 @@ import sys
 import torch
 
 import reference
-from tinygrad_tx.viz.experiments import interleaved_medians, token_batch
+from tinygrad_tx.training.experiments import interleaved_medians, token_batch
 
 
 def measure(job: dict) -> dict:

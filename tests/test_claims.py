@@ -1,4 +1,4 @@
-"""The section-1 experiments (``tinygrad_tx/viz/experiments.py``) at a tiny size: the shapes of
+"""The section-1 experiments (``tinygrad_tx/training/experiments.py``) at a tiny size: the shapes of
 what they return and the mathematical facts that must hold whatever the machine: the critical
 path of an RNN grows by a fixed number of ops per step while the Transformer's and the dilated
 CNN's do not depend on T, and the gradient of a causal model's loss at position p with respect
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tinygrad_tx as tg
-from tinygrad_tx.viz import experiments as ex
+from tinygrad_tx.training import experiments as ex
 
 NAMES_TXT = Path(__file__).resolve().parents[2] / "shared" / "data" / "names.txt"
 

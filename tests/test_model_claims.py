@@ -1,4 +1,4 @@
-"""``tinygrad-tx plot name-models`` and ``plot digits-data`` (``tinygrad_tx/viz/model_claims.py``) at
+"""``tinygrad-tx plot name-models`` and ``plot digits-data`` (``tinygrad_tx/training/model_claims.py``) at
 a tiny size: what they return, the files they write, and properties the results must have
 whatever the machine: a few steps lower every names model's dev loss, and the CNN trained on all
 the digits beats the CNN trained on 20 of them. No timing is asserted. The run on names.txt skips
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tinygrad_tx.viz import model_claims as mc
+from tinygrad_tx.training import model_claims as mc
 
 NAMES_TXT = Path(__file__).resolve().parents[2] / "shared" / "data" / "names.txt"
 TINY_NAMES = ["emma", "olivia", "ava", "isabella", "sophia", "mia", "amelia", "harper", "evelyn", "abigail",

@@ -173,7 +173,7 @@ def test_history_copy_and_checkpoint_are_renamed_back_to_back(tmp_path, monkeypa
     """history.json disagreed with the checkpoint's step after 2 of 25 SIGKILLs: it was serialised and
     fsynced only after the checkpoint's rename. Now both are on disk under their temporary names before
     the first rename, and nothing runs between the two renames."""
-    from tinygrad_tx import checkpoint
+    from tinygrad_tx import files
     path = tmp_path / "m.safetensors"
     bigram_checkpoint(path)
     events, real_replace, real_fsync = [], os.replace, os.fsync
@@ -185,8 +185,8 @@ def test_history_copy_and_checkpoint_are_renamed_back_to_back(tmp_path, monkeypa
     def fsync(fd):
         events.append(("fsync",))
         real_fsync(fd)
-    monkeypatch.setattr(checkpoint.os, "replace", replace)
-    monkeypatch.setattr(checkpoint.os, "fsync", fsync)
+    monkeypatch.setattr(files.os, "replace", replace)
+    monkeypatch.setattr(files.os, "fsync", fsync)
     bigram_checkpoint(path)
     renames = [i for i, e in enumerate(events) if e[0] == "rename"]
     assert [events[i][1] for i in renames] == ["m.safetensors", "m.history.json"]

@@ -447,7 +447,7 @@ def build_parser() -> Parser:
     comp.add_argument("--dropout", type=float, default=0.1, help="dropout (default: 0.1)")
     comp.set_defaults(func=cmd_compile)
 
-    from .viz.commands import register_study_commands
+    from .training.study_commands import register_study_commands
     register_study_commands(commands)  # graph, trace, explain, plot
     from .exercises import register_exercise_commands
     register_exercise_commands(commands)  # exercise list|start|check|solution

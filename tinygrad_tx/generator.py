@@ -31,6 +31,7 @@ import struct
 import numpy as np
 
 from . import torch_streams as _ts
+from .core import seam as _seam
 from .core.device import check as _check_device
 from .core.dtypes import default_float
 from .core.dtypes import resolve as _resolve_dtype
@@ -43,9 +44,7 @@ def _reseeded(generator, how: str) -> None:
     """A generator's stream is reset (``manual_seed``, ``set_state``): a compiled call being
     recorded refuses it (its replay would not reset the stream, and the reset may leave the state
     as it was, so the recorder cannot see it by the state alone)."""
-    from .core import seam as recording
-    if recording.recorder is not None:
-        recording.recorder.unsupported(f"{how}() inside the function (a replay would not reset the random stream)")
+    _seam.unsupported(f"{how}() inside the function (a replay would not reset the random stream)")
 
 
 DEFAULT_SEED = 67280421310721       # torch's seed of a fresh torch.Generator()

@@ -87,15 +87,12 @@ import numpy as np
 
 from .core import dtypes as _dtypes
 from .core.tensor import Tensor
+from .files import LoadError
 
 FORMAT = "tinygrad_tx.save"
 VERSION = 1
 _STRUCTURE = "tinygrad_tx.json"
 _TORCH_MAGIC = 0x1950A86A20F9469CFC6C   # torch's legacy (non-zip) format starts with this pickled int
-
-
-class LoadError(RuntimeError, ValueError):
-    """A file that is not a readable tinygrad_tx or PyTorch save (truncated, corrupt, unknown)."""
 
 
 class UnsafeLoadError(pickle.UnpicklingError):
@@ -207,7 +204,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     have no effect (nothing is pickled)."""
     data = _save_bytes(obj)
     if isinstance(f, (str, bytes, os.PathLike)):
-        from .checkpoint import atomic_write
+        from .files import atomic_write
 
         def write(tmp):
             with open(tmp, "wb") as out:

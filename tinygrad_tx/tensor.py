@@ -18,9 +18,7 @@ import numpy as np
 from .core import dtypes
 from .core import device as _device
 from .core import seam as _seam
-from .core.size import of as _size_of
-from .core.tensor import (Tensor, IndexOutOfRange, _NO_DATA, _adopt, _canonical_dim, _check_element_dtype,  # noqa: F401
-                          _short, _to_array, _View, _wrapped)
+from .core.tensor import Tensor, _adopt, _canonical_dim, _to_array  # noqa: F401  (re-exported: tensor.Tensor)
 from . import layout as _layout
 from . import printing as _printing
 from .autograd import dispatch as _dispatch
@@ -101,14 +99,12 @@ class _TensorMethods:
 
 
     def data_ptr(self) -> int:
-        if _seam.recorder is not None:   # tinygrad_tx.compile: an address differs at each call
-            _seam.recorder.readout(self, "data_ptr() (a memory address)", values=False)
+        _seam.read(self, "data_ptr() (a memory address)", values=False)   # an address differs at each call
         return self._data.__array_interface__["data"][0]
 
 
     def __format__(self, spec):
-        if _seam.recorder is not None:
-            _seam.recorder.readout(self, "format()")
+        _seam.read(self, "format()")
         if self._data.ndim == 0:
             return format(self._data.item(), spec)
         if spec:
@@ -123,8 +119,7 @@ class _TensorMethods:
         elif not isinstance(element, (numbers.Number, np.generic, np.ndarray)):
             raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
                                f"{type(element).__name__}")
-        if _seam.recorder is not None:
-            _seam.recorder.readout(self, "`in` on a tensor")
+        _seam.read(self, "`in` on a tensor")
         return bool(np.any(self._data == element))
 
 
@@ -147,8 +142,7 @@ class _TensorMethods:
             fn = _dispatch.UFUNCS.get(ufunc.__name__)
             if fn is not None:
                 return fn(*inputs)
-        if _seam.recorder is not None:
-            _seam.recorder.readout(self, f"np.{ufunc.__name__} (no Tensor twin) on a tensor")
+        _seam.read(self, f"np.{ufunc.__name__} (no Tensor twin) on a tensor")
         inputs = [x._data if isinstance(x, Tensor) else x for x in inputs]
         if "out" in kwargs:
             kwargs["out"] = tuple(x._data if isinstance(x, Tensor) else x for x in kwargs["out"])
@@ -170,8 +164,7 @@ class _TensorMethods:
             raise TypeError(f"a {tuple(self._data.shape)} Tensor was turned into a NumPy array inside a "
                             "backward that is being differentiated (create_graph=True): its derivative "
                             "would be lost")
-        if _seam.recorder is not None:
-            _seam.recorder.readout(self, "np.asarray(tensor)")
+        _seam.read(self, "np.asarray(tensor)")
         if dtype is not None:
             return self._data.astype(dtype)
         return self._data.copy() if copy else self._data

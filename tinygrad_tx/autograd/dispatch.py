@@ -29,7 +29,7 @@ import operator
 import numpy as np
 
 
-from ..core.grad_mode import _dispatch, running_on_tensors
+from ..core.grad_mode import _dispatch
 from ..core.tensor import Tensor
 
 

@@ -105,7 +105,7 @@ import warnings
 
 from ..core import anomaly as _anomaly
 from ..core import engine as _engine
-from ..core import seam as _recording
+from ..core import seam as _seam
 from .guards import Unreplayable, _flatten, _members, _tensor_state
 from .program import Ctx, _identifier
 from .recorder import CompileRefused, CompileWarning, _Recorder, _Refuse
@@ -173,7 +173,7 @@ class CompiledFunction:
         return getattr(self.fn, name)
 
     def __call__(self, *args, **kwargs):
-        if self.eager_reason is not None or _recording.recorder is not None:
+        if self.eager_reason is not None or _seam.recorder is not None:
             return self.fn(*args, **kwargs)      # eager; or inside another recording, which sees every op
         flat, key, pinned = _flatten(args, kwargs)
         if not _anomaly._state.enabled:
@@ -197,10 +197,10 @@ class CompiledFunction:
             recorder.refuse(str(e))
         except Exception as e:    # an object that cannot be walked: no replay rather than one missing a guard
             recorder.refuse(f"the Python values it reads by name could not be listed ({type(e).__name__}: {e})")
-        _recording.recorder = recorder if recorder.refused is None else None
+        _seam.recorder = recorder if recorder.refused is None else None
         try:
             result = self.fn(*args, **kwargs)
-            if _recording.recorder is recorder:
+            if _seam.recorder is recorder:
                 try:
                     code = recorder.finish(result)
                     changed = recorder.reads.changed()
@@ -210,7 +210,7 @@ class CompiledFunction:
                 except _Refuse as e:
                     recorder.refuse(str(e))
         finally:
-            _recording.recorder = None
+            _seam.recorder = None
             if recorder.node in _engine._backward_observers:
                 _engine._backward_observers.remove(recorder.node)
         if recorder.refused is not None:

@@ -16,6 +16,12 @@ from ..core.size import Size
 from ..core.tensor import Tensor
 
 
+def _is_module(obj) -> bool:
+    """An ``nn.Module`` (recognised by what compile reads of one, ``modules()``, ``_parameters``
+    and ``_buffers``: nn imports compile for ``Module.compile()``, so compile does not import nn)."""
+    return callable(getattr(obj, "modules", None)) and hasattr(obj, "_parameters") and hasattr(obj, "_buffers")
+
+
 def _members(module) -> tuple:
     """Which tensors a module holds (by identity): a parameter or buffer replaced since the
     recording (``model.weight = Parameter(...)``) is a failed guard, not a stale read."""
@@ -275,7 +281,6 @@ class NameReads:
     def _reach(self, obj, depth, label, names, spaces) -> list:
         """What the walk reaches from one object: more objects to visit."""
         from . import CompiledFunction
-        from ..nn.module import Module
         if _python_random(obj):
             raise Unreplayable(f"it reads a random stream outside the engine ({label}: Python's random or "
                                "NumPy's): a replay would keep this call's numbers")
@@ -285,7 +290,7 @@ class NameReads:
             return [(obj.__self__, depth, label), (obj.__func__, depth, label)]
         if isinstance(obj, functools.partial):
             return [(x, depth, label) for x in (obj.func, *obj.args, *obj.keywords.values())]
-        if isinstance(obj, Module):
+        if _is_module(obj):
             for m in obj.modules():
                 self.add_module(m)
             classes = {c for m in obj.modules() for c in type(m).__mro__ if not _library(c)}

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import anomaly as _anomaly
 from ..core import engine as _engine
-from ..core import seam as _recording
+from ..core import seam as _seam
 from ..core.broadcast import reduce_grad_to_input
 from ..core.function import Context, _as_array, _NoGradContext
 from ..core.grad_mode import _state as _grad_mode
@@ -233,12 +233,12 @@ class _Recorder:
     def refuse(self, reason: str):
         if self.refused is None:
             self.refused = reason
-        _recording.recorder = None      # the call goes on eagerly, unrecorded
+        _seam.recorder = None      # the call goes on eagerly, unrecorded
 
     def guarded(method):
         @functools.wraps(method)
         def run(self, *args, **kwargs):
-            if _recording.recorder is not self:
+            if _seam.recorder is not self:
                 return None
             try:
                 return method(self, *args, **kwargs)
@@ -273,13 +273,13 @@ class _Recorder:
         except _Refuse as e:
             self.refuse(str(e))
             return cls.apply(*args, **kwargs)
-        _recording.recorder = None
+        _seam.recorder = None
         try:
             out = cls.apply(*args, **kwargs)
         finally:
             if self.refused is None:
-                _recording.recorder = self
-        if _recording.recorder is not self:
+                _seam.recorder = self
+        if _seam.recorder is not self:
             return out
         self.gen = self._generator_state()      # draws inside a forward are drawn again by the replay
         ctx = out._ctx
@@ -315,12 +315,12 @@ class _Recorder:
             srcs = ", ".join(self.arg(a) for a in args)
         except _Refuse as e:
             self.refuse(str(e))
-        _recording.recorder = None
+        _seam.recorder = None
         try:
             out = fn(*args)
         finally:
             if self.refused is None:
-                _recording.recorder = self
+                _seam.recorder = self
         if self.refused is not None:
             return out
         self.gen = self._generator_state()
@@ -334,7 +334,7 @@ class _Recorder:
         return out
 
     def created(self, t, data, dtype):
-        if _recording.recorder is not self:
+        if _seam.recorder is not self:
             return
         self.keep.append(t)
         if data is not None:
@@ -478,7 +478,7 @@ class _Recorder:
         return name
 
     def node(self, ctx, g, reduced):
-        if _recording.recorder is not self or self.bw is None:
+        if _seam.recorder is not self or self.bw is None:
             return
         try:
             entry = self.ctx_of.get(id(ctx))
@@ -519,7 +519,7 @@ class _Recorder:
             self.refuse(str(e))
 
     def reduced(self, grad):
-        if _recording.recorder is self and self.bw is not None:
+        if _seam.recorder is self and self.bw is not None:
             self.keep.append(grad)
             self.reduced_ids.add(id(grad))
 

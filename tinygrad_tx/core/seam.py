@@ -16,6 +16,9 @@ core does sets a slot here, and the core calls the slot. There are four:
   ``np.array(x, dtype, order="C")``; the speed ring (``buffers.py``) installs a tiled copy for
   transposed sources.
 """
+import functools
+import inspect
+
 import numpy as np
 
 recorder = None
@@ -69,3 +72,39 @@ def read(t, what: str, values: bool = True) -> None:
     it, as it does ``t.item()``."""
     if recorder is not None and hasattr(t, "_data"):
         recorder.readout(t, what, values=values)
+
+
+def replayed(fn):
+    """Decorator of a library function whose work a replay must redo at each call (a check of the
+    inputs' values, a dropout mask's draw): while tinygrad_tx.compile records, the call is
+    recorded as a call; otherwise it is just ``fn(...)``."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if recorder is None:
+            return fn(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return recorder.rerun(fn, *bound.args)
+    return run
+
+
+# What the rings outside the core tell the recorder (no-ops unless tinygrad_tx.compile records):
+
+def method_called(obj, method: str, arg) -> None:
+    """An optimizer's ``step``/``zero_grad``, a module's ``zero_grad``: recorded as one call."""
+    if recorder is not None:
+        recorder.call(obj, method, arg)
+
+
+def module_called(module) -> None:
+    """A module is called: the replay guards on its training flag."""
+    if recorder is not None:
+        recorder.module_called(module)
+
+
+def unsupported(what: str) -> None:
+    """Something a replay cannot repeat (a random stream reset inside the function): refused."""
+    if recorder is not None:
+        recorder.unsupported(what)

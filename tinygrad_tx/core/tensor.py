@@ -16,8 +16,6 @@ give in-place ops torch's autograd rules.
 """
 from __future__ import annotations
 
-import numbers
-import operator
 import weakref
 
 import numpy as np

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import kernels
 from .._factory_args import InvalidArgumentError, InvalidDtypeError
-from ..core import seam as _recording
+from ..core import seam as _seam
 from ..tensor import Tensor, default_generator
 
 
@@ -94,6 +94,7 @@ def check_probability(op: str, name: str, p) -> float:
     return p
 
 
+@_seam.replayed   # tinygrad_tx.compile redraws it at each replay
 def keep_mask(shape, p: float, generator) -> np.ndarray:
     """A boolean mask of ``shape`` with each entry True (kept) with probability 1 - p.
 
@@ -104,8 +105,6 @@ def keep_mask(shape, p: float, generator) -> np.ndarray:
     Both the fused ops and their composites draw their masks here, so the same seed gives them
     the same mask.
     """
-    if _recording.recorder is not None:   # tinygrad_tx.compile records the draw, to redo it each call
-        return _recording.recorder.rerun(keep_mask, shape, p, generator)
     if generator is None:
         generator = default_generator()
     if not isinstance(generator, np.random.Generator):

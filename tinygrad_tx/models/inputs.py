@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import seam as _recording
+from ..core import seam as _seam
 
 
 def check_heads(d_model: int, n_heads: int) -> int:
@@ -29,10 +29,9 @@ def check_seq_len(T: int, block_size: int, name: str = "sequence") -> None:
         raise ValueError(f"Cannot forward an empty {name} (length {T})")
 
 
+@_seam.replayed   # tinygrad_tx.compile checks each call's ids too
 def check_token_ids(ids: np.ndarray, vocab_size: int, name: str = "idx", ndim=(2,)) -> None:
     """Integer dtype, the expected rank, every id in [0, vocab_size)."""
-    if _recording.recorder is not None:   # tinygrad_tx.compile: the replay checks each call's ids too
-        return _recording.recorder.rerun(check_token_ids, ids, vocab_size, name, ndim)
     ids = np.asarray(ids)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
@@ -47,12 +46,11 @@ def check_token_ids(ids: np.ndarray, vocab_size: int, name: str = "idx", ndim=(2
                              f"(min {lo}, max {hi})")
 
 
+@_seam.replayed   # tinygrad_tx.compile checks each call's targets too
 def check_targets(targets: np.ndarray, logits_shape, vocab_size: int, ignore_index: int = -100,
                   name: str = "targets") -> None:
     """Class-index targets: integer ids in [0, vocab_size) or ``ignore_index``; shape checked by
     the caller's rule."""
-    if _recording.recorder is not None:
-        return _recording.recorder.rerun(check_targets, targets, logits_shape, vocab_size, ignore_index, name)
     targets = np.asarray(targets)
     if targets.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integer class ids, got dtype {targets.dtype}")

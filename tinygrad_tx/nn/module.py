@@ -43,7 +43,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._factory_args import check_bool
-from ..core import seam as _recording
+from ..core import seam as _seam
 from ..core.hooks import RemovableHandle
 from ..core.device import check as _check_device
 from ..core.device import device as _DeviceType
@@ -163,8 +163,7 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if _recording.recorder is not None:   # tinygrad_tx.compile guards on the training flag
-            _recording.recorder.module_called(self)
+        _seam.module_called(self)   # tinygrad_tx.compile guards on the training flag
         if self._forward_pre_hooks:
             for hook in list(self._forward_pre_hooks.values()):
                 result = hook(self, args)
@@ -431,8 +430,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's ``.grad``: to None (torch's default) or to an array of zeros."""
-        if _recording.recorder is not None:   # tinygrad_tx.compile records the call
-            _recording.recorder.call(self, "zero_grad", set_to_none)
+        _seam.method_called(self, "zero_grad", set_to_none)   # tinygrad_tx.compile records the call
         for p in self.parameters():
             if p.grad is None:
                 continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.function import ArrayFunction
-from ..core import seam as _recording
+from ..core import seam as _seam
 from ..core import dtypes
 from ..tensor import Tensor, _adopt, _as_operand, _promote_pair, _to_dtype
 from . import elementwise as _E
@@ -130,15 +130,15 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """True when every element is close (``isclose``), as a Python bool."""
     close = isclose(self, other, rtol, atol, equal_nan)
-    _recording.read(close, "allclose()")
+    _seam.read(close, "allclose()")
     return bool(np.all(close._data))
 
 
 def equal(self, other) -> bool:
     """True when both tensors have the same shape and the same values (nan != nan)."""
     a, b = _tensor_pair("equal", self, other)
-    _recording.read(self, "equal()")
-    _recording.read(other, "equal()")
+    _seam.read(self, "equal()")
+    _seam.read(other, "equal()")
     return bool(a.shape == b.shape and np.array_equal(a, b))
 
 
@@ -153,7 +153,7 @@ def _integer_bits(op, npfn):
                 raise TypeError(f"{op}: only integer and bool tensors, got dtype {x.dtype}")
         a, b = _promote_pair(self, _as_operand(other, self))   # torch's result type: uint8 & 3 is uint8
         b = b._data if isinstance(b, Tensor) else b
-        return _adopt(_recording.call(_E._binary, op, npfn, a._data, b))   # recorded by tinygrad_tx.compile
+        return _adopt(_seam.call(_E._binary, op, npfn, a._data, b))   # recorded by tinygrad_tx.compile
     method.__name__ = op
     return method
 
@@ -164,14 +164,14 @@ def logical(npfn):
         if not isinstance(other, Tensor):   # torch's logical_and(t, True) is a TypeError
             raise TypeError(f"{npfn.__name__}(): argument 'other' (position 1) must be Tensor, not "
                             f"{type(other).__name__} ({other!r})")
-        return _adopt(_recording.call(_E._binary, npfn.__name__, npfn, self._data, other._data))
+        return _adopt(_seam.call(_E._binary, npfn.__name__, npfn, self._data, other._data))
     return method
 
 
 def bitwise_not(self):
     if self._data.dtype.kind not in "iub":
         raise TypeError(f"bitwise_not (~): only integer and bool tensors, got dtype {self._data.dtype}")
-    return _adopt(_recording.call(np.invert, self._data))
+    return _adopt(_seam.call(np.invert, self._data))
 
 
 bitwise_and = _integer_bits("bitwise_and", np.bitwise_and)

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from ..core.function import ArrayFunction
+from ..core import seam as _seam
 from ..core.accumulate import SliceGrad
 from ..core.tensor import IndexOutOfRange   # noqa: F401  (raised here; defined beside _canonical_dim)
 
@@ -183,9 +184,7 @@ def _sequence_as_tuple(index: list, tensor_type) -> bool:
 def _scalar_index(t):
     """A 0-d integer (bool) tensor used as an index is the number it holds, as in torch: an
     integer selects (a view, no advanced-index broadcasting), a bool adds a dim of size 1 or 0."""
-    from ..core import seam as recording
-    if recording.recorder is not None:
-        recording.recorder.readout(t, "a 0-d tensor used as an index")
+    _seam.read(t, "a 0-d tensor used as an index")   # tinygrad_tx.compile guards on the value
     return bool(t._data) if t._data.dtype == np.uint8 else t._data.item()
 
 

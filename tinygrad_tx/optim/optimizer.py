@@ -35,7 +35,7 @@ from itertools import chain
 import numpy as np
 
 from ..core.grad_mode import enable_grad
-from ..core import seam as _recording
+from ..core import seam as _seam
 from ..core.dtypes import default_float
 from ..core.tensor import Tensor
 
@@ -197,8 +197,7 @@ class Optimizer:
     # ------------------------------------------------------------------ gradients
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients: ``None`` (default) or zeros written into the existing grad tensors."""
-        if _recording.recorder is not None:   # tinygrad_tx.compile records the call
-            _recording.recorder.call(self, "zero_grad", set_to_none)
+        _seam.method_called(self, "zero_grad", set_to_none)   # tinygrad_tx.compile records the call
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
@@ -245,8 +244,7 @@ class Optimizer:
     def _evaluate_closure(self, closure):
         """Run ``closure`` (which re-evaluates the model and its loss) with graph recording on.
         Every ``step`` starts here (so ``tinygrad_tx.compile`` records the step as one call)."""
-        if _recording.recorder is not None:
-            _recording.recorder.call(self, "step", closure)
+        _seam.method_called(self, "step", closure)   # tinygrad_tx.compile records the call
         if closure is None:
             return None
         with enable_grad():

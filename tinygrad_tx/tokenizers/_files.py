@@ -23,7 +23,7 @@ import os
 import re
 from pathlib import Path
 
-from ..checkpoint import check_regular_file
+from ..files import check_regular_file
 from ._text import CHAR_TO_BYTE, GPT2_SPLIT_PATTERN
 from .base import TokenizerFileError
 from .bpe import BPETokenizer

@@ -5,21 +5,13 @@ from pathlib import Path
 
 import numpy as np
 
-
-def _pyplot():
-    try:
-        import matplotlib
-    except ModuleNotFoundError:
-        raise ModuleNotFoundError("plots need matplotlib (pip install matplotlib)") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+from ..viz.pictures import pyplot as _pyplot   # matplotlib.pyplot on the Agg backend
 
 
 def _save(plt, fig, path) -> Path:
     """Save the figure atomically (a temporary file beside it, then ``os.replace``: a killed run
     never leaves half a PNG), in the format the suffix names (PNG by default)."""
-    from ..checkpoint import atomic_write
+    from ..files import atomic_write
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

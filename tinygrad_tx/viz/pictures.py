@@ -32,9 +32,19 @@ import numpy as np
 from .. import functional as F
 from ..core.grad_mode import no_grad
 from ..core.tensor import Tensor
-from ..training.plots import _pyplot as pyplot   # matplotlib.pyplot on the Agg backend
 
 VOWELS = frozenset("aeiou")
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no window), with a clear error when it is missing."""
+    try:
+        import matplotlib
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError("plots need matplotlib (pip install matplotlib)") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 
 def _save(fig, path) -> Path:

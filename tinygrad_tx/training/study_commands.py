@@ -28,7 +28,7 @@ SCRIPT_NOTE = ("FILE.py runs on tinygrad_tx as 'tinygrad-tx run' runs it (its `i
 def _example_or_file(value: str) -> str:
     """argparse type of the EXAMPLE|FILE.py argument: an example name, or a path ending in .py
     or naming an existing file."""
-    from .graph import EXAMPLES
+    from ..viz.graph import EXAMPLES
     if value in EXAMPLES or value.endswith(".py") or Path(value).exists():
         return value
     raise argparse.ArgumentTypeError(f"{value!r} is neither an example ({', '.join(EXAMPLES)}) nor a Python "
@@ -43,8 +43,8 @@ ATTENTION_OUT = "runs/attention/model.safetensors"
 
 def register_study_commands(commands) -> None:
     """Add ``graph``, ``trace``, ``explain`` and ``plot`` to the ``tinygrad-tx`` sub-commands."""
-    from .explain import OPS
-    from .graph import EXAMPLES
+    from ..viz.explain import OPS
+    from ..viz.graph import EXAMPLES
 
     def debug_flag(p):
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -151,7 +151,7 @@ def _model_flags(p, default_out, **defaults):
 # --------------------------------------------------------------------------- graph and trace
 
 def _is_example(args) -> bool:
-    from .graph import EXAMPLES
+    from ..viz.graph import EXAMPLES
     if args.example in EXAMPLES:
         if args.call is not None:
             raise ValueError(f"--call {args.call!r} applies to a script (FILE.py), not to the example "
@@ -165,7 +165,7 @@ def _is_example(args) -> bool:
 def _script_backward(args):
     """The first backward of the script ``args.example`` (see :mod:`.script`); None after printing
     the script's own traceback when it raised."""
-    from .script import ScriptFailed, first_backward, print_script_error
+    from ..viz.script import ScriptFailed, first_backward, print_script_error
     try:
         return first_backward(args.example, call=args.call, seed=args.seed if hasattr(args, "seed") else 0)
     except ScriptFailed as failed:
@@ -174,7 +174,7 @@ def _script_backward(args):
 
 
 def cmd_graph(args) -> int:
-    from .graph import GraphvizNotFound, example_graph, graph_summary, renderer_name, to_dot, write_graph
+    from ..viz.graph import GraphvizNotFound, example_graph, graph_summary, renderer_name, to_dot, write_graph
     if _is_example(args):
         out, module, desc = example_graph(args.example, composite=args.composite)
         stem = args.example + ("-composite" if args.composite else "")
@@ -206,9 +206,9 @@ def cmd_graph(args) -> int:
 
 
 def cmd_trace(args) -> int:
-    from .trace import trace_backward
+    from ..viz.trace import trace_backward
     if _is_example(args):
-        from .graph import example_graph
+        from ..viz.graph import example_graph
         out, module, desc = example_graph(args.example, composite=args.composite, seed=args.seed)
         g = np.random.default_rng(args.seed + 1).standard_normal(out.shape).astype(out.dtype)
         with trace_backward(params=module) as trace:
@@ -233,7 +233,7 @@ def cmd_trace(args) -> int:
 
 def cmd_explain(args) -> int:
     import textwrap
-    from .explain import OPS, explain, primitives
+    from ..viz.explain import OPS, explain, primitives
     if args.op is None:
         width = max(len(n) for n in OPS)
         print("tinygrad-tx explain OP, where OP is one of the fused ops (rungs: composite -> closed form -> "
@@ -256,7 +256,7 @@ def _explain_kernel(op: str) -> int:
     """``explain OP --kernel``: which path runs, then the C source of the op's kernels."""
     from .. import kernels
     from ..kernels.source import KERNELS_OF, kernel_source
-    from .explain import find_op
+    from ..viz.explain import find_op
     kind, found = find_op(op) if op.lower() != "adam" else ("fused", None)
     name = "adam" if found is None else (found.name if kind == "fused" else op)
     if name not in KERNELS_OF:
@@ -274,7 +274,7 @@ def _explain_kernel(op: str) -> int:
 def cmd_plot_bigram(args) -> int:
     from ..data import CharVocab
     from ..training.gpt import corpus_name, load_split
-    from .pictures import bigram_counts, plot_bigram
+    from ..viz.pictures import bigram_counts, plot_bigram
     _, train, _, _ = load_split(args.data, args.split_seed)
     vocab = CharVocab.tutorial()
     counts = bigram_counts(train, vocab)
@@ -305,7 +305,7 @@ def trained_gpt(args, log=print):
 
 
 def cmd_plot_embeddings(args) -> int:
-    from .pictures import plot_embeddings_3d, vowel_gathering
+    from ..viz.pictures import plot_embeddings_3d, vowel_gathering
     model, vocab, desc = trained_gpt(args)
     weight = model.token_embedding.weight._data
     if weight.shape[1] != 3:
@@ -322,7 +322,7 @@ def cmd_plot_embeddings(args) -> int:
 def cmd_plot_attention(args) -> int:
     from ..data import CharVocab
     from ..training.gpt import name_letters
-    from .pictures import attention_maps, plot_attention
+    from ..viz.pictures import attention_maps, plot_attention
     name_letters(args.name, CharVocab.tutorial(), "--name")   # before any training
     model, vocab, desc = trained_gpt(args)
     name = name_letters(args.name, vocab, "--name")     # the same rule as sample --prefix

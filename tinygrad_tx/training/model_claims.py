@@ -89,7 +89,7 @@ def curves_table(result: dict) -> str:
 def plot_curves(result: dict, path, title: str = ""):
     """Two panels: dev loss against the training step and against the seconds of training (log
     scale), one line per model, the smoothed bigram count model's dev NLL dashed."""
-    from .pictures import _save, pyplot
+    from ..viz.pictures import _save, pyplot
     plt = pyplot()
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
     for i, k in enumerate(result["kinds"]):
@@ -196,7 +196,7 @@ def digits_table(result: dict) -> str:
 def plot_digits(result: dict, path, title: str = ""):
     """Test accuracy against the number of training images (log scale): each model's mean over
     the seeds, the range as error bars, every run a faint dot."""
-    from .pictures import _save, pyplot
+    from ..viz.pictures import _save, pyplot
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.8))
     sizes = np.array(result["sizes"])

@@ -83,7 +83,7 @@ def parameter_count(model) -> int:
 def critical_path(root: Tensor) -> int:
     """The most recorded ops on one chain from a leaf to ``root`` (the graph's depth): ops that
     must run one after another. Call it before ``backward`` frees the graph."""
-    from .graph import graph_nodes
+    from ..viz.graph import graph_nodes
     nodes = {id(n): (n, inputs) for n, inputs in graph_nodes(root)}
     depth: dict = {}
     for key in nodes:                        # iterative post-order: an RNN's chain is thousands deep
@@ -124,7 +124,7 @@ def sequence_cost(kinds=tuple(SIZES), lengths=(16, 32, 64, 128, 256), batch: int
     lengths = [int(T) for T in lengths]
     if not lengths or min(lengths) < 1 or min(batch, repeats) < 1:
         raise ValueError(f"lengths, batch and repeats must be >= 1, got {lengths}, {batch}, {repeats}")
-    from .graph import graph_nodes
+    from ..viz.graph import graph_nodes
     models = {k: build_model(k, block_size=max(lengths), seed=seed) for k in kinds}
     data = {T: token_batch(T, batch, seed) for T in lengths}
     out = {"kinds": list(kinds), "lengths": lengths, "batch": batch, "repeats": repeats,
@@ -224,7 +224,7 @@ def cost_table(result: dict) -> str:
 def plot_cost(result: dict, path, title: str = "") -> Path:
     """Log-log: median CPU ms of one forward + backward against T, one line per model (its
     PyTorch twin dotted, when measured), and the critical path in ops on a second panel."""
-    from .pictures import _save, pyplot
+    from ..viz.pictures import _save, pyplot
     plt = pyplot()
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
     lengths = result["lengths"]
@@ -354,7 +354,7 @@ def decay_per_step(norms) -> float:
 
 def plot_gradients(result: dict, path, title: str = "") -> Path:
     """Two panels (init, trained): mean ‖∂loss_T / ∂x_t‖ against T - t on a log scale."""
-    from .pictures import _save, pyplot
+    from ..viz.pictures import _save, pyplot
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     distance = np.arange(result["length"])
