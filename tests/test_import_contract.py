@@ -17,9 +17,8 @@ The layout (``docs/engine.md`` has the reading path):
 """
 from __future__ import annotations
 
+import grimp   # a [dev] dependency: the rules must run, never skip
 import pytest
-
-grimp = pytest.importorskip("grimp")
 
 PKG = "tinygrad_tx"
 FACE = ("tinygrad_tx.cli", "tinygrad_tx.__main__", "tinygrad_tx.training")
