@@ -440,7 +440,8 @@ def test_every_op_in_the_ops_modules_is_twice_differentiable_or_listed():
         m = importlib.import_module(f"tinygrad_tx.ops.{mod}")
         for n, c in vars(m).items():
             if inspect.isclass(c) and issubclass(c, ArrayFunction) and c.__module__ == m.__name__ \
-                    and not c.differentiable_backward and c.twice_differentiable_via is None:
+                    and not c.differentiable_backward and c.twice_differentiable_via is None \
+                    and not n.endswith("ClosedForm"):   # GeluClosedForm: a rung-2 class, GeluFn's second derivative
                 once.add(n)
     assert once == {"FlashAttention"}
 

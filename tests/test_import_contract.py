@@ -120,3 +120,21 @@ def test_the_circle_finder_finds_a_circle():
     g.add_import(importer="tinygrad_tx.b", imported="tinygrad_tx.a")
     g.add_import(importer="tinygrad_tx.b", imported="tinygrad_tx.c")
     assert _circles(g) == [{"tinygrad_tx.a", "tinygrad_tx.b"}]
+
+
+def test_a_fast_form_imports_its_closed_form_never_the_reverse(graph):
+    """closed_form.py (rung 2, the study file) imports the core and nothing of the fast ops, which
+    import it: each fused class names its closed form (``twice_differentiable_via``)."""
+    imported = graph.find_modules_directly_imported_by("tinygrad_tx.functional.closed_form")
+    allowed = ("tinygrad_tx.core", "tinygrad_tx.ops.elementwise")   # GELU's closed form sits beside it
+    assert all(_inside(m, allowed) for m in imported), sorted(imported)
+    import tinygrad_tx.functional as F
+    from tinygrad_tx.functional import closed_form
+    for name, (closed, _) in F.CLOSED_FORMS.items():
+        assert closed.__name__.endswith("ClosedForm"), name
+    fused = [F.SoftmaxFn, F.LogSoftmaxFn, F.CrossEntropy, F.LayerNormFn, F.EmbeddingFn, F.PatchEmbed,
+             F.ScaledDotProductAttention]
+    for cls in fused:
+        via = cls.twice_differentiable_via
+        assert via is not None and getattr(closed_form, via.__name__) is via, cls
+        assert "tinygrad_tx.functional.closed_form" in graph.find_modules_directly_imported_by(cls.__module__)

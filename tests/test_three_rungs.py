@@ -25,7 +25,8 @@ import torch.nn.functional as TF
 import tinygrad_tx as tg
 from reference.testing import DEVICE, check_parity, rel_err
 from tinygrad_tx import functional as F
-from tinygrad_tx.functional.closed_form import (CLOSED_FORMS, BatchNormClosedForm, CrossEntropyClosedForm,
+from tinygrad_tx.functional.rungs import CLOSED_FORMS
+from tinygrad_tx.functional.closed_form import (BatchNormClosedForm, CrossEntropyClosedForm,
                                                 EmbeddingClosedForm, FlashAttentionClosedForm, GeluClosedForm,
                                                 LayerNormClosedForm, LinearClosedForm, LogSoftmaxClosedForm,
                                                 PatchEmbedClosedForm, ScaledDotProductAttentionClosedForm,

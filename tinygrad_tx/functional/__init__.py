@@ -19,7 +19,7 @@ soft_margin, multilabel_soft_margin, multi_margin, multilabel_margin, cosine_emb
 ``triplet`` (triplet_margin[_with_distance]_loss), ``count_likelihood`` (poisson_nll_loss,
 gaussian_nll_loss), ``ctc`` (ctc_loss: the alpha-beta recursion by hand), ``normalization`` (layer_norm), ``embedding``
 (embedding), ``linear`` (linear, patch_embed), ``activation`` (relu, tanh, sigmoid, gelu, dropout),
-``closed_form`` (rung 2 of every fused op), ``conv`` (conv1d/2d in three rungs,
+``closed_form`` (rung 2 of every fused op; ``rungs`` its functional spellings and ``CLOSED_FORMS``), ``conv`` (conv1d/2d in three rungs,
 conv_transpose1d/2d, unfold, fold, dropout2d), ``pooling`` (max/avg/adaptive pools), ``pointwise`` (silu, softplus, elu, selu, celu, leaky_relu, relu6, hardtanh, hardsigmoid,
 hardswish, mish, logsigmoid, softsign, tanhshrink, glu), ``distance`` (normalize,
 cosine_similarity, pairwise_distance), ``pad`` (pad, one_hot), ``attention``
@@ -60,14 +60,13 @@ from .regression import (AbsoluteError, HuberError, SmoothL1Error, SquaredError,
                          smooth_l1_loss)
 from .softmax import (LogSoftmaxFn, SoftmaxFn, log_softmax, log_softmax_composite, softmax, softmax_composite,
                       softmin)
-from .closed_form import (CLOSED_FORMS, BatchNormClosedForm, CrossEntropyClosedForm, EmbeddingClosedForm,
-                          FlashAttentionClosedForm, GeluClosedForm, LayerNormClosedForm, LinearClosedForm,
-                          LogSoftmaxClosedForm, PatchEmbedClosedForm, ScaledDotProductAttentionClosedForm,
-                          SoftmaxClosedForm, batch_norm_closed_form, cross_entropy_closed_form,
-                          embedding_closed_form, flash_attention_closed_form, gelu_closed_form,
-                          layer_norm_closed_form, linear_closed_form, log_softmax_closed_form,
-                          patch_embed_closed_form, scaled_dot_product_attention_closed_form,
-                          softmax_closed_form)
+from .closed_form import (BatchNormClosedForm, CrossEntropyClosedForm, EmbeddingClosedForm, FlashAttentionClosedForm,
+                          GeluClosedForm, LayerNormClosedForm, LinearClosedForm, LogSoftmaxClosedForm,
+                          PatchEmbedClosedForm, ScaledDotProductAttentionClosedForm, SoftmaxClosedForm)
+from .rungs import (CLOSED_FORMS, batch_norm_closed_form, cross_entropy_closed_form, embedding_closed_form,
+                    flash_attention_closed_form, gelu_closed_form, layer_norm_closed_form, linear_closed_form,
+                    log_softmax_closed_form, patch_embed_closed_form, scaled_dot_product_attention_closed_form,
+                    softmax_closed_form)
 
 # Tensor methods that are these functions (bound by tinygrad_tx/_bind.py): torch's Tensor.softmax(dim, dtype=None)
 TENSOR_METHODS = {"softmax": _toplevel.softmax_method, "log_softmax": _toplevel.log_softmax_method}

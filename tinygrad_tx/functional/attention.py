@@ -32,17 +32,8 @@ from .. import buffers, kernels
 from ..core.function import ArrayFunction
 from ..tensor import Tensor, where
 from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale, row_sums
+from .closed_form import ScaledDotProductAttentionClosedForm, _causal_future
 from .softmax import softmax_composite
-
-
-@functools.lru_cache(maxsize=32)
-def _causal_future(n_queries: int, n_keys: int) -> np.ndarray:
-    """(L, S) bool, True above the top-left-aligned diagonal (key j > query i): what is_causal forbids.
-    Why cached (read-only): a causal model asks for the same few shapes every step; (64, 64):
-    4 µs for ``~np.tri`` against 0.1 µs from the cache (one thread, medians, 2026-12-02)."""
-    future = ~np.tri(n_queries, n_keys, dtype=bool)
-    future.flags.writeable = False
-    return future
 
 
 def _key_sums(a: np.ndarray) -> np.ndarray:
@@ -78,7 +69,7 @@ class ScaledDotProductAttention(ArrayFunction):
     go through the plain form (for a float mask that requires grad, the forward keeps it too).
     """
 
-    twice_differentiable_via = None   # ScaledDotProductAttentionClosedForm: bound in closed_form.py
+    twice_differentiable_via = ScaledDotProductAttentionClosedForm   # gradients of gradients go through it
 
     @staticmethod
     def closed_form_call(ctx, q, k, v, attn_mask):

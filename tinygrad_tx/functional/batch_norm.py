@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.function import ArrayFunction
+from .closed_form import BatchNormClosedForm
 from ..core.tensor import Tensor
 
 
@@ -62,7 +63,7 @@ class BatchNorm(ArrayFunction):
     (``create_graph=True``) go through it: this backward reads μ and r, computed in the forward.
     """
 
-    twice_differentiable_via = None   # BatchNormClosedForm: bound in functional/closed_form.py
+    twice_differentiable_via = BatchNormClosedForm   # gradients of gradients go through it
 
     @staticmethod
     def closed_form_call(ctx, x, weight, bias, *running):

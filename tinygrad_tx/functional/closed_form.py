@@ -13,8 +13,11 @@ Each Transformer op of ``tinygrad_tx.functional`` exists on three rungs:
 
 The tests (``tests/test_three_rungs.py``) assert composite == closed form == fused ==
 PyTorch, outputs and every input gradient; ``tinygrad-tx explain OP`` prints the three
-rungs in that order and checks them live. Each wrapper below validates its arguments with
-the fused op's own checks, so the three rungs accept and refuse the same calls.
+rungs in that order and checks them live. Their functional spellings (``rungs.py``) validate
+the arguments with the fused op's own checks, so the three rungs accept and refuse the same calls.
+Each fused class names its closed form (``twice_differentiable_via``): the fast form imports
+this module, which imports no fast form. GELU, a primitive, keeps its closed form beside it
+(``GeluClosedForm`` in ``ops/elementwise.py``).
 
 Fully masked attention rows (every key forbidden) follow ``scaled_dot_product_attention``:
 their weights are 0, so is their output row, and no gradient flows through them.
@@ -23,32 +26,19 @@ Gradients of gradients. Every forward and backward here is written with NumPy ca
 Tensor twin, nothing written in place, so each also runs on Tensors (``autograd/dispatch.py``).
 That is how a fused op is differentiated twice: with ``create_graph=True`` its closed form's
 forward runs again on the fused node's inputs, recorded, and then its backward, on Tensors
-(``autograd/engine.py``, ``_backward_via_closed_form``): the derivation below is the one a
+(``core/engine.py``, ``_backward_via_closed_form``): the derivation below is the one a
 second derivative comes from. A row maximum subtracted for stability is taken as a constant
 (``_row_max``): the result does not depend on it.
 """
 from __future__ import annotations
 
-import math
+import functools
 
 import numpy as np
-from scipy.special import erf
 
 from ..core.function import ArrayFunction
-from .batch_norm import BatchNorm, check_batch_norm
-from ..ops import elementwise as _ops_elementwise
-from ..ops.flash_attention import check_flash_attention
 from ..core.tensor import Tensor
-from ._util import as_tensor, check_float, keep_mask, keep_scale
-from .attention import ScaledDotProductAttention, _causal_future
-from .attention import _check as _check_attention
-from .embedding import EmbeddingFn, _check_embedding
-from .linear import PatchEmbed, _check_linear, _check_patch_embed
-from .loss import _check as _check_cross_entropy
-from .loss import CrossEntropy, target_distribution
-from .normalization import LayerNormFn
-from .normalization import _check as _check_layer_norm
-from .softmax import LogSoftmaxFn, SoftmaxFn, _prepare
+from ..ops.elementwise import GeluClosedForm   # noqa: F401  (GELU is a primitive: its closed form sits beside it)
 
 
 def _row_max(x, axis):
@@ -219,39 +209,18 @@ class BatchNormClosedForm(ArrayFunction):
         return dx, dw if shape is None else dw.reshape(shape), db if shape is None else db.reshape(shape)
 
 
-# ============================================================================ GELU
-
-_C = math.sqrt(2 / math.pi)                                   # Python floats keep float32 float32
-_SQRT_2, _SQRT_2PI = math.sqrt(2), math.sqrt(2 * math.pi)
-
-
-class GeluClosedForm(ArrayFunction):
-    """GELU, exact or with torch's tanh approximation.
-
-    Exact: y = x Φ(x), Φ(x) = (1 + erf(x/√2))/2;  dy/dx = Φ(x) + x φ(x), φ(x) = e^{-x²/2}/√(2π).
-    Tanh:  y = x/2 (1 + tanh u), u = √(2/π)(x + 0.044715 x³);
-           dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh² u) √(2/π)(1 + 3·0.044715 x²).
-    dL/dx = g · dy/dx. Saved: x.
-    """
-
-    @staticmethod
-    def forward(ctx, x, *, approximate):
-        ctx.save_for_backward(x)
-        ctx.approximate = approximate
-        if approximate == "tanh":
-            return x / 2 * (1 + np.tanh(_C * (x + 0.044715 * x ** 3)))
-        return x * (1 + erf(x / _SQRT_2)) / 2
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        if ctx.approximate == "tanh":
-            t = np.tanh(_C * (x + 0.044715 * x ** 3))
-            return g * ((1 + t) / 2 + x / 2 * (1 - t * t) * _C * (1 + 3 * 0.044715 * x * x))
-        return g * ((1 + erf(x / _SQRT_2)) / 2 + x * np.exp(-x * x / 2) / _SQRT_2PI)
-
-
 # ============================================================================ attention
+
+@functools.lru_cache(maxsize=32)
+def _causal_future(n_queries: int, n_keys: int) -> np.ndarray:
+    """(L, S) bool, True above the top-left-aligned diagonal (key j > query i): what is_causal forbids.
+    Why cached (read-only): a causal model asks for the same few shapes every step; (64, 64):
+    4 µs for ``~np.tri`` against 0.1 µs from the cache (one thread, medians, 2026-12-02)."""
+    future = ~np.tri(n_queries, n_keys, dtype=bool)
+    future.flags.writeable = False
+    return future
+
+
 
 def attention_scores(q, k, attn_mask, is_causal, scale, shape):
     """S = scale · Q Kᵀ of ``shape``, -inf where a bool mask is False or the causal mask
@@ -404,120 +373,3 @@ class PatchEmbedClosedForm(ArrayFunction):
         g2 = g.reshape(-1, g.shape[-1])                          # the B·N rows
         dw = (g2.T @ patches.reshape(g2.shape[0], -1)).reshape(ctx.w_shape)
         return dx, dw, np.sum(g2, axis=0)
-
-
-# ============================================================================ functional spellings
-
-def softmax_closed_form(input, dim=None, dtype=None) -> Tensor:
-    """Rung 2 of ``F.softmax`` (same arguments and checks)."""
-    x, d = _prepare(input, dim, "softmax_closed_form", dtype)
-    return SoftmaxClosedForm.apply(x, dim=d) if x.ndim else SoftmaxClosedForm.apply(x.reshape(1), dim=0).reshape(())
-
-
-def log_softmax_closed_form(input, dim=None, dtype=None) -> Tensor:
-    """Rung 2 of ``F.log_softmax`` (same arguments and checks)."""
-    x, d = _prepare(input, dim, "log_softmax_closed_form", dtype)
-    if not x.ndim:
-        return LogSoftmaxClosedForm.apply(x.reshape(1), dim=0).reshape(())
-    return LogSoftmaxClosedForm.apply(x, dim=d)
-
-
-def cross_entropy_closed_form(input, target, weight=None, size_average=None, ignore_index: int = -100,
-                              reduce=None, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """Rung 2 of ``F.cross_entropy`` for class-index targets (probability targets take the
-    composite path that ``F.cross_entropy`` takes, here with ``log_softmax_closed_form``)."""
-    checked = _check_cross_entropy(input, target, weight, size_average, ignore_index, reduce, reduction,
-                                   label_smoothing, "cross_entropy_closed_form", log_softmax_closed_form)
-    if isinstance(checked, Tensor):
-        return checked
-    z, t, w, axis, reduction, eps = checked
-    q, denominator = target_distribution(z, t, w, axis, ignore_index, eps)
-    return CrossEntropyClosedForm.apply(z, q=q, axis=axis, reduction=reduction, denominator=denominator)
-
-
-def layer_norm_closed_form(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
-    """Rung 2 of ``F.layer_norm`` (same arguments and checks)."""
-    x, w, b, k = _check_layer_norm(input, normalized_shape, weight, bias, eps, "layer_norm_closed_form")
-    return LayerNormClosedForm.apply(x, w, b, ndim_normalized=k, eps=float(eps))
-
-
-def batch_norm_closed_form(input, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
-    """Rung 2 of training-mode ``F.batch_norm`` without running statistics
-    (``F.batch_norm(input, None, None, weight, bias, training=True, eps=eps)``)."""
-    x, w, b = check_batch_norm(input, None, None, weight, bias, True, "batch_norm_closed_form")
-    return BatchNormClosedForm.apply(x, w, b, eps=float(eps))
-
-
-def gelu_closed_form(input, approximate: str = "none") -> Tensor:
-    """Rung 2 of ``F.gelu``, exact or ``approximate='tanh'``."""
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu_closed_form: approximate must be 'none' or 'tanh', got {approximate!r}")
-    x = as_tensor(input, "gelu_closed_form", "input")
-    check_float("gelu_closed_form", input=x)
-    return GeluClosedForm.apply(x, approximate=approximate)
-
-
-def scaled_dot_product_attention_closed_form(query, key, value, attn_mask=None, dropout_p: float = 0.0,
-                                             is_causal: bool = False, scale=None, enable_gqa: bool = False,
-                                             generator=None) -> Tensor:
-    """Rung 2 of ``F.scaled_dot_product_attention`` (same arguments, checks and dropout mask)."""
-    q, k, v, mask, shape, p, scale = _check_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                                      "scaled_dot_product_attention_closed_form", enable_gqa)
-    keep = keep_mask(shape, p, generator) if p > 0 else None
-    return ScaledDotProductAttentionClosedForm.apply(q, k, v, mask, scores_shape=shape, is_causal=bool(is_causal),
-                                                     scale=scale, keep=keep, keep_scale_=keep_scale(p))
-
-
-def flash_attention_closed_form(query, key, value, attn_mask=None, is_causal=False, scale=None) -> Tensor:
-    """Rung 2 of ``flash_attention``: what it saves and recomputes, without the tiles."""
-    q, k, v, mask = check_flash_attention(query, key, value, attn_mask, "flash_attention_closed_form")
-    scale = (1.0 / float(np.sqrt(q.shape[-1]))) if scale is None else float(scale)
-    return FlashAttentionClosedForm.apply(q, k, v, mask, is_causal=bool(is_causal), scale=scale)
-
-
-def embedding_closed_form(input, weight, padding_idx=None) -> Tensor:
-    """Rung 2 of ``F.embedding`` (same checks)."""
-    ids, w, padding_idx = _check_embedding(input, weight, padding_idx, "embedding_closed_form")
-    return EmbeddingClosedForm.apply(w, ids=ids, padding_idx=padding_idx)
-
-
-def linear_closed_form(input, weight, bias=None) -> Tensor:
-    """Rung 2 of ``F.linear`` (same checks)."""
-    x, w, b = _check_linear(input, weight, bias, "linear_closed_form")
-    return LinearClosedForm.apply(x, w, b)
-
-
-def patch_embed_closed_form(input, weight, bias=None, patch_size=None) -> Tensor:
-    """Rung 2 of ``F.patch_embed`` (same checks)."""
-    x, w, b, ph, pw = _check_patch_embed(input, weight, bias, patch_size, "patch_embed_closed_form")
-    return PatchEmbedClosedForm.apply(x, w, b, ph=ph, pw=pw)
-
-
-CLOSED_FORMS = {
-    "softmax": (SoftmaxClosedForm, softmax_closed_form),
-    "log_softmax": (LogSoftmaxClosedForm, log_softmax_closed_form),
-    "cross_entropy": (CrossEntropyClosedForm, cross_entropy_closed_form),
-    "layer_norm": (LayerNormClosedForm, layer_norm_closed_form),
-    "batch_norm": (BatchNormClosedForm, batch_norm_closed_form),
-    "gelu": (GeluClosedForm, gelu_closed_form),
-    "scaled_dot_product_attention": (ScaledDotProductAttentionClosedForm, scaled_dot_product_attention_closed_form),
-    "flash_attention": (FlashAttentionClosedForm, flash_attention_closed_form),
-    "embedding": (EmbeddingClosedForm, embedding_closed_form),
-    "linear": (LinearClosedForm, linear_closed_form),
-    "patch_embed": (PatchEmbedClosedForm, patch_embed_closed_form),
-}
-"""op name -> (its rung-2 Function, its functional spelling)."""
-
-
-# Gradients of gradients of the fused ops (``create_graph=True``) go through their closed forms
-# (``autograd/engine.py``, ``_backward_via_closed_form``). Named here, not in the fused classes,
-# because this module imports theirs.
-SoftmaxFn.twice_differentiable_via = SoftmaxClosedForm
-LogSoftmaxFn.twice_differentiable_via = LogSoftmaxClosedForm
-CrossEntropy.twice_differentiable_via = CrossEntropyClosedForm
-LayerNormFn.twice_differentiable_via = LayerNormClosedForm
-ScaledDotProductAttention.twice_differentiable_via = ScaledDotProductAttentionClosedForm
-EmbeddingFn.twice_differentiable_via = EmbeddingClosedForm
-PatchEmbed.twice_differentiable_via = PatchEmbedClosedForm
-BatchNorm.twice_differentiable_via = BatchNormClosedForm
-_ops_elementwise.GeluFn.twice_differentiable_via = GeluClosedForm

@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from ..core.function import ArrayFunction
+from .closed_form import EmbeddingClosedForm
 from ..ops.indexing import _one_hot_transposed
 from ..ops.movement import IndexOutOfRange
 from ..tensor import Tensor, where
@@ -49,7 +50,7 @@ class EmbeddingFn(ArrayFunction):
     for it the forward also keeps the table (no extra memory when it is a parameter).
     """
 
-    twice_differentiable_via = None   # EmbeddingClosedForm: bound in closed_form.py
+    twice_differentiable_via = EmbeddingClosedForm   # gradients of gradients go through it
 
     @staticmethod
     def closed_form_call(ctx, weight):

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import buffers
 from ..core.function import ArrayFunction
+from .closed_form import PatchEmbedClosedForm
 from ..core.tensor import Tensor
 from ._util import as_tensor, check_float
 
@@ -127,7 +128,7 @@ class PatchEmbed(ArrayFunction):
     go through the plain form; for it the forward also keeps x when x requires grad.
     """
 
-    twice_differentiable_via = None   # PatchEmbedClosedForm: bound in closed_form.py
+    twice_differentiable_via = PatchEmbedClosedForm   # gradients of gradients go through it
 
     @staticmethod
     def closed_form_call(ctx, x, weight, bias):

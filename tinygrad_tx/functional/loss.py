@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import kernels
 from ..core.function import ArrayFunction
+from .closed_form import CrossEntropyClosedForm
 from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, from_rows, loss_reduction, row_blocks, row_max, row_sums, to_rows
 from .nll import check_class_args, check_class_weight, class_axis
@@ -64,7 +65,7 @@ class CrossEntropy(ArrayFunction):
     gradients (``create_graph=True``) go through it, for which the forward also keeps z.
     """
 
-    twice_differentiable_via = None   # CrossEntropyClosedForm: bound in closed_form.py
+    twice_differentiable_via = CrossEntropyClosedForm   # gradients of gradients go through it
 
     @staticmethod
     def closed_form_call(ctx, z, target, weight):

@@ -15,6 +15,7 @@ import numpy as np
 from .. import kernels
 from ..core import dtypes
 from ..core.function import ArrayFunction
+from .closed_form import LogSoftmaxClosedForm, SoftmaxClosedForm
 from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float, from_rows, row_blocks, row_max, row_sums, to_rows
 
@@ -74,7 +75,7 @@ class SoftmaxFn(ArrayFunction):
         ctx.shape, ctx.dim = x.shape, dim
         return from_rows(y2, x.shape, dim)
 
-    twice_differentiable_via = None   # SoftmaxClosedForm: bound in closed_form.py (which imports this module)
+    twice_differentiable_via = SoftmaxClosedForm   # gradients of gradients go through it
 
     @staticmethod
     def closed_form_saved(ctx, as_output):
@@ -148,7 +149,7 @@ class LogSoftmaxFn(ArrayFunction):
     gradients go through it (``create_graph=True``); it reads only y, this node's output.
     """
 
-    twice_differentiable_via = None   # LogSoftmaxClosedForm: bound in closed_form.py
+    twice_differentiable_via = LogSoftmaxClosedForm   # gradients of gradients go through it
 
     @staticmethod
     def closed_form_saved(ctx, as_output):

@@ -9,22 +9,24 @@ incoming gradient, and the backward returns ``dL/dx = g * dy/dx`` (pointwise).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import buffers, kernels
 from ..core.function import ArrayFunction
 from .normal import gelu_float32
 
-try:  # exact GELU needs erfc; SciPy's is vectorised and accurate to the last ulp
-    from scipy.special import erfc as _erfc
-except ImportError:  # pragma: no cover - scipy is a declared dependency
-    _erfc = np.vectorize(__import__("math").erfc, otypes=[np.float64])
+from scipy.special import erf as _erf   # GeluClosedForm's Φ, written as the derivation has it
+from scipy.special import erfc as _erfc   # exact GELU: SciPy's is vectorised and accurate to the last ulp
 
 # Python floats, not NumPy float64 scalars: under NumPy 2's promotion a float64 scalar times a
 # float32 array is a float64 array, which would run a float32 op silently in float64
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
 _INV_SQRT_2 = float(1.0 / np.sqrt(2.0))
 _INV_SQRT_2PI = float(1.0 / np.sqrt(2.0 * np.pi))
+_C = math.sqrt(2 / math.pi)                              # GeluClosedForm's constants (Python floats too)
+_SQRT_2, _SQRT_2PI = math.sqrt(2), math.sqrt(2 * math.pi)
 
 
 def _broadcast_error(op, a, b):
@@ -406,6 +408,32 @@ def _gelu_with_derivative(x: np.ndarray, approximate: str, need_d: bool):
     return y, d
 
 
+class GeluClosedForm(ArrayFunction):
+    """GELU, exact or with torch's tanh approximation.
+
+    Exact: y = x Φ(x), Φ(x) = (1 + erf(x/√2))/2;  dy/dx = Φ(x) + x φ(x), φ(x) = e^{-x²/2}/√(2π).
+    Tanh:  y = x/2 (1 + tanh u), u = √(2/π)(x + 0.044715 x³);
+           dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh² u) √(2/π)(1 + 3·0.044715 x²).
+    dL/dx = g · dy/dx. Saved: x.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, approximate):
+        ctx.save_for_backward(x)
+        ctx.approximate = approximate
+        if approximate == "tanh":
+            return x / 2 * (1 + np.tanh(_C * (x + 0.044715 * x ** 3)))
+        return x * (1 + _erf(x / _SQRT_2)) / 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if ctx.approximate == "tanh":
+            t = np.tanh(_C * (x + 0.044715 * x ** 3))
+            return g * ((1 + t) / 2 + x / 2 * (1 - t * t) * _C * (1 + 3 * 0.044715 * x * x))
+        return g * ((1 + _erf(x / _SQRT_2)) / 2 + x * np.exp(-x * x / 2) / _SQRT_2PI)
+
+
 class GeluFn(ArrayFunction):
     """GELU, exact or with torch's tanh approximation.
 
@@ -422,7 +450,7 @@ class GeluFn(ArrayFunction):
     gradient will be needed the forward computes it alongside y and saves it
     (one array of x's size, as saving x would be; ``_gelu_with_derivative``); the
     backward is then dL/dx = g · dy/dx, one multiply. The plain form, which saves
-    x and recomputes Φ in the backward, is ``functional.closed_form.GeluClosedForm``;
+    x and recomputes Φ in the backward, is ``GeluClosedForm`` above;
     gradients of gradients (``create_graph=True``) go through it, for which x is kept too.
 
     float32 exact GELU is computed in float32 by ``ops.normal.gelu_float32``
@@ -442,7 +470,7 @@ class GeluFn(ArrayFunction):
             ctx.approximate = approximate
         return y.astype(x.dtype, copy=False)
 
-    twice_differentiable_via = None   # GeluClosedForm: bound in functional/closed_form.py
+    twice_differentiable_via = GeluClosedForm   # gradients of gradients go through it
 
     @staticmethod
     def closed_form_call(ctx, x, *constants):
