@@ -51,6 +51,8 @@ _SIGNATURES = {
     "attn_softmax_bwd": (_P, _P, _L, _L, _L),
     "sigmoid": (_P, _P, _L, _L),
     "sigmoid_bwd": (_P, _P, _P, _L, _L),
+    "erf": (_P, _P, _L, _L),
+    "erf_bwd": (_P, _P, _P, _L, _L),
     "silu": (_P, _P, _L, _L),
     "silu_bwd": (_P, _P, _P, _L, _L),
     "rms_norm_fwd": (_P, _P, _P, _L, _L, _L, _D),
@@ -226,6 +228,18 @@ def sigmoid(x: np.ndarray):
 def sigmoid_backward(y: np.ndarray, g: np.ndarray):
     """dx = g y (1 - y) in one pass (the NumPy form's operations, in its order), or None."""
     return _pointwise_backward("sigmoid_bwd", y, g)
+
+
+def erf(x: np.ndarray):
+    """erf x in one pass with libmvec's vector erf, or None. Why: SciPy's erf is a scalar loop
+    (float32 computed through double). Gain, with ``erf_backward``, fwd+bwd (512, 256) float32,
+    1 thread, CPU time: 2409 -> 521 µs (torch 1117; 2026-12-07, load 0.8)."""
+    return _pointwise("erf", x)
+
+
+def erf_backward(x: np.ndarray, g: np.ndarray):
+    """dx = g (2/√π e^{-x²}) from x in one pass (the NumPy form's operations, in its order), or None."""
+    return _pointwise_backward("erf_bwd", x, g)
 
 
 def silu(x: np.ndarray):

@@ -33,8 +33,8 @@ PRELUDE = r"""
 #endif
 SIMD_DECL float expf(float);   SIMD_DECL double exp(double);
 SIMD_DECL float logf(float);   SIMD_DECL double log(double);
-SIMD_DECL float erfcf(float);  SIMD_DECL double erfc(double);
-/* libmvec has log1p from glibc 2.35 on: older glibcs call the scalar one */
+/* libmvec has log1p, erf and erfc from glibc 2.35 on: older glibcs call the scalar ones (a
+   vector call declared there would leave an undefined _ZGV symbol and the library unloadable) */
 #if defined(__has_include)
 #if __has_include(<features.h>)
 #include <features.h>
@@ -48,11 +48,14 @@ SIMD_DECL float erfcf(float);  SIMD_DECL double erfc(double);
 #endif
 #endif
 SIMD_DECL_235 float log1pf(float);  SIMD_DECL_235 double log1p(double);
+SIMD_DECL_235 float erff(float);    SIMD_DECL_235 double erf(double);
+SIMD_DECL_235 float erfcf(float);   SIMD_DECL_235 double erfc(double);
 float sqrtf(float); double sqrt(double);
 #define SQRT1_2      0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
 #define SQRT_2_OVER_PI 0.79788456080286535588
 #define GELU_C 0.044715
+#define TWO_OVER_SQRT_PI 1.12837916709551257390
 """
 
 BODY = Template(r"""
@@ -95,6 +98,21 @@ void gelu_tanh$N(const $T *restrict x, $T *restrict y, $T *restrict d, long lo, 
         $T s = u >= 0 ? r : e * r;
         y[i] = v * s;
         if (d) d[i] = s + v * (($T)2 * e * r * r) * (($T)SQRT_2_OVER_PI * (($T)1 + ($T)(3 * GELU_C) * (v * v)));
+    }
+}
+
+/* erf x (libmvec's vector erf from glibc 2.35; erf(±0) = ±0, erf(±inf) = ±1, erf(NaN) = NaN). */
+void erf$N(const $T *restrict x, $T *restrict y, long lo, long hi) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) y[i] = erf$S(x[i]);
+}
+
+/* erf's backward from x, Erf's NumPy form in its order: dx = g (2/√π e^{-x²}) (±inf give 0). */
+void erf_bwd$N(const $T *restrict x, const $T *restrict g, $T *restrict dx, long lo, long hi) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) {
+        $T v = x[i];
+        dx[i] = g[i] * (($T)TWO_OVER_SQRT_PI * exp$S(-(v * v)));
     }
 }
 
@@ -498,6 +516,7 @@ KERNELS_OF = {
     "adam": ("adam",),
     "sgd": ("sgd",),
     "sigmoid": ("sigmoid", "sigmoid_bwd"),
+    "erf": ("erf", "erf_bwd"),
     "silu": ("silu", "silu_bwd"),
     "softplus": ("softplus", "softplus_bwd"),
     "rms_norm": ("rms_norm_fwd", "rms_norm_bwd"),
