@@ -55,6 +55,9 @@ def main(argv=None):
         "x**2": (lambda X, W, B: X ** 2, lambda X, W, B: X ** 2),
         "x**3": (lambda X, W, B: X ** 3, lambda X, W, B: X ** 3),
         "x**-1": (lambda X, W, B: X ** -1, lambda X, W, B: X ** -1),
+        "x**-2": (lambda X, W, B: X ** -2, lambda X, W, B: X ** -2),
+        "x**4": (lambda X, W, B: X ** 4, lambda X, W, B: X ** 4),
+        "x**5": (lambda X, W, B: X ** 5, lambda X, W, B: X ** 5),
         "adamw": (None, None),
         "sgd": ("sgd", "sgd"),
     }

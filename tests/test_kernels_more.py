@@ -205,3 +205,154 @@ def test_erf_without_kernels_and_other_dtypes():
     assert kernels.erf(np.ones(3, np.float16)) is None
     y = tg.from_numpy(np.array([0.5, -1.0], np.float16)).erf()
     assert y.dtype == tg.float16
+
+
+# ---------------------------------------------------------------------------------- pow
+
+_EXPONENTS = [2, 3, -1, -2, -3, 5, 7, 1, 2.0, -1.0]
+
+
+def _pow_ops(n):
+    return (lambda x: x ** n), (lambda x: x ** n)
+
+
+def _pow_ours(n, x, g):
+    X = tg.from_numpy(x.copy()).requires_grad_()
+    y = X ** n
+    (dx,) = tg.autograd.grad(y, X, tg.from_numpy(g.astype(x.dtype)))
+    return y.detach().numpy(), dx.numpy()
+
+
+def _pow_torch(n, x, g):
+    X = torch.tensor(x, device=DEVICE, requires_grad=True)
+    y = X ** n
+    (dx,) = torch.autograd.grad(y, X, torch.tensor(g.astype(x.dtype), device=DEVICE))
+    return y.detach().cpu().numpy(), dx.cpu().numpy()
+
+
+def _pow_input(rng, shape):
+    """Normal draws pushed away from 0 (x**-3 of a draw near 0 would dwarf every other value)."""
+    x = rng.standard_normal(shape) * 2
+    return np.where(np.abs(x) < 0.3, np.sign(x) * 0.3 + x, x)
+
+
+@needs_cc
+@pytest.mark.parametrize("n", _EXPONENTS, ids=repr)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (4, 9), (2, 33), (300, 257)], ids=str)
+def test_pow_kernel_matches_numpy_path_float64(n, shape):
+    rng = np.random.default_rng(sum(shape))
+    x, g = _pow_input(rng, shape), rng.standard_normal(shape)
+    fast = _pow_ours(n, x, g)
+    with numpy_path():
+        slow = _pow_ours(n, x, g)
+    for a, b in zip(fast, slow):
+        assert _rel(a, b) <= 1e-12, (n, shape, _rel(a, b))
+    assert np.max(np.abs(slow[1])) > 1e-3
+
+
+@needs_cc
+@pytest.mark.parametrize("n", _EXPONENTS, ids=repr)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_pow_kernel_parity_with_torch(n, dtype):
+    x = _pow_input(np.random.default_rng(abs(int(n))), (8, 33))
+    ours, theirs = _pow_ops(n)
+    check_parity(ours, theirs, x, dtype=dtype, name=f"kernel x**{n!r}", seed=int(n) % 7)
+
+
+@needs_cc
+@pytest.mark.parametrize("n", [2, 3, -1, -2, -3, 5, 7], ids=repr)
+def test_pow_float32_error_against_float64_oracle(n):
+    """(512, 256) float32: the kernel's error against float64 is at most 4x torch's own."""
+    rng = np.random.default_rng(7)
+    x64, g64 = _pow_input(rng, (512, 256)), rng.standard_normal((512, 256))
+    x32, g32 = x64.astype(np.float32), g64.astype(np.float32)
+    oracle = _pow_torch(n, x32.astype(np.float64), g32.astype(np.float64))
+    ours, theirs = _pow_ours(n, x32, g32), _pow_torch(n, x32, g32)
+    for o, t, exact in zip(ours, theirs, oracle):
+        assert _rel(o, exact) <= 4 * _rel(t, exact) + 1e-7, (n, _rel(o, exact), _rel(t, exact))
+
+
+@needs_cc
+@pytest.mark.parametrize("n", [2, 3, -1, -2, -3, 5, -4, 6, 1], ids=repr)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pow_special_values(n, dtype):
+    """0 ** negative (±inf by the zero's sign), ±inf, NaN, −0.0, subnormals, negative bases and
+    overflow: NaN exactly where torch has NaN, the same non-finite values, finite ones as torch's."""
+    x = np.concatenate([_SPECIAL, [-2.0, -0.5, 1e20, -1e20, 1e-20, -1e-20, 2.0 ** 40, -(2.0 ** -40)]]).astype(dtype)
+    g = np.random.default_rng(1).standard_normal(x.shape).astype(dtype)
+    g[4] = 0.0                                            # 0 · inf at the zero base: NaN, as torch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fast = _pow_ours(n, x, g)
+        with numpy_path():
+            slow = _pow_ours(n, x, g)
+        theirs = _pow_torch(n, x, g)
+    rtol = 4e-7 if dtype == np.float32 else 1e-14
+    for a, b, t in zip(fast, slow, theirs):
+        assert np.array_equal(np.isnan(a), np.isnan(t)), (n, x, a, t)
+        assert np.array_equal(np.isnan(a), np.isnan(b)), (n, x, a, b)
+        ok = np.isfinite(t)
+        np.testing.assert_array_equal(a[~ok], t[~ok])
+        # subnormal results: a few units of the smallest subnormal (pow rounds them once, products twice)
+        np.testing.assert_allclose(a[ok], t[ok], rtol=rtol, atol=np.finfo(dtype).smallest_subnormal * 4)
+        zeros = ok & (t == 0)
+        assert np.array_equal(np.signbit(a[zeros]), np.signbit(t[zeros])), (n, x[zeros], a[zeros], t[zeros])
+
+
+@needs_cc
+@pytest.mark.parametrize("n", [-1, 5])
+@pytest.mark.parametrize("size", [1, 7, 8, 15, 16, 17, 63, 64, 65, 255, 4097, 70001])
+def test_pow_sizes_across_vector_widths_and_threads(n, size):
+    rng = np.random.default_rng(size)
+    x, g = _pow_input(rng, size), rng.standard_normal(size)
+    fast = _pow_ours(n, x, g)
+    with numpy_path():
+        slow = _pow_ours(n, x, g)
+    for a, b in zip(fast, slow):
+        assert _rel(a, b) <= 1e-12, (n, size, _rel(a, b))
+    old = tg.get_num_threads()
+    try:
+        tg.set_num_threads(1)
+        one = _pow_ours(n, x.astype(np.float32), g.astype(np.float32))
+        tg.set_num_threads(2)
+        two = _pow_ours(n, x.astype(np.float32), g.astype(np.float32))
+    finally:
+        tg.set_num_threads(old)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
+
+@needs_cc
+def test_pow_runs_its_kernel_only_for_integer_exponents():
+    """x ** n takes the kernel (bit for bit its output) for integer n other than 0 and 4; a
+    fractional, zero, large or tensor exponent and float16 run the NumPy form; create_graph=True
+    differentiates the formula (second derivative against torch)."""
+    rng = np.random.default_rng(4)
+    x, g, h = (_pow_input(rng, (33, 20)).astype(np.float32) for _ in range(3))
+    for n in (2, 3, -1, -2, 5, -7):
+        X = tg.from_numpy(x.copy()).requires_grad_()
+        y = X ** n
+        np.testing.assert_array_equal(y.detach().numpy(), kernels.pow_int(x, np.array(n, np.float32)))
+        (dx,) = tg.autograd.grad(y, X, tg.from_numpy(g))
+        np.testing.assert_array_equal(dx.numpy(), kernels.pow_int_backward(x, np.array(n, np.float32), g))
+    for b in (0, 4, 2.5, 65, np.array([2.0], np.float32), np.array(2.0, np.float64), True):
+        assert kernels.int_exponent(x, b) is None, b
+    assert kernels.int_exponent(x.astype(np.float16), 2) is None
+    assert kernels.int_exponent(x, np.array(-3.0, np.float32)) == -3
+    x64, g64, h64 = (a.astype(np.float64) for a in (x, g, h))
+    X = tg.from_numpy(x64.copy()).requires_grad_()
+    (dx,) = tg.autograd.grad(X ** -3, X, tg.from_numpy(g64), create_graph=True)
+    (ddx,) = tg.autograd.grad(dx, X, tg.from_numpy(h64))
+    T = torch.tensor(x64, device=DEVICE, requires_grad=True)
+    (dt,) = torch.autograd.grad(T ** -3, T, torch.tensor(g64, device=DEVICE), create_graph=True)
+    (ddt,) = torch.autograd.grad(dt, T, torch.tensor(h64, device=DEVICE))
+    np.testing.assert_allclose(ddx.numpy(), ddt.cpu().numpy(), rtol=1e-10)
+    assert np.max(np.abs(ddt.cpu().numpy())) > 1e-3
+
+
+def test_pow_without_kernels():
+    with numpy_path():
+        assert kernels.mode().startswith("numpy")
+        for n in (2, -1, 5):
+            ours, theirs = _pow_ops(n)
+            check_parity(ours, theirs, _pow_input(np.random.default_rng(9), (4, 9)), name=f"numpy path x**{n}")

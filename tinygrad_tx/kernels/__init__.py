@@ -53,6 +53,8 @@ _SIGNATURES = {
     "sigmoid_bwd": (_P, _P, _P, _L, _L),
     "erf": (_P, _P, _L, _L),
     "erf_bwd": (_P, _P, _P, _L, _L),
+    "pow_int": (_P, _P, _L, _L, ctypes.c_int),
+    "pow_int_bwd": (_P, _P, _P, _L, _L, ctypes.c_int),
     "silu": (_P, _P, _L, _L),
     "silu_bwd": (_P, _P, _P, _L, _L),
     "rms_norm_fwd": (_P, _P, _P, _L, _L, _L, _D),
@@ -240,6 +242,47 @@ def erf(x: np.ndarray):
 def erf_backward(x: np.ndarray, g: np.ndarray):
     """dx = g (2/√π e^{-x²}) from x in one pass (the NumPy form's operations, in its order), or None."""
     return _pointwise_backward("erf_bwd", x, g)
+
+
+# ---------------------------------------------------------------------------------- pow
+
+POW_INT_MAX = 64     # |n| up to this: an exponent written in code, not data
+
+
+def int_exponent(x, b):
+    """The exponent of ``x ** b`` as an int n when a kernel can run it, else None: x a float32 or
+    float64 array, b a 0-d array of its dtype (how a Python number arrives after promotion) or a
+    number, whose value is an integer, 0 < |n| <= POW_INT_MAX, n != 4 (the NumPy form's
+    (x·x)·(x·x) and 4·x·x·x beat the kernel's pow: fwd+bwd (512, 256) float32 500 µs against 671)."""
+    if type(x) is not np.ndarray or x.dtype not in (np.float32, np.float64):
+        return None
+    if type(b) is np.ndarray:
+        if b.ndim != 0 or b.dtype != x.dtype:
+            return None
+        b = b.item()
+    elif not isinstance(b, (int, float)) or isinstance(b, bool):
+        return None
+    if b != b or b == 0 or b == 4 or abs(b) > POW_INT_MAX or b != int(b):
+        return None
+    return int(b)
+
+
+def pow_int(x: np.ndarray, b):
+    """x ** b in one pass when b is an integer n (``int_exponent``), formed as torch's
+    pow(tensor, scalar) forms it (x·x, x·x·x, 1/x, 1/(x·x), else libmvec's vector pow), or None.
+    Why: NumPy's power calls powf per element for any exponent but -1, 0, 0.5, 1, 2 (the
+    backward of x**-1 needs x^-2). Gain, with ``pow_int_backward``, fwd+bwd (512, 256) float32,
+    1 thread, CPU time (2026-12-07, load 2.1): x**-1 7844 -> 451 µs (torch 607), x**-2
+    14824 -> 574 (977), x**5 7729 -> 728 (1335), x**2 498 -> 431 (769), x**3 470 -> 342 (531)."""
+    n = int_exponent(x, b)
+    return None if n is None else _pointwise("pow_int", x, n)
+
+
+def pow_int_backward(x: np.ndarray, b, g: np.ndarray):
+    """dx = g (n x^(n-1)) from x in one pass (torch's pow_backward in its order) when b is an
+    integer n (``int_exponent``), or None."""
+    n = int_exponent(x, b)
+    return None if n is None or type(g) is not np.ndarray else _pointwise_backward("pow_int_bwd", x, g, n)
 
 
 def silu(x: np.ndarray):

@@ -50,7 +50,15 @@ SIMD_DECL float logf(float);   SIMD_DECL double log(double);
 SIMD_DECL_235 float log1pf(float);  SIMD_DECL_235 double log1p(double);
 SIMD_DECL_235 float erff(float);    SIMD_DECL_235 double erf(double);
 SIMD_DECL_235 float erfcf(float);   SIMD_DECL_235 double erfc(double);
+/* libmvec's pow: on x86_64 since glibc 2.22 (AArch64's came later: the scalar one there) */
+#if defined(__x86_64__)
+#define SIMD_DECL_POW SIMD_DECL
+#else
+#define SIMD_DECL_POW
+#endif
+SIMD_DECL_POW float powf(float, float);  SIMD_DECL_POW double pow(double, double);
 float sqrtf(float); double sqrt(double);
+float fabsf(float); double fabs(double); float copysignf(float, float); double copysign(double, double);
 #define SQRT1_2      0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
 #define SQRT_2_OVER_PI 0.79788456080286535588
@@ -114,6 +122,46 @@ void erf_bwd$N(const $T *restrict x, const $T *restrict g, $T *restrict dx, long
         $T v = x[i];
         dx[i] = g[i] * (($T)TWO_OVER_SQRT_PI * exp$S(-(v * v)));
     }
+}
+
+/* x^n for an integer n, formed as torch's pow(tensor, scalar) forms it: x·x (n = 2), x·x·x (3),
+   1/x (-1), 1/(x·x) (-2), x (1), else pow(x, n) (libmvec's vector pow). One loop per case, so
+   each vectorises. 0^-n = ±inf, (±inf)^-n = ±0, NaN^n = NaN, negative bases exact as pow's. */
+/* pow(x, n) = ±pow(|x|, n) for an integer n: the sign of x when n is odd (also for ±0, ±inf),
+   else +. Why: libmvec's vector pow takes a slow scalar path for each lane with a negative base
+   (x**5 of normal draws, (512, 256) float32 fwd+bwd, 1 thread: 3466 -> 914 µs). */
+#define POW_INT$N(v, n) ((n) & 1 ? copysign$S(pow$S(fabs$S(v), ($T)(n)), (v)) : pow$S(fabs$S(v), ($T)(n)))
+static void pow_int_loop$N(const $T *restrict x, const $T *restrict g, $T *restrict y, long lo, long hi,
+                           int n, $T k) {
+    /* y = k·x^n when g is NULL, y = g·(k·x^n) otherwise (the backward's product in its order) */
+    if (g) {
+        switch (n) {
+        case 1:  _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = g[i] * (k * x[i]); return;
+        case 2:  _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = g[i] * (k * (x[i] * x[i])); return;
+        case 3:  _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = g[i] * (k * (x[i] * x[i] * x[i])); return;
+        case -1: _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = g[i] * (k * (($T)1 / x[i])); return;
+        case -2: _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = g[i] * (k * (($T)1 / (x[i] * x[i]))); return;
+        default: _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = g[i] * (k * POW_INT$N(x[i], n)); return;
+        }
+    }
+    switch (n) {
+    case 2:  _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = x[i] * x[i]; return;
+    case 3:  _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = x[i] * x[i] * x[i]; return;
+    case -1: _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = ($T)1 / x[i]; return;
+    case -2: _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = ($T)1 / (x[i] * x[i]); return;
+    default: _Pragma("omp simd") for (long i = lo; i < hi; i++) y[i] = POW_INT$N(x[i], n); return;
+    }
+}
+
+/* y = x^n (n not 0 or 1: the caller's NumPy form handles those). */
+void pow_int$N(const $T *restrict x, $T *restrict y, long lo, long hi, int n) {
+    pow_int_loop$N(x, NULL, y, lo, hi, n, ($T)1);
+}
+
+/* pow's backward for an integer exponent n (not 0), torch's pow_backward in its order:
+   dx = g (n x^(n-1)), x^(n-1) formed as the forward forms powers (x^1 = x). */
+void pow_int_bwd$N(const $T *restrict x, const $T *restrict g, $T *restrict dx, long lo, long hi, int n) {
+    pow_int_loop$N(x, g, dx, lo, hi, n - 1, ($T)n);
 }
 
 /* σ(x) with e = e^{-|x|} <= 1 (never overflows): σ = 1/(1+e) for x >= 0, e/(1+e) for x < 0. */
@@ -517,6 +565,7 @@ KERNELS_OF = {
     "sgd": ("sgd",),
     "sigmoid": ("sigmoid", "sigmoid_bwd"),
     "erf": ("erf", "erf_bwd"),
+    "pow": ("pow_int_loop", "pow_int", "pow_int_bwd"),
     "silu": ("silu", "silu_bwd"),
     "softplus": ("softplus", "softplus_bwd"),
     "rms_norm": ("rms_norm_fwd", "rms_norm_bwd"),
