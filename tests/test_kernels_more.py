@@ -356,3 +356,104 @@ def test_pow_without_kernels():
         for n in (2, -1, 5):
             ours, theirs = _pow_ops(n)
             check_parity(ours, theirs, _pow_input(np.random.default_rng(9), (4, 9)), name=f"numpy path x**{n}")
+
+
+# ---------------------------------------------------------------------------------- dropout + residual add
+
+from tinygrad_tx.functional.activation import dropout_add  # noqa: E402
+import tinygrad_tx.nn.functional as F  # noqa: E402
+
+
+def _residual_dropout(fused, r, x, g, p, seed=5, **kw):
+    """(out, d out/dr, d out/dx, the generator's next draw) of r + dropout(x, p), fused or not."""
+    tg.manual_seed(seed)
+    R, X = tg.from_numpy(r.copy()).requires_grad_(), tg.from_numpy(x.copy()).requires_grad_()
+    out = dropout_add(R, X, p, **kw) if fused else R + F.dropout(X, p, **kw)
+    dr, dx = tg.autograd.grad(out, (R, X), tg.from_numpy(g))
+    return out.detach().numpy(), dr.numpy(), dx.numpy(), tg.rand(1).numpy()
+
+
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernels", "numpy"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("p", [0.1, 0.5, 1.0])
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 17), (65, 33), (300, 257)], ids=str)
+def test_dropout_add_equals_the_unfused_path_bit_for_bit(kernel, dtype, p, shape):
+    """Same seed: the same mask, output, gradients (dr = g, dx = (g ∘ m)/(1 - p)) and generator
+    state after, bit for bit, as ``r + F.dropout(x, p)``, on both paths."""
+    if kernel and (_OFF or not _compiler_present()):
+        pytest.skip("no C compiler")
+    rng = np.random.default_rng(sum(shape))
+    r, x, g = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+    with (contextlib.nullcontext() if kernel else numpy_path()):
+        fused = _residual_dropout(True, r, x, g, p)
+        unfused = _residual_dropout(False, r, x, g, p)
+    for a, b in zip(fused, unfused):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+    np.testing.assert_array_equal(fused[1], g)
+    if p < 1 and x.size > 16:                            # (one element may be dropped)
+        assert np.max(np.abs(fused[2])) > 1e-3
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout_add_matches_torch_with_the_same_seed(dtype):
+    """torch.manual_seed(s) and tinygrad_tx.manual_seed(s) give the same mask: r + dropout(x) and
+    both gradients equal torch's bit for bit."""
+    rng = np.random.default_rng(12)
+    r, x, g = (rng.standard_normal((40, 33)).astype(dtype) for _ in range(3))
+    ours = _residual_dropout(True, r, x, g, 0.3, seed=21)
+    torch.manual_seed(21)
+    R = torch.tensor(r, device=DEVICE, requires_grad=True)
+    X = torch.tensor(x, device=DEVICE, requires_grad=True)
+    out = R + torch.nn.functional.dropout(X, 0.3)
+    dr, dx = torch.autograd.grad(out, (R, X), torch.tensor(g, device=DEVICE))
+    for a, t in zip(ours, (out, dr, dx)):
+        np.testing.assert_array_equal(a, t.detach().cpu().numpy())
+
+
+@needs_cc
+def test_dropout_add_special_values_and_its_kernel():
+    """A dropped inf gives NaN (inf · 0, as torch's x · noise), a NaN residual passes, −0.0 kept:
+    as the unfused path; the op's output is the kernel's own."""
+    x = np.array([np.inf, -np.inf, np.nan, -0.0, 1e-40, 3.0] * 20, np.float32)
+    r = np.array([1.0, np.nan, 2.0, -0.0, -1e-40, np.inf] * 20, np.float32)
+    g = np.random.default_rng(2).standard_normal(x.shape).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fused = _residual_dropout(True, r, x, g, 0.5)
+        unfused = _residual_dropout(False, r, x, g, 0.5)
+    for a, b in zip(fused, unfused):
+        np.testing.assert_array_equal(a, b)
+        assert np.array_equal(np.signbit(a[~np.isnan(a)]), np.signbit(b[~np.isnan(b)]))   # −0.0 kept
+    assert np.isnan(fused[0][:2]).any()            # a dropped ±inf
+    from tinygrad_tx.functional._util import keep_mask, keep_scale_of
+    tg.manual_seed(5)
+    keep = keep_mask(x.shape, 0.5, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np.testing.assert_array_equal(fused[0], kernels.dropout_add(r, x, keep, keep_scale_of(0.5, np.float32)))
+
+
+def test_dropout_add_falls_back_to_the_unfused_expression():
+    """Not training, p = 0, a broadcast or number residual, another dtype: r + dropout(x) itself;
+    bad arguments raise dropout's errors; create_graph differentiates the backward."""
+    rng = np.random.default_rng(3)
+    x, g = rng.standard_normal((6, 5)), rng.standard_normal((6, 5))
+    X = tg.from_numpy(x)
+    np.testing.assert_array_equal(dropout_add(tg.from_numpy(x), X, 0.5, training=False).numpy(), x + x)
+    np.testing.assert_array_equal(dropout_add(tg.from_numpy(x), X, 0.0).numpy(), x + x)
+    for r in (tg.from_numpy(x[0]), 2.5, tg.from_numpy(x.astype(np.float32))):
+        tg.manual_seed(1)
+        got = dropout_add(r, X, 0.4)
+        tg.manual_seed(1)
+        np.testing.assert_array_equal(got.numpy(), (r + F.dropout(X, 0.4)).numpy())
+    with pytest.raises(ValueError, match="p"):
+        dropout_add(X, X, 1.5)
+    with pytest.raises(TypeError, match="training"):
+        dropout_add(X, X, 0.5, training="yes")
+    tg.manual_seed(4)
+    Xg = tg.from_numpy(x.copy()).requires_grad_()
+    (dx,) = tg.autograd.grad(dropout_add(tg.from_numpy(x), Xg, 0.5), Xg, tg.from_numpy(g).requires_grad_(),
+                             create_graph=True)
+    assert dx.requires_grad

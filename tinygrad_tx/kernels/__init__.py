@@ -83,8 +83,17 @@ def _sgd_signature(suffix):
     return (_P, _P, _P, _L, _L, i, t, i, t, t, i, t)
 
 
+def _dropout_add_signature(suffix):
+    return (_P, _P, _P, _P, _L, _L, _SCALAR[suffix])
+
+
+def _dropout_bwd_signature(suffix):
+    return (_P, _P, _P, _L, _L, _SCALAR[suffix])
+
+
 _TYPED_SIGNATURES = {"adam": _adam_signature, "softplus": _softplus_signature,
-                     "softplus_bwd": _softplus_bwd_signature, "sgd": _sgd_signature}
+                     "softplus_bwd": _softplus_bwd_signature, "sgd": _sgd_signature,
+                     "dropout_add": _dropout_add_signature, "dropout_bwd": _dropout_bwd_signature}
 
 
 def _load() -> dict:
@@ -536,6 +545,43 @@ def keep_from_words(words: np.ndarray, q: float):
     if n:
         parallel_chunks(n, lambda lo, hi: f(pw, pk, lo, hi, float(q)), align=64)
     return keep
+
+
+def _mask_ok(keep, like) -> bool:
+    return type(keep) is np.ndarray and keep.dtype == np.bool_ and keep.shape == like.shape
+
+
+def dropout_add(r: np.ndarray, x: np.ndarray, keep: np.ndarray, scale):
+    """r + (x·keep)·scale in one pass (dropout of x added to the residual r), or None: r and x
+    of one float32/float64 dtype and shape, keep a bool mask of that shape. Equal bit for bit to
+    the unfused ``r + dropout(x)`` (its operations in its order). Why: one pass over four arrays
+    instead of three NumPy passes (x·m, ·s, r +)."""
+    if type(r) is not np.ndarray or type(x) is not np.ndarray or r.shape != x.shape or not _mask_ok(keep, x):
+        return None
+    f = _fn("dropout_add", r, x)
+    if f is None:
+        return None
+    r, x, keep = _c(r), _c(x), _c(keep)
+    out = buffers.empty(x.shape, x.dtype)
+    s = x.dtype.type(scale)
+    ptrs = [_ptr(a) for a in (r, x, keep, out)]
+    parallel_chunks(x.size, lambda lo, hi: f(*ptrs, lo, hi, s), align=64)
+    return out
+
+
+def dropout_backward(g: np.ndarray, keep: np.ndarray, scale):
+    """(g·keep)·scale in one pass (DropoutFn's backward, its operations in its order), or None."""
+    if type(g) is not np.ndarray or not _mask_ok(keep, g):
+        return None
+    f = _fn("dropout_bwd", g)
+    if f is None:
+        return None
+    g, keep = _c(g), _c(keep)
+    dx = np.empty_like(g)
+    s = g.dtype.type(scale)
+    pg, pk, pd = _ptr(g), _ptr(keep), _ptr(dx)
+    parallel_chunks(g.size, lambda lo, hi: f(pg, pk, pd, lo, hi, s), align=64)
+    return dx
 
 
 # ---------------------------------------------------------------------------------- attention

@@ -164,6 +164,22 @@ void pow_int_bwd$N(const $T *restrict x, const $T *restrict g, $T *restrict dx, 
     pow_int_loop$N(x, g, dx, lo, hi, n - 1, ($T)n);
 }
 
+/* dropout + residual add: out = r + (x·m)·s (m the keep mask, 0 or 1; s = 1/(1-p)), the unfused
+   path's operations in its order (x·m, then ·s, then r +; built with -ffp-contract=off), so equal
+   to it bit for bit; x·m multiplies (inf·0 = NaN, as torch's x·noise), never selects. */
+void dropout_add$N(const $T *restrict r, const $T *restrict x, const unsigned char *restrict keep,
+                   $T *restrict out, long lo, long hi, $T s) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) out[i] = r[i] + (x[i] * ($T)keep[i]) * s;
+}
+
+/* dropout's backward: dx = (g·m)·s (DropoutFn's operations in its order). */
+void dropout_bwd$N(const $T *restrict g, const unsigned char *restrict keep, $T *restrict dx, long lo, long hi,
+                   $T s) {
+    #pragma omp simd
+    for (long i = lo; i < hi; i++) dx[i] = (g[i] * ($T)keep[i]) * s;
+}
+
 /* σ(x) with e = e^{-|x|} <= 1 (never overflows): σ = 1/(1+e) for x >= 0, e/(1+e) for x < 0. */
 void sigmoid$N(const $T *restrict x, $T *restrict y, long lo, long hi) {
     #pragma omp simd
@@ -570,6 +586,7 @@ KERNELS_OF = {
     "softplus": ("softplus", "softplus_bwd"),
     "rms_norm": ("rms_norm_fwd", "rms_norm_bwd"),
     "dropout": ("keep_from_words",),
+    "dropout_add": ("keep_from_words", "dropout_add", "dropout_bwd"),
 }
 
 
