@@ -457,3 +457,59 @@ def test_dropout_add_falls_back_to_the_unfused_expression():
     (dx,) = tg.autograd.grad(dropout_add(tg.from_numpy(x), Xg, 0.5), Xg, tg.from_numpy(g).requires_grad_(),
                              create_graph=True)
     assert dx.requires_grad
+
+
+# ---------------------------------------------------------------------------------- first-build progress line
+
+class _Terminal:
+    """A stand-in for a terminal's stderr: records what is written."""
+
+    def __init__(self, tty=True):
+        self.text, self._tty = "", tty
+
+    def isatty(self):
+        return self._tty
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize("case", ["slow", "fast", "pipe", "quiet"])
+def test_progress_line_only_for_a_slow_build_at_a_terminal(case, monkeypatch):
+    """One line, start and end, when the build outlasts PROGRESS_AFTER_S at a terminal; nothing for
+    a quicker build, a pipe, or TINYGRAD_TX_KERNELS_QUIET=1."""
+    import time
+    monkeypatch.setattr(build, "PROGRESS_AFTER_S", 0.05)
+    term = _Terminal(tty=case != "pipe")
+    monkeypatch.setattr(build.sys, "stderr", term)
+    if case == "quiet":
+        monkeypatch.setenv("TINYGRAD_TX_KERNELS_QUIET", "1")
+    progress = build._Progress("tinygrad_tx: building C kernels...")
+    if case != "fast":
+        time.sleep(0.3)
+    progress.finish("done in 0.3 s")
+    time.sleep(0.1)                                   # a cancelled timer must print nothing later
+    expected = "tinygrad_tx: building C kernels... done in 0.3 s\n" if case == "slow" else ""
+    assert term.text == expected
+
+
+@needs_cc
+def test_first_build_prints_one_line_then_the_cache_is_silent(tmp_path, monkeypatch):
+    """A real build into an empty cache at a terminal (threshold 0 s): one line naming the compiler
+    and the seconds it took; loading the cached library afterwards prints nothing."""
+    import re
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("TINYGRAD_TX_KERNELS_QUIET", raising=False)
+    monkeypatch.setattr(build, "PROGRESS_AFTER_S", 0.0)
+    term = _Terminal()
+    monkeypatch.setattr(build.sys, "stderr", term)
+    _, short, _, seconds = build.load()
+    assert seconds > 0
+    assert re.fullmatch(r"tinygrad_tx: building C kernels with .+ \(first run; cached in .+\)\.\.\. done in \d+\.\d s\n",
+                        term.text), term.text
+    assert short in term.text
+    term.text = ""
+    assert build.load()[3] == 0.0 and term.text == ""
