@@ -513,3 +513,34 @@ def test_first_build_prints_one_line_then_the_cache_is_silent(tmp_path, monkeypa
     assert short in term.text
     term.text = ""
     assert build.load()[3] == 0.0 and term.text == ""
+
+
+# ---------------------------------------------------------------------------------- LayerNorm dγ, dβ
+
+@needs_cc
+@pytest.mark.parametrize("shape", [(512, 256), (4099, 64), (37, 1000)], ids=str)
+def test_layer_norm_weight_and_bias_gradients_float32_error(shape):
+    """dγ and dβ sum over every row: the kernel sums blocks of 32 rows in float32, then the blocks
+    in double. Their error against a float64 oracle stays within 4x torch's float32 own."""
+    rng = np.random.default_rng(shape[0])
+    d = shape[1]
+    x, g = rng.standard_normal(shape) * 3 + 1, rng.standard_normal(shape)
+    w, b = rng.standard_normal(d) * 0.5 + 1, rng.standard_normal(d)
+
+    def ours(dtype):
+        ts = [tg.from_numpy(a.astype(dtype)).requires_grad_() for a in (x, w, b)]
+        y = F.layer_norm(ts[0], (d,), ts[1], ts[2], 1e-5)
+        return [r.numpy() for r in tg.autograd.grad(y, ts[1:], tg.from_numpy(g.astype(dtype)))]
+
+    def theirs(dtype):
+        ts = [torch.tensor(a.astype(dtype), device=DEVICE, requires_grad=True) for a in (x, w, b)]
+        y = torch.nn.functional.layer_norm(ts[0], (d,), ts[1], ts[2], 1e-5)
+        return [r.cpu().numpy() for r in torch.autograd.grad(y, ts[1:], torch.tensor(g.astype(dtype), device=DEVICE))]
+
+    x = x.astype(np.float32).astype(np.float64)          # the float32 inputs, exactly
+    g = g.astype(np.float32).astype(np.float64)
+    w, b = w.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64)
+    oracle = theirs(np.float64)
+    for o, t, exact in zip(ours(np.float32), theirs(np.float32), oracle):
+        assert _rel(o, exact) <= 4 * _rel(t, exact) + 1e-7, (_rel(o, exact), _rel(t, exact))
+    assert all(np.max(np.abs(e)) > 1e-3 for e in oracle)

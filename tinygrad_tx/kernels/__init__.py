@@ -41,7 +41,7 @@ _SIGNATURES = {
     "gelu_erf": (_P, _P, _P, _L, _L),
     "gelu_tanh": (_P, _P, _P, _L, _L),
     "layer_norm_fwd": (_P, _P, _P, _P, _P, _P, _P, _L, _L, _L, _D, _D),
-    "layer_norm_bwd": (_P, _P, _P, _P, _P, _P, _P, _P, _P, _L, _L, _L),
+    "layer_norm_bwd": (_P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _L, _L, _L),
     "softmax_fwd": (_P, _P, _L, _L, _L),
     "softmax_bwd": (_P, _P, _P, _L, _L, _L),
     "log_softmax_fwd": (_P, _P, _L, _L, _L),
@@ -399,9 +399,10 @@ def layer_norm_backward(x2, g2, w, mu, dl, rs, need_dx: bool, need_dw: bool, nee
 
     def call(lo, hi):
         acc = np.zeros((2, d))
+        scratch = np.empty((2, d), x2.dtype)        # the kernel's per-block column sums
         chunks.append(acc)
         f(_ptr(x2), _ptr(g2), _ptr(w), _ptr(mu), _ptr(dl), _ptr(rs), _ptr(dx),
-          _ptr(acc[0]), _ptr(acc[1]), lo, hi, d)
+          _ptr(acc[0]), _ptr(acc[1]), _ptr(scratch[0]), _ptr(scratch[1]), lo, hi, d)
 
     _over_rows(n, d, call)
     total = sum(chunks[1:], chunks[0].copy())

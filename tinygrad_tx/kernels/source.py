@@ -343,10 +343,17 @@ void layer_norm_fwd$N(const $T *restrict x, const $T *restrict w, const $T *rest
 
 /* LayerNorm backward over rows [lo, hi): x̂ = (x - μ - δ)ρ, ĝ = g γ,
    dx = ρ (ĝ - x̂ mean(ĝ x̂) - mean(ĝ)); dγ += g x̂ and dβ += g into this thread's double
-   column sums (dwa, dba: D each, the caller adds the threads' sums). dx may be NULL. */
+   column sums (dwa, dba: D each, the caller adds the threads' sums). dx may be NULL.
+   The column sums run in T over blocks of LN_BLOCK_ROWS rows (sw, sb: D each, scratch), each
+   block's sums then added into the double ones: the row loop stays in T's full-width vectors
+   (converting every term to double: the kernel alone, (512, 256) float32, one thread,
+   124 -> 102 µs), and a float sum of at most 32 terms stays within a few ulps. */
+#define LN_BLOCK_ROWS 32
 void layer_norm_bwd$N(const $T *restrict x, const $T *restrict g, const $T *restrict w,
                       const $T *restrict mu, const $T *restrict dl, const $T *restrict rs,
-                      $T *restrict dx, double *restrict dwa, double *restrict dba, long lo, long hi, long D) {
+                      $T *restrict dx, double *restrict dwa, double *restrict dba, $T *restrict sw,
+                      $T *restrict sb, long lo, long hi, long D) {
+    for (long j = 0; j < D; j++) { sw[j] = 0; sb[j] = 0; }
     for (long r = lo; r < hi; r++) {
         const $T *xr = x + r * D, *gr = g + r * D;
         $T m = mu[r], de = dl[r], rho = rs[r];
@@ -356,8 +363,12 @@ void layer_norm_bwd$N(const $T *restrict x, const $T *restrict g, const $T *rest
             $T xh = ((xr[j] - m) - de) * rho;
             $T gh = gr[j] * w[j];
             sg += gh; sgx += gh * xh;
-            dwa[j] += gr[j] * xh;
-            dba[j] += gr[j];
+            sw[j] += gr[j] * xh;
+            sb[j] += gr[j];
+        }
+        if ((r - lo) % LN_BLOCK_ROWS == LN_BLOCK_ROWS - 1 || r == hi - 1) {
+            #pragma omp simd
+            for (long j = 0; j < D; j++) { dwa[j] += sw[j]; dba[j] += sb[j]; sw[j] = 0; sb[j] = 0; }
         }
         if (dx) {
             $T mg = ($T)(sg / D), mgx = ($T)(sgx / D);
@@ -371,7 +382,10 @@ void layer_norm_bwd$N(const $T *restrict x, const $T *restrict g, const $T *rest
     }
 }
 
-/* softmax forward: m = max x, e = e^{x - m}, y = e / Σ e (an all -inf row gives nan, as torch). */
+/* softmax forward: m = max x, e = e^{x - m}, y = e · (1 / Σ e) (an all -inf row gives nan, as
+   torch). Multiplying by the reciprocal, as torch's kernel does, instead of dividing each element:
+   a vector division costs many multiplications (the kernel alone, (512, 256) float32, one
+   thread: 109 -> 87 µs). */
 void softmax_fwd$N(const $T *restrict x, $T *restrict y, long lo, long hi, long D) {
     for (long r = lo; r < hi; r++) {
         const $T *xr = x + r * D;
@@ -382,9 +396,9 @@ void softmax_fwd$N(const $T *restrict x, $T *restrict y, long lo, long hi, long 
         ACC s = 0;
         #pragma omp simd reduction(+:s)
         for (long j = 0; j < D; j++) { $T e = exp$S(xr[j] - m); yr[j] = e; s += e; }
-        $T t = ($T)s;
+        $T inv = ($T)1 / ($T)s;
         #pragma omp simd
-        for (long j = 0; j < D; j++) yr[j] = yr[j] / t;
+        for (long j = 0; j < D; j++) yr[j] = yr[j] * inv;
     }
 }
 
