@@ -544,3 +544,17 @@ def test_layer_norm_weight_and_bias_gradients_float32_error(shape):
     for o, t, exact in zip(ours(np.float32), theirs(np.float32), oracle):
         assert _rel(o, exact) <= 4 * _rel(t, exact) + 1e-7, (_rel(o, exact), _rel(t, exact))
     assert all(np.max(np.abs(e)) > 1e-3 for e in oracle)
+
+
+def test_explain_kernel_prints_the_new_kernels(capsys):
+    """``tinygrad-tx explain OP --kernel`` for erf, pow and dropout_add: each kernel's C, its
+    comment first."""
+    from tinygrad_tx.cli import main
+    for op, names in (("erf", ("erf_f32", "erf_bwd_f32")), ("pow", ("pow_int_loop_f32", "pow_int_f32", "pow_int_bwd_f32")),
+                      ("dropout_add", ("keep_from_words", "dropout_add_f32", "dropout_bwd_f32"))):
+        assert main(["explain", op, "--kernel"]) == 0
+        out = capsys.readouterr().out
+        assert "path now: " in out
+        for name in names:
+            assert f"void {name}(" in out, (op, name)
+        assert out.count("/*") >= len(names)
