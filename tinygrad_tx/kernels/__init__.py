@@ -1,5 +1,6 @@
-"""Generated C kernels under eager's fused ops: GELU, LayerNorm, softmax, log-softmax,
-cross-entropy, attention's softmax, dropout's mask and the Adam/AdamW update.
+"""Generated C kernels under eager's fused ops: GELU, LayerNorm, RMSNorm, softmax, log-softmax,
+cross-entropy, attention's softmax, dropout's mask, dropout + residual add, the Adam/AdamW and SGD
+updates, and the pointwise primitives where one pays (sigmoid, silu, softplus, erf, integer pow).
 
 NumPy makes one pass over memory per call; a fused op written in NumPy makes many (exact
 GELU's forward and derivative 33, LayerNorm 5-6 each way). These kernels make one or two per
