@@ -590,3 +590,45 @@ def test_dropout_add_under_compile_redraws_its_mask():
             assert results[0][0] == results[1][0]
             np.testing.assert_array_equal(results[0][1], results[1][1])
             np.testing.assert_array_equal(results[0][2], results[1][2])
+
+
+# ---------------------------------------------------------------------------------- dropout's mask from the mt19937 state
+
+@needs_cc
+@pytest.mark.parametrize("n", [1, 2, 311, 312, 313, 511, 512, 513, 624, 1000, 70001])
+@pytest.mark.parametrize("offset", [0, 1, 623, 624, 1000])
+def test_keep_mask_from_the_mt19937_state_is_the_words_mask(n, offset):
+    """The mask drawn in C from the generator's state equals the mask formed from its words
+    (``keep_from_words(words32(g, 2n))``) and leaves the generator in the same state (next
+    words, get_state) across block boundaries (offsets, odd positions, rounds of 512)."""
+    from tinygrad_tx.torch_streams import words32
+    for q in (0.9, 0.5):
+        g1, g2 = tg.Generator().manual_seed(n + offset), tg.Generator().manual_seed(n + offset)
+        if offset:
+            g1._words32(offset), g2._words32(offset)
+        ours = kernels.keep_from_generator(g1, n, q)
+        theirs = kernels.keep_from_words(words32(g2, 2 * n), q)
+        np.testing.assert_array_equal(ours, theirs)
+        assert 0 < ours.sum() < n or n < 30
+        assert bytes(g1.get_state().numpy()) == bytes(g2.get_state().numpy())
+        np.testing.assert_array_equal(g1._words32(9), g2._words32(9))
+
+
+def test_keep_mask_from_other_generators_falls_back():
+    """A plain numpy Generator (no torch stream) or kernels off: None, and dropout's mask comes
+    from the words as before."""
+    assert kernels.keep_from_generator(np.random.default_rng(0), 10, 0.5) is None
+    with numpy_path():
+        assert kernels.keep_from_generator(tg.Generator(), 10, 0.5) is None
+
+
+@needs_cc
+def test_dropout_with_the_fresh_generator_matches_torch_default_stream():
+    """F.dropout after manual_seed: torch's mask (the C draw from the state), twice in a row."""
+    x = np.ones((70, 33), np.float32)
+    tg.manual_seed(8)
+    torch.manual_seed(8)
+    for _ in range(2):
+        ours = F.dropout(tg.from_numpy(x), 0.4).numpy()
+        theirs = torch.nn.functional.dropout(torch.tensor(x, device=DEVICE), 0.4).cpu().numpy()
+        np.testing.assert_array_equal(ours, theirs)

@@ -576,6 +576,60 @@ void keep_from_words(const unsigned long long *restrict w, unsigned char *restri
         keep[i] = (double)v * 0x1p-53 < q;
     }
 }
+
+/* mt19937 (the generator of numpy's MT19937 and torch's CPU generator): the next block of the
+   624-word state, key[i] from key[i], key[i+1] and key[i+397] (indices mod 624), in place and in
+   order; and the tempering of a state word into an output word. */
+static void mt_regenerate(unsigned int *restrict key) {
+    unsigned int y;
+    int i;
+    for (i = 0; i < 624 - 397; i++) {
+        y = (key[i] & 0x80000000u) | (key[i + 1] & 0x7fffffffu);
+        key[i] = key[i + 397] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+    }
+    for (; i < 623; i++) {
+        y = (key[i] & 0x80000000u) | (key[i + 1] & 0x7fffffffu);
+        key[i] = key[i + 397 - 624] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+    }
+    y = (key[623] & 0x80000000u) | (key[0] & 0x7fffffffu);
+    key[623] = key[396] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+}
+
+static inline unsigned int mt_temper(unsigned int y) {
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    return y ^ (y >> 18);
+}
+
+/* dropout's keep mask drawn straight from the mt19937 state (the 2n words are never stored in
+   memory): key is the generator's 624-word state and *pos its position, both advanced by the
+   words drawn; entry i is formed from words 2i and 2i+1 as keep_from_words forms it, so the mask
+   and the state after are keep_from_words(words32(generator, 2n)) and its generator's, bit for bit.
+   Rounds of up to 512 entries: their 1024 words tempered into w (vector loops over the runs left
+   in the current block, regenerating it when spent), then the masks from the word pairs. */
+void keep_from_mt19937(unsigned int *restrict key, long *restrict pos, unsigned char *restrict keep, long n,
+                       double q) {
+    unsigned int w[1024];
+    long p = *pos;
+    for (long i0 = 0; i0 < n; i0 += 512) {
+        long m = n - i0 < 512 ? n - i0 : 512, got = 0;
+        while (got < 2 * m) {
+            if (p >= 624) { mt_regenerate(key); p = 0; }
+            long take = 624 - p < 2 * m - got ? 624 - p : 2 * m - got;
+            #pragma omp simd
+            for (long j = 0; j < take; j++) w[got + j] = mt_temper(key[p + j]);
+            got += take;
+            p += take;
+        }
+        #pragma omp simd
+        for (long j = 0; j < m; j++) {
+            unsigned long long v = (((unsigned long long)w[2 * j] << 32) | w[2 * j + 1]) & 0x1FFFFFFFFFFFFFULL;
+            keep[i0 + j] = (double)v * 0x1p-53 < q;
+        }
+    }
+    *pos = p;
+}
 """
 
 
@@ -601,8 +655,8 @@ KERNELS_OF = {
     "silu": ("silu", "silu_bwd"),
     "softplus": ("softplus", "softplus_bwd"),
     "rms_norm": ("rms_norm_fwd", "rms_norm_bwd"),
-    "dropout": ("keep_from_words",),
-    "dropout_add": ("keep_from_words", "dropout_add", "dropout_bwd"),
+    "dropout": ("keep_from_mt19937", "keep_from_words"),
+    "dropout_add": ("keep_from_mt19937", "dropout_add", "dropout_bwd"),
 }
 
 
