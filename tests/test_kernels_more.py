@@ -551,7 +551,8 @@ def test_explain_kernel_prints_the_new_kernels(capsys):
     comment first."""
     from tinygrad_tx.cli import main
     for op, names in (("erf", ("erf_f32", "erf_bwd_f32")), ("pow", ("pow_int_loop_f32", "pow_int_f32", "pow_int_bwd_f32")),
-                      ("dropout_add", ("keep_from_words", "dropout_add_f32", "dropout_bwd_f32"))):
+                      ("dropout_add", ("keep_from_mt19937", "dropout_add_f32", "dropout_scale_f32")),
+                      ("dropout", ("keep_from_mt19937", "keep_from_words", "dropout_scale_f32"))):
         assert main(["explain", op, "--kernel"]) == 0
         out = capsys.readouterr().out
         assert "path now: " in out
@@ -632,3 +633,36 @@ def test_dropout_with_the_fresh_generator_matches_torch_default_stream():
         ours = F.dropout(tg.from_numpy(x), 0.4).numpy()
         theirs = torch.nn.functional.dropout(torch.tensor(x, device=DEVICE), 0.4).cpu().numpy()
         np.testing.assert_array_equal(ours, theirs)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout_forward_and_backward_run_their_kernel_bit_for_bit(dtype):
+    """F.dropout's output and gradient are dropout_scale's, and equal the NumPy path's bit for bit
+    (same mask, same operations), special values included (a dropped inf gives NaN, as torch)."""
+    rng = np.random.default_rng(13)
+    x, g = rng.standard_normal((67, 33)).astype(dtype), rng.standard_normal((67, 33)).astype(dtype)
+    x[0, :6] = [np.inf, -np.inf, np.nan, -0.0, 1e-40, 3.0]
+
+    def run():
+        tg.manual_seed(2)
+        X = tg.from_numpy(x.copy()).requires_grad_()
+        y = F.dropout(X, 0.35)
+        (dx,) = tg.autograd.grad(y, X, tg.from_numpy(g))
+        return y.detach().numpy(), dx.numpy()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fast = run()
+        with numpy_path():
+            slow = run()
+    from tinygrad_tx.functional._util import keep_mask, keep_scale_of
+    tg.manual_seed(2)
+    keep, s = keep_mask(x.shape, 0.35, None), keep_scale_of(0.35, dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np.testing.assert_array_equal(fast[0], kernels.dropout_scale(x, keep, s))
+    np.testing.assert_array_equal(fast[1], kernels.dropout_scale(g, keep, s))
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a, b)
+        assert np.array_equal(np.signbit(a[~np.isnan(a)]), np.signbit(b[~np.isnan(b)]))

@@ -90,14 +90,17 @@ class DropoutFn(ArrayFunction):
     def forward(ctx, x, *, keep, scale):
         ctx.save_for_backward(keep)
         ctx.scale = scale
-        y = x * keep
-        y *= scale
+        y = kernels.dropout_scale(x, keep, scale, pooled=True)   # one C pass (docs/kernels.md)
+        if y is None:
+            y = x * keep
+            y *= scale
         return y
 
     @staticmethod
     def backward(ctx, g):
         (keep,) = ctx.saved_tensors
-        return (g * keep) * ctx.scale
+        dx = kernels.dropout_scale(g, keep, ctx.scale)
+        return (g * keep) * ctx.scale if dx is None else dx
 
 
 def _check_dropout(input, p, op, training=True):
@@ -155,7 +158,7 @@ class DropoutAddFn(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         (keep,) = ctx.saved_tensors
-        dx = kernels.dropout_backward(g, keep, ctx.scale)
+        dx = kernels.dropout_scale(g, keep, ctx.scale)
         return g, ((g * keep) * ctx.scale if dx is None else dx)
 
 

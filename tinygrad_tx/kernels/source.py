@@ -175,11 +175,12 @@ void dropout_add$N(const $T *restrict r, const $T *restrict x, const unsigned ch
     for (long i = lo; i < hi; i++) out[i] = r[i] + (x[i] * ($T)keep[i]) * s;
 }
 
-/* dropout's backward: dx = (g·m)·s (DropoutFn's operations in its order). */
-void dropout_bwd$N(const $T *restrict g, const unsigned char *restrict keep, $T *restrict dx, long lo, long hi,
-                   $T s) {
+/* dropout's forward and the backwards of dropout and dropout + residual add: out = (a·m)·s
+   (DropoutFn's operations in its order: a·m multiplies, so a dropped inf gives NaN as torch's). */
+void dropout_scale$N(const $T *restrict a, const unsigned char *restrict keep, $T *restrict out, long lo, long hi,
+                     $T s) {
     #pragma omp simd
-    for (long i = lo; i < hi; i++) dx[i] = (g[i] * ($T)keep[i]) * s;
+    for (long i = lo; i < hi; i++) out[i] = (a[i] * ($T)keep[i]) * s;
 }
 
 /* σ(x) with e = e^{-|x|} <= 1 (never overflows): σ = 1/(1+e) for x >= 0, e/(1+e) for x < 0. */
@@ -655,8 +656,8 @@ KERNELS_OF = {
     "silu": ("silu", "silu_bwd"),
     "softplus": ("softplus", "softplus_bwd"),
     "rms_norm": ("rms_norm_fwd", "rms_norm_bwd"),
-    "dropout": ("keep_from_mt19937", "keep_from_words"),
-    "dropout_add": ("keep_from_mt19937", "dropout_add", "dropout_bwd"),
+    "dropout": ("keep_from_mt19937", "keep_from_words", "dropout_scale"),
+    "dropout_add": ("keep_from_mt19937", "dropout_add", "dropout_scale"),
 }
 
 
