@@ -51,10 +51,23 @@ def main(argv=None):
         "silu": (lambda X, W, B: F.silu(X), lambda X, W, B: torch.nn.functional.silu(X)),
         "softplus": (lambda X, W, B: F.softplus(X), lambda X, W, B: torch.nn.functional.softplus(X)),
         "rms_norm": (lambda X, W, B: F.rms_norm(X, shape[-1:], W), lambda X, W, B: torch.nn.functional.rms_norm(X, shape[-1:], W)),
+        "erf": (lambda X, W, B: X.erf(), lambda X, W, B: torch.erf(X)),
+        "x**2": (lambda X, W, B: X ** 2, lambda X, W, B: X ** 2),
+        "x**3": (lambda X, W, B: X ** 3, lambda X, W, B: X ** 3),
+        "x**-1": (lambda X, W, B: X ** -1, lambda X, W, B: X ** -1),
+        "x**-2": (lambda X, W, B: X ** -2, lambda X, W, B: X ** -2),
+        "x**4": (lambda X, W, B: X ** 4, lambda X, W, B: X ** 4),
+        "x**5": (lambda X, W, B: X ** 5, lambda X, W, B: X ** 5),
+        "x+dropout": (lambda X, W, B: tg.from_numpy(res).requires_grad_() + F.dropout(X, 0.1),
+                      lambda X, W, B: torch.from_numpy(res).requires_grad_() + torch.nn.functional.dropout(X, 0.1)),
+        "dropout_add": (lambda X, W, B: dropout_add(tg.from_numpy(res).requires_grad_(), X, 0.1),
+                        lambda X, W, B: torch.from_numpy(res).requires_grad_() + torch.nn.functional.dropout(X, 0.1)),
         "adamw": (None, None),
         "sgd": ("sgd", "sgd"),
     }
     labels = rng.integers(0, shape[-1], shape[0])
+    res = rng.standard_normal(shape).astype(np.float32)        # the residual of dropout_add
+    from tinygrad_tx.functional.activation import dropout_add
 
     n_params = 1 << 20          # AdamW: one step over a million float32 parameters (4 tensors)
 

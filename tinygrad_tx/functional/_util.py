@@ -112,7 +112,10 @@ def keep_mask(shape, p: float, generator) -> np.ndarray:
     from ..torch_streams import bernoulli_scalar, words32
     n = int(np.prod(shape, dtype=np.int64))
     if n and kernels.available(np.float64):   # the same mask from the same words, in one C pass
-        return kernels.keep_from_words(words32(generator, 2 * n), 1.0 - p).reshape(shape)
+        keep = kernels.keep_from_generator(generator, n, 1.0 - p)   # drawn in C from the mt19937 state
+        if keep is None:
+            keep = kernels.keep_from_words(words32(generator, 2 * n), 1.0 - p)
+        return keep.reshape(shape)
     return bernoulli_scalar(generator, n, 1.0 - p).reshape(shape)
 
 

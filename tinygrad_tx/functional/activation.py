@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from .._factory_args import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..core.tensor import Tensor
@@ -89,14 +90,17 @@ class DropoutFn(ArrayFunction):
     def forward(ctx, x, *, keep, scale):
         ctx.save_for_backward(keep)
         ctx.scale = scale
-        y = x * keep
-        y *= scale
+        y = kernels.dropout_scale(x, keep, scale, pooled=True)   # one C pass (docs/kernels.md)
+        if y is None:
+            y = x * keep
+            y *= scale
         return y
 
     @staticmethod
     def backward(ctx, g):
         (keep,) = ctx.saved_tensors
-        return (g * keep) * ctx.scale
+        dx = kernels.dropout_scale(g, keep, ctx.scale)
+        return (g * keep) * ctx.scale if dx is None else dx
 
 
 def _check_dropout(input, p, op, training=True):
@@ -123,6 +127,52 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False,
         from ..ops.inplace import apply_inplace
         return apply_inplace(x, "dropout_", lambda t: DropoutFn.apply(t, keep=keep, scale=scale))
     return DropoutFn.apply(x, keep=keep, scale=scale)
+
+
+class DropoutAddFn(ArrayFunction):
+    """out = r + x ∘ m / (1 - p): ``dropout(x)`` added to the residual r in one op (one C pass
+    where kernels run), m the same keep mask ``dropout`` draws.
+
+    out is r plus a linear function of x with the fixed mask m and s = 1/(1-p), so
+        ∂out/∂r = I            ⇒  dL/dr = g
+        ∂out/∂x = diag(m s)    ⇒  dL/dx = (g ∘ m) s
+    — what the unfused ``r + dropout(x)`` gives (Add passes g to both sides, ``DropoutFn``
+    scales the x side), by the same operations in the same order: forward and gradients equal
+    it bit for bit. Saved: the mask. The backward runs on Tensors as it is (the mask is a
+    constant), so gradients of gradients differentiate it.
+    """
+
+    differentiable_backward = True
+
+    @staticmethod
+    def forward(ctx, r, x, *, keep, scale):
+        ctx.save_for_backward(keep)
+        ctx.scale = scale
+        out = kernels.dropout_add(r, x, keep, scale)   # one C pass (docs/kernels.md)
+        if out is None:
+            y = x * keep                               # the unfused path's operations
+            y *= scale
+            out = r + y
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (keep,) = ctx.saved_tensors
+        dx = kernels.dropout_scale(g, keep, ctx.scale)
+        return g, ((g * keep) * ctx.scale if dx is None else dx)
+
+
+def dropout_add(residual, input, p: float = 0.5, training: bool = True, generator=None) -> Tensor:
+    """``residual + dropout(input, p, training)`` as one op: the same mask from the same generator
+    state, the same values and gradients bit for bit, one pass where C kernels run (the
+    transformer's ``x + dropout(sublayer(x))``). Shapes or dtypes that differ (a broadcast
+    residual, a number) and ``training=False`` or ``p == 0`` run the unfused expression itself."""
+    x, p = _check_dropout(input, p, "dropout_add", training)
+    r = residual
+    if not training or p == 0.0 or not isinstance(r, Tensor) or r.shape != x.shape or r.dtype != x.dtype:
+        return r + dropout(x, p, training, generator=generator)
+    keep, scale = keep_mask(x.shape, p, generator), keep_scale_of(p, x.dtype)
+    return DropoutAddFn.apply(r, x, keep=keep, scale=scale)
 
 
 def dropout_composite(input, p: float = 0.5, training: bool = True, inplace: bool = False,

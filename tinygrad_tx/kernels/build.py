@@ -26,6 +26,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from .source import source
@@ -166,6 +167,45 @@ def _compile(cc: str, flags: tuple, src: str, directory: str) -> bytes:
             return f.read()
 
 
+PROGRESS_AFTER_S = 1.0
+
+
+class _Progress:
+    """One stderr line for a build that takes more than ``PROGRESS_AFTER_S`` (the first build takes
+    ~2 s here): its start is printed by a timer when the build is still running then, its end
+    (``done in 2.1 s``) by ``finish``; a quicker build prints nothing. Only for a person at a
+    terminal: never into a pipe or log, whose readers may compare the output, nor with
+    ``TINYGRAD_TX_KERNELS_QUIET=1``."""
+
+    def __init__(self, text: str):
+        self.shown = False
+        self._lock = threading.Lock()
+        stream = sys.stderr
+        if stream is None or not stream.isatty() or os.environ.get("TINYGRAD_TX_KERNELS_QUIET") == "1":
+            self._timer = None
+            return
+        self._stream = stream
+        self._timer = threading.Timer(PROGRESS_AFTER_S, self._show, (stream, text))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _show(self, stream, text):
+        with self._lock:
+            if self.shown is None:                    # finished meanwhile
+                return
+            print(text, end="", file=stream, flush=True)
+            self.shown = True
+
+    def finish(self, outcome: str) -> None:
+        if self._timer is None:
+            return
+        self._timer.cancel()
+        with self._lock:
+            if self.shown:
+                print(f" {outcome}", file=self._stream, flush=True)
+            self.shown = None
+
+
 def load() -> tuple[ctypes.CDLL, str, str, float]:
     """(library, compiler name and version, its path, seconds spent building: 0 when cached).
 
@@ -184,16 +224,14 @@ def load() -> tuple[ctypes.CDLL, str, str, float]:
             except OSError:
                 pass                              # damaged beyond the digest's reach: rebuild
         start = time.perf_counter()
-        # a progress line for a person at a terminal (the build takes ~1.4 s here); never into a
-        # pipe or log, whose readers may compare the output
-        if sys.stderr is not None and sys.stderr.isatty() and os.environ.get("TINYGRAD_TX_KERNELS_QUIET") != "1":
-            print(f"tinygrad_tx: building C kernels with {short} (once; cached in {directory})",
-                  file=sys.stderr, flush=True)
+        progress = _Progress(f"tinygrad_tx: building C kernels with {short} (first run; cached in {directory})...")
         try:
             data = _compile(cc, flags, src, directory)
         except KernelBuildError as e:
+            progress.finish(f"failed after {time.perf_counter() - start:.1f} s")
             errors.append(str(e))
             continue
+        progress.finish(f"done in {time.perf_counter() - start:.1f} s")
         for stale in (path, path + ".sha256"):    # a refused file (not ours, or writable by others) goes
             if os.path.lexists(stale):
                 os.unlink(stale)
