@@ -594,7 +594,7 @@ class _Fuser:
             size = int(np.prod(shape, dtype=np.int64))
             kind = "full" if tuple(shape) == g.shape else "one" if size == 1 else "col"
             kinds[v] = (self.pyname(v), kind, size)
-            specs_in.append((self.pyname(v), dtype, kind, size))
+            specs_in.append((self.pyname(v), dtype, kind, size, tuple(shape)))
         labels = list(dict.fromkeys(m.label for m in g.members))
         short = "_".join(dict.fromkeys(_short(m.label) for m in g.members))[:48]
         kname = f"fused{g.number}_{short}"

@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 
 from .. import buffers
-from ..parallel import parallel_chunks
+from ..parallel import MIN_PARALLEL, get_num_threads, parallel_chunks
 
 # The libm functions a chain may call, declared as the kernels' source declares them (see
 # ``kernels/source.py``): with ``simd("notinbranch")`` under gcc, so that the vectorised loops
@@ -107,11 +107,11 @@ class Spec:
         self.name = name
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
-        self.inputs = inputs            # [(name, dtype, kind, size)]: kind 'full', 'col' (j % size), 'one'
+        self.inputs = inputs            # [(name, dtype, kind, size, shape)]: kind 'full', 'col' (j % size), 'one'
         self.outputs = outputs          # [name]
         self.pooled = pooled            # forward outputs come from buffers.empty, as eager's do
         self.size = int(np.prod(self.shape, dtype=np.int64))
-        cols = [size for _, _, kind, size in inputs if kind == "col"]
+        cols = [size for _, _, kind, size, _ in inputs if kind == "col"]
         self.row = max(cols) if cols else 0   # the loop's row length where a trailing broadcast is read
 
 
@@ -120,7 +120,7 @@ def generate(spec: Spec, statements, comment: str) -> str:
     values named in ``spec.outputs``."""
     T = c_type(spec.dtype)
     params = []
-    for name, dtype, _, _ in spec.inputs:
+    for name, dtype, _, _, _ in spec.inputs:
         ctype = "unsigned char" if np.dtype(dtype) == np.bool_ else T
         params.append(f"const {ctype} *restrict {c_name(name)}")
     params += [f"{T} *restrict out_{c_name(n)}" for n in spec.outputs]
@@ -214,30 +214,36 @@ class FusedKernel:
         self.fn = fn
         fn.argtypes = [ctypes.c_void_p] * (len(spec.inputs) + len(spec.outputs)) + [ctypes.c_long, ctypes.c_long]
         fn.restype = None
-        self.expect = [(tuple(s for s in ((size,) if kind != "full" else spec.shape)), np.dtype(dt), kind)
-                       for _, dt, kind, size in spec.inputs]
+        self.expect = [(tuple(shape), np.dtype(dt)) for _, dt, _, _, shape in spec.inputs]
         self.align = spec.row * 64 // math.gcd(spec.row, 64) if spec.row else 64
         self.single = len(spec.outputs) == 1
+        self.make = buffers.empty if spec.pooled else np.empty
+        self.n_out = len(spec.outputs)
 
     def __call__(self, *xs):
         spec = self.spec
-        arrays = []
-        for x, (shape, dtype, kind) in zip(xs, self.expect):
+        ptrs = []
+        held = []
+        for x, (shape, dtype) in zip(xs, self.expect):
             if type(x) is not np.ndarray:
-                x = np.asarray(_dense(x))
-            if x.dtype != dtype or (x.shape != spec.shape if kind == "full" else x.size != shape[0]):
-                raise RuntimeError(f"tinygrad_tx.compile: {spec.name} expected an input of shape "
-                                   f"{spec.shape if kind == 'full' else shape} and dtype {dtype}, got "
-                                   f"{x.shape} {x.dtype}")
-            if not (x.flags.c_contiguous and x.flags.aligned):
+                x = np.asarray(_dense(x))          # a sum of gradient terms, a slice's gradient
+            if x.shape != shape or x.dtype != dtype:
+                raise RuntimeError(f"tinygrad_tx.compile: {spec.name} expected an input of shape {shape} and "
+                                   f"dtype {dtype}, got {x.shape} {x.dtype}")
+            flags = x.flags
+            if not (flags["C_CONTIGUOUS"] and flags["ALIGNED"]):
                 x = np.ascontiguousarray(x)
-            arrays.append(x)
-        make = buffers.empty if spec.pooled else np.empty
-        outs = [make(spec.shape, spec.dtype) for _ in spec.outputs]
-        ptrs = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outs]
-        fn = self.fn
-        if spec.size:
-            parallel_chunks(spec.size, lambda lo, hi: fn(*ptrs, lo, hi), align=self.align)
+                held.append(x)
+            ptrs.append(x.ctypes.data)
+        make, shape, dtype = self.make, spec.shape, spec.dtype
+        outs = [make(shape, dtype) for _ in range(self.n_out)]
+        ptrs += [o.ctypes.data for o in outs]
+        n = spec.size
+        if n < MIN_PARALLEL or get_num_threads() == 1:
+            self.fn(*ptrs, 0, n)
+        elif n:
+            fn = self.fn
+            parallel_chunks(n, lambda lo, hi: fn(*ptrs, lo, hi), align=self.align)
         return outs[0] if self.single else tuple(outs)
 
     def __repr__(self):
