@@ -55,7 +55,8 @@ class Micro:
 
 
 class Opaque:
-    """A recorded statement kept as it is (its names renamed)."""
+    """Recorded statements kept as they are (their names renamed to the versions they read and
+    write); ``reads`` are the variables they read."""
 
     def __init__(self, stmts, pos, reads, unit=None):
         self.stmts, self.pos, self.reads, self.unit = stmts, pos, reads, unit
@@ -68,11 +69,14 @@ class Unit:
     def __init__(self):
         self.micros = []
         self.saved = {}
-        self.original = []          # (pos, Opaque) of its recorded lines
+        self.original = []          # (pos, statements, their names' versions) of its recorded lines
         self.reverted = False
+        self.emitted = set()        # the positions of those lines already written (when reverted)
 
 
 class Group:
+    """A chain: steps of one loop shape and dtype, run as one kernel at its last step's place."""
+
     def __init__(self, number, first):
         self.number = number
         self.members = [first]
@@ -277,10 +281,10 @@ class _Fuser:
                 for n in var_arrays:
                     a = self.arrays[n.id]
                     self.info[ren[id(n)][0]] = (tuple(a.shape), a.dtype)
-        step = Opaque(stmts, pos, [v for v, _ in (ren[i] for i in ren) if True], unit)
-        step.reads = [ren[id(n)][0] for stmt in stmts
-                      for n in ast.walk(stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else stmt)
-                      if id(n) in ren and isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        reads = [ren[id(n)][0] for stmt in stmts
+                 for n in ast.walk(stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else stmt)
+                 if id(n) in ren and isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        step = Opaque(stmts, pos, reads, unit)
         step.ren = ren
         self.steps.append(step)
         return step
@@ -544,8 +548,8 @@ class _Fuser:
                     items.append(("pro" if s.pos < 4 * self.npro else "line", text, s.reads))
             elif s.unit.reverted:
                 for pos, stmts, ren in s.unit.original:
-                    if pos + 1 == s.pos and not getattr(s.unit, f"_done{pos}", False):
-                        setattr(s.unit, f"_done{pos}", True)
+                    if pos + 1 == s.pos and pos not in s.unit.emitted:
+                        s.unit.emitted.add(pos)
                         reads = [v for i, (v, _) in ren.items() if any(id(n) == i and isinstance(n.ctx, ast.Load)
                                                                       for st in stmts for n in ast.walk(st)
                                                                       if isinstance(n, ast.Name))]
