@@ -177,7 +177,7 @@ def test_bias_add_and_gelu_are_one_kernel():
 def _chain(x, w):
     h = (x * w + 1.0).exp() - x
     h = h.tanh() + (h / w).log() + tg.maximum(h, x) + tg.where(x > 0, h, x * 0.5) + h ** 2
-    return h
+    return h + F.relu(x) + x.sigmoid() + F.silu(w) + (h * w).sqrt()
 
 
 @needs_cc
@@ -358,8 +358,9 @@ def _random_program(seed):
     rng = np.random.default_rng(seed)
     steps = []
     for k in range(int(rng.integers(6, 14))):
-        op = ["add", "sub", "mul", "div", "neg", "exp", "tanh", "where", "max", "pow", "gelu", "sum"][
-            int(rng.integers(0, 12))]
+        names = ["add", "sub", "mul", "div", "neg", "exp", "tanh", "where", "max", "pow", "gelu", "sum", "relu",
+                 "sigmoid", "silu", "sqrt"]
+        op = names[int(rng.integers(0, len(names)))]
         steps.append((op, int(rng.integers(0, 100)), int(rng.integers(0, 100))))
     n_out = int(rng.integers(1, 4))
 
@@ -389,6 +390,14 @@ def _random_program(seed):
                 v = a ** 2
             elif op == "gelu":
                 v = F.gelu(a)
+            elif op == "relu":
+                v = F.relu(a)
+            elif op == "sigmoid":
+                v = a.sigmoid()
+            elif op == "silu":
+                v = F.silu(a)
+            elif op == "sqrt":
+                v = (a * a + 0.5).sqrt()
             else:
                 v = a.sum() * 0.1
             pool.append(v)

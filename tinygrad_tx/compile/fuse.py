@@ -3,16 +3,15 @@ one generated C loop each.
 
 The recorded program (``recorder.py``) calls each Function's ``forward`` and ``backward``. Here
 the elementwise ones (``Add``, ``Sub``, ``Mul``, ``Div``, ``Neg``, ``Exp``, ``Log``, ``TanhFn``,
-``Erf``, ``Where``, ``Maximum``, ``Pow`` by a constant, ``GeluFn``, ``DropoutFn``, the bias add
-inside ``LinearFn``) and the sums of gradient terms (``add_term``) are read as what they compute
+``Erf``, ``Where``, ``Maximum``, ``Pow`` by a constant, ``ReluFn``, ``SigmoidFn``, ``SiluFn``,
+``Sqrt``, ``GeluFn``, ``DropoutFn``, the bias add inside ``LinearFn``) and the sums of gradient terms (``add_term``) are read as what they compute
 per element, forward and backward, with no ``ctx``: a forward's saved values are the program's
 own variables (GELU's derivative, computed beside y as eager does, becomes one more output). A
 backward that passes its gradient through (``Add``: dL/da = dL/db = g) makes no step at all.
 
-Then, walking the program in order, each such step joins the chain that made one of its inputs
-when both loop over the same shape and dtype and moving that chain down to this step keeps
-every other reader of its values after it (nothing between reads them); otherwise it starts a
-chain. A chain is one C function (``fuse_kernels.py``): one statement per step, named after the
+Then, walking the program in order, each such step joins the chains that made its inputs when
+they loop over the same shape and dtype and moving them down to this step keeps every other
+reader of their values after it (nothing between reads them); otherwise it starts a chain. A chain is one C function (``fuse_kernels.py``): one statement per step, named after the
 value it made; what other steps, or the result, read is written out, the rest stays in
 registers. A Function all of whose steps stayed alone keeps its recorded lines (the same
 NumPy calls as eager). Values are renamed where the program rebinds a name (``g_x`` summed from
@@ -465,6 +464,9 @@ class _Fuser:
         groups = []
         segment = 0
         producer = {}
+        for k, s in enumerate(self.steps):
+            if isinstance(s, Micro):
+                s.order = k
         for s in self.steps:
             if isinstance(s, Opaque):
                 text = " ".join(ast.unparse(x) for x in s.stmts)
@@ -478,22 +480,31 @@ class _Fuser:
                 if op[0] == "var" and op[1] in producer and producer[op[1]] not in cands:
                     cands.append(producer[op[1]])
             cands += [g for g in groups[::-1] if g.pos == s.pos and g not in cands]
-            chosen = None
-            for g in cands:
-                if (g.shape, g.dtype, g.segment, g.section) == (s.shape, s.dtype, segment, s.section) \
-                        and self.can_move(g, s):
-                    chosen = g
-                    break
-            if chosen is None:
+            # every chain that makes one of its inputs (or stands at its place) and may move down
+            # to it joins it: one loop where the step reads several chains
+            fits = [g for g in cands if (g.shape, g.dtype, g.segment, g.section) ==
+                    (s.shape, s.dtype, segment, s.section) and self.can_move(g, s)]
+            if not fits:
                 chosen = Group(len(groups) + 1, s)
                 chosen.segment = segment
                 groups.append(chosen)
             else:
+                chosen = fits[0]
+                for g in fits[1:]:
+                    chosen.members += g.members
+                    groups.remove(g)
+                chosen.members.sort(key=lambda x: x.order)
+                for x in chosen.members:
+                    x.group = chosen
+                    for o in x.outs:
+                        producer[o] = chosen
                 chosen.members.append(s)
                 chosen.pos = s.pos
             s.group = chosen
             for o in s.outs:
                 producer[o] = chosen
+        for k, g in enumerate(groups):
+            g.number = k + 1
         self.groups = groups
 
     def can_move(self, g, m):
@@ -867,6 +878,34 @@ def _linear_plan(f, args, kw, needs, T, out):
     return ("linear", b)
 
 
+def _sigma(v, T, Tc, y):
+    """σ(v) as the kernels' ``sigmoid``: e = e^{-|v|} (never overflows), 1/(1+e) or e/(1+e)."""
+    one = literal(1, T)
+    return [f"const {Tc} {y}_e = exp{_f(Tc)}(-({v} < 0 ? -{v} : {v}));",
+            f"const {Tc} {y}_r = {one} / ({one} + {y}_e);",
+            f"const {Tc} {y}_s = {v} >= 0 ? {y}_r : {y}_e * {y}_r;"]
+
+
+def _sigmoid_plan(f, args, kw, needs, T, out):
+    if len(args) != 1 or kw:
+        return None
+    x = f.operand(args[0])
+    if f.check([x], T) != out.shape:
+        return None
+    body = lambda a, o, Tc: _sigma(a[0], T, Tc, o[0]) + [f"const {Tc} {o[0]} = {o[0]}_s;"]
+    return [([out_name(f, out)], [x], body, "SigmoidFn")], {"y": 0}
+
+
+def _silu_plan(f, args, kw, needs, T, out):
+    if len(args) != 1 or kw:
+        return None
+    x = f.operand(args[0])
+    if f.check([x], T) != out.shape:
+        return None
+    body = lambda a, o, Tc: _sigma(a[0], T, Tc, o[0]) + [f"const {Tc} {o[0]} = {a[0]} * {o[0]}_s;"]
+    return [([out_name(f, out)], [x], body, "SiluFn")], {"x": x}
+
+
 _FORWARD = {
     _E + "Add": _binary_fwd(lambda a, b: f"{a} + {b}", "Add"),
     _E + "Sub": _binary_fwd(lambda a, b: f"{a} - {b}", "Sub"),
@@ -883,6 +922,11 @@ _FORWARD = {
     _E + "GeluFn": _gelu_plan,
     "tinygrad_tx.functional.activation.DropoutFn": _dropout_plan,
     "tinygrad_tx.functional.linear.LinearFn": _linear_plan,
+    # ReLU: np.maximum(x, 0) keeps a NaN; Sqrt: NaN below 0, as NumPy's
+    _E + "ReluFn": _unary_fwd(lambda x, T: f"({x} != {x} || {x} > 0) ? {x} : 0", "ReluFn"),
+    _E + "Sqrt": _unary_fwd(lambda x, T: f"sqrt{_f(T)}({x})", "Sqrt"),
+    _E + "SigmoidFn": _sigmoid_plan,
+    "tinygrad_tx.functional.pointwise.SiluFn": _silu_plan,
 }
 
 
@@ -966,11 +1010,39 @@ def _bw_dropout(u, g, T):
     return [_g("DropoutFn.backward", lambda gg, k, Tc: mul(f"({gg} * ({Tc}){k})", Tc), g, u.saved["keep"])]
 
 
+def _bw_relu(u, g, T):
+    """g · ~(y <= 0): a NaN y passes g, and g·0 keeps a NaN or Inf g's NaN, as eager."""
+    return [_g("ReluFn.backward", lambda gg, y, Tc: f"{gg} * ({Tc})!({y} <= 0)", g, ("var", u.saved["y"], False))]
+
+
+def _bw_sqrt(u, g, T):
+    return [_g("Sqrt.backward", lambda gg, y, Tc: f"{gg} / ({literal(2, T)} * {y})", g, ("var", u.saved["y"], False))]
+
+
+def _bw_sigmoid(u, g, T):
+    one = literal(1, T)
+    return [_g("SigmoidFn.backward", lambda gg, y, Tc: f"({gg} * {y}) * ({one} - {y})", g,
+               ("var", u.saved["y"], False))]
+
+
+def _bw_silu(u, g, T):
+    """The kernels' ``silu_bwd``: σ recomputed from x, 1 - σ without cancellation."""
+    one = literal(1, T)
+
+    def body(a, o, Tc):
+        gg, x, y = a[0], a[1], o[0]
+        return _sigma(x, T, Tc, y) + [f"const {Tc} {y}_c = {x} >= 0 ? {y}_e * {y}_r : {y}_r;",
+                                       f"const {Tc} {y} = ({gg} * {y}_s) * ({one} + {x} * {y}_c);"]
+    return [([g, u.saved["x"]], body, "SiluFn.backward")]
+
+
 _BACKWARD = {
     _E + "Add": _bw_add, _E + "Sub": _bw_sub, _E + "Mul": _bw_mul, _E + "Div": _bw_div, _E + "Neg": _bw_neg,
     _E + "Exp": _bw_exp, _E + "Log": _bw_log, _E + "TanhFn": _bw_tanh, "tinygrad_tx.ops.transcendental.Erf": _bw_erf,
     _E + "Pow": _bw_pow, _E + "Where": _bw_where, _E + "Maximum": _bw_maximum, _E + "GeluFn": _bw_gelu,
     "tinygrad_tx.functional.activation.DropoutFn": _bw_dropout,
+    _E + "ReluFn": _bw_relu, _E + "Sqrt": _bw_sqrt, _E + "SigmoidFn": _bw_sigmoid,
+    "tinygrad_tx.functional.pointwise.SiluFn": _bw_silu,
 }
 
 
