@@ -439,3 +439,33 @@ def test_random_elementwise_programs_fused_equal_eager(seed):
     for a, b in zip(fused, eager):
         assert a.shape == b.shape
         assert np.allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True), (seed, fn.code)
+
+
+@needs_cc
+def test_argument_names_that_are_c_names_do_not_collide():
+    """Arguments named like the C library's functions, a loop variable or an output pointer
+    (``exp``, ``i``, ``out_x``) become other C identifiers in the kernel."""
+    def f(exp, i, out_x, v_exp):
+        y = (exp * i + out_x).tanh() * v_exp
+        (y * 2.0).sum().backward()
+        return y
+
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((3, 4)) for _ in range(4)]
+
+    def run(fuse):
+        ts = [tg.tensor(a.copy(), requires_grad=True) for a in arrays]
+        fn = tg.compile(f, fuse=True) if fuse else f
+        for _ in range(2):
+            for t in ts:
+                t.grad = None
+            y = fn(*ts)
+        return [y._data] + [t.grad._data for t in ts], fn
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fused, fn = run(True)
+    eager, _ = run(False)
+    assert "fused" in fn.code and "v_exp" in fn.kernels and "v_out_x" in fn.kernels
+    for a, b in zip(fused, eager):
+        assert rel_err(a, b) <= 1e-12

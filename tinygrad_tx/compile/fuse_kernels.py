@@ -73,12 +73,13 @@ float sqrtf(float); double sqrt(double);
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
 if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
-volatile while i j r lo hi""".split())
+volatile while i j r lo hi main exp expf log logf erf erff erfc erfcf tanh tanhf pow powf sqrt sqrtf""".split())
 
 
 def c_name(name: str) -> str:
-    """A program name as a C identifier (a C keyword gets a ``v_`` prefix)."""
-    return "v_" + name if name in _C_KEYWORDS else name
+    """A program name as a C identifier: a C keyword, a C library function the kernels call, a
+    loop variable or a name that could be an output pointer's (``out_...``) gets a ``v_`` prefix."""
+    return "v_" + name if name in _C_KEYWORDS or name.startswith(("out_", "v_")) else name
 
 
 def c_type(dtype) -> str:
