@@ -469,3 +469,28 @@ def test_argument_names_that_are_c_names_do_not_collide():
     assert "fused" in fn.code and "v_exp" in fn.kernels and "v_out_x" in fn.kernels
     for a, b in zip(fused, eager):
         assert rel_err(a, b) <= 1e-12
+
+
+@needs_cc
+def test_a_failed_build_runs_the_program_unfused_with_one_warning(monkeypatch):
+    from tinygrad_tx.compile import fuse, fuse_kernels
+    from tinygrad_tx.kernels import build
+
+    def broken(src):
+        raise build.KernelBuildError("cc: error: no such flag")
+
+    monkeypatch.setattr(fuse, "build_library", broken)
+    monkeypatch.setattr(fuse_kernels, "_warned", [])
+
+    def f(x):
+        y = (x * 2.0).exp() + x
+        y.sum().backward()
+        return y
+
+    x = tg.randn(4, 3, requires_grad=True)
+    fn = tg.compile(f, fuse=True)
+    with pytest.warns(RuntimeWarning, match="could not be built.*no such flag"):
+        fn(x)
+    assert fn.kernels == "" and "Exp.forward" in fn.code
+    x.grad = None
+    assert rel_err(fn(x)._data, f(tg.tensor(x._data.copy(), requires_grad=True))._data) == 0

@@ -1049,7 +1049,8 @@ _BACKWARD = {
 def apply(recorder, code):
     """``(code, C source)``: the program with its chains fused when the kernels are on (a C
     compiler found, ``TINYGRAD_TX_KERNELS`` not ``0``), else ``(code, "")`` unchanged. A failed
-    build gives one RuntimeWarning and the unfused program."""
+    build, or a program this pass cannot rewrite, gives one RuntimeWarning (per process) and the
+    unfused program."""
     from .. import kernels
     if not kernels.available(np.float32):      # the kernels' own rule: one warning where a compiler was expected
         return code, ""
@@ -1059,6 +1060,10 @@ def apply(recorder, code):
     except (build.NoCompiler, build.KernelBuildError, OSError) as e:
         warn_once(f"tinygrad_tx.compile(fuse=True): the fused kernels could not be built, the program runs "
                   f"unfused: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+        return code, ""
+    except Exception as e:       # noqa: BLE001 - a program this pass misreads runs as recorded, with a warning
+        warn_once(f"tinygrad_tx.compile(fuse=True): the program could not be fused ({type(e).__name__}: {e}); "
+                  "it runs unfused")
         return code, ""
     if fused is None:
         return code, ""
