@@ -263,7 +263,9 @@ def cmd_compile(args) -> int:
     """``tinygrad-tx compile [--show]``: the tutorial GPT's training step (batch 32, T 16, AdamW,
     4 heads) run ``--steps`` times eagerly and under ``tinygrad_tx.compile`` from the same seed;
     prints whether every loss, gradient and parameter is identical, the median step times (the
-    first, recording, call left out), and with ``--show`` the program the replay runs."""
+    first, recording, call left out), and with ``--show`` the program the replay runs. ``--kernels``
+    compiles with ``fuse=True`` and prints the C of the fused chains (with ``--show``, after the
+    program that calls them)."""
     import statistics
     import time
 
@@ -272,6 +274,9 @@ def cmd_compile(args) -> int:
     from .models import GPTLanguageModel
 
     if args.file is not None:                     # the user's own script: --call names the function
+        if args.kernels:
+            raise CommandLineError(f"{PROG} compile: --kernels shows the built-in GPT step's fused kernels "
+                                   "(without FILE.py)")
         if not args.call:
             raise CommandLineError(f"{PROG} compile FILE.py needs --call EXPR, the call of the script's function "
                                    "to compile (e.g. --call 'train_step(x, y)')")
@@ -304,7 +309,7 @@ def cmd_compile(args) -> int:
             opt.step()
             return loss
 
-        fn = tg.compile(step, fullgraph=True) if mode == "compiled" else step
+        fn = tg.compile(step, fullgraph=True, fuse=args.kernels) if mode == "compiled" else step
         tg.manual_seed(1)
         losses, times = [], []
         for idx, targets in batches:
@@ -316,7 +321,15 @@ def cmd_compile(args) -> int:
     (le, se, te, _), (lc, sc, tc, fn) = runs["eager"], runs["compiled"]
     if args.show:
         print(fn.code)
+    if args.kernels:
+        print(fn.kernels or f"(no fused kernels: {tg.kernels.mode()})")
     same = all(np.array_equal(a, b) for a, b in zip(le + se, lc + sc))
+    if not same and args.kernels:                 # fused chains may round differently from NumPy
+        worst = max(float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(a))), 1e-30))
+                    for a, b in zip(le + se, lc + sc))
+        print(f"{args.steps} AdamW steps: losses, gradients and parameters within {worst:.1e} of eager's "
+              "(fused kernels)")
+        return 0 if worst <= 1e-4 else 1
     print(f"{args.steps} AdamW steps: losses, gradients and parameters identical to eager: {'yes' if same else 'NO'}")
     print(f"median step: eager {te:.1f} ms, compiled {tc:.1f} ms (noisy on a shared machine; "
           "python -m bench.step_overhead --compiled for the benchmark)")
@@ -440,6 +453,9 @@ def build_parser() -> Parser:
                            "'train_step(x, y)'")
     comp.add_argument("--show", action="store_true",
                       help="print the recorded program: one line per NumPy call, forward, backward, update")
+    comp.add_argument("--kernels", action="store_true",
+                      help="compile with fuse=True (chains of elementwise steps as generated C loops) and "
+                           "print their C source")
     comp.add_argument("--layers", type=_number(int, 1), default=4, help="GPT blocks (default: 4, the tutorial's)")
     comp.add_argument("--d-model", type=_number(int, 1), default=64, help="width (default: 64)")
     comp.add_argument("--steps", type=_number(int, 2), default=20,

@@ -114,8 +114,9 @@ __all__ = ["compile", "CompiledFunction", "CompileRefused", "CompileWarning", "C
 
 
 class _Program:
-    def __init__(self, code, ns, modules, live, reads, read_args=(), pinned=()):
+    def __init__(self, code, ns, modules, live, reads, read_args=(), pinned=(), kernels=""):
         self.code = code
+        self.kernels = kernels        # the C source of its fused chains (compile(fuse=True)), or ""
         self.namespace = ns           # the names the code reads (Function classes, parameters, constants)
         exec(builtins.compile(code, "<tinygrad_tx.compile>", "exec"), ns)
         self.run = ns["program"]
@@ -143,9 +144,10 @@ class CompiledFunction:
     """``fn`` recorded on its first call and replayed on later calls with the same guards (see
     the module docstring). ``code`` is the program last recorded, as Python source."""
 
-    def __init__(self, fn, *, fullgraph: bool = False, max_programs: int = 8):
+    def __init__(self, fn, *, fullgraph: bool = False, max_programs: int = 8, fuse: bool = False):
         self.fn = fn
         self.fullgraph = fullgraph
+        self.fuse = fuse
         self.max_programs = max_programs
         self.programs = {}
         self.last = None
@@ -161,11 +163,18 @@ class CompiledFunction:
                                + (f" (it runs eagerly: {self.eager_reason})" if self.eager_reason else ""))
         return self.last.code
 
+    @property
+    def kernels(self) -> str:
+        """The C source of the fused chains the last recorded program calls (``fuse=True``; ""
+        without ``fuse``, or where nothing was fused or the kernels are off)."""
+        self.code                                   # the same error before the first call
+        return self.last.kernels
+
     def __deepcopy__(self, memo):
         """A copy (``copy.deepcopy(model)`` after ``model.compile()``) records its own programs: the
         recorded ones read the original's parameters."""
         return CompiledFunction(copy.deepcopy(self.fn, memo), fullgraph=self.fullgraph,
-                                max_programs=self.max_programs)
+                                max_programs=self.max_programs, fuse=self.fuse)
 
     def __getattr__(self, name):   # a compiled module keeps its attributes (torch's OptimizedModule)
         if name == "fn":
@@ -218,8 +227,12 @@ class CompiledFunction:
             if self.refusals >= 2 or self.fullgraph:
                 self._give_up(recorder.refused, stacklevel=4)
             return result
+        kernels = ""
+        if self.fuse:                 # chains of elementwise steps become generated C loops (fuse.py)
+            from .fuse import apply
+            code, kernels = apply(recorder, code)
         program = _Program(code, recorder.ns, recorder.modules, recorder.live, recorder.reads,
-                           recorder.read_args, pinned)
+                           recorder.read_args, pinned, kernels)
         self.programs.setdefault(key, []).append(program)
         self.last = program
         return result
@@ -248,18 +261,21 @@ def _argument_names(fn, n, flat) -> list:
 
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, mode=None, options=None,
-            disable: bool = False):
+            disable: bool = False, fuse: bool = False):
     """``torch.compile``'s signature: ``fn`` (a function or a Module) recorded on its first call and
     replayed after (:class:`CompiledFunction`; the module docstring says what is guarded and what
     is refused). ``fullgraph=True`` raises :class:`CompileRefused` instead of falling back to eager;
     ``dynamic``, ``backend``, ``mode`` and ``options`` are accepted and ignored (there is one
     backend: the engine's own NumPy kernels, in eager's order). ``disable=True`` returns ``model``.
+    ``fuse=True`` (ours, not torch's): chains of elementwise steps of the recorded program, forward
+    and backward, run as one generated C loop each (``fuse.py``; ``compiled.kernels`` is their C),
+    where the C kernels are on; the results then differ from eager's in the last bits.
     Used as ``@compile`` or ``@compile(...)``."""
     if model is None:
         return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-                                 options=options, disable=disable)
+                                 options=options, disable=disable, fuse=fuse)
     if disable:
         return model
     if not callable(model):
         raise TypeError(f"compile: expected a function or a Module, got {type(model).__name__}")
-    return CompiledFunction(model, fullgraph=fullgraph)
+    return CompiledFunction(model, fullgraph=fullgraph, fuse=fuse)
