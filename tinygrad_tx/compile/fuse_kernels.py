@@ -200,7 +200,7 @@ def build_library(src: str) -> ctypes.CDLL:
 # ---------------------------------------------------------------------------------- running
 
 def _dense(x):
-    from ..autograd import engine
+    from ..core import engine
     return engine.dense(x)
 
 
