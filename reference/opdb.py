@@ -432,6 +432,10 @@ add(
     # (1.5e-8 off the exact e^(x/alpha)); ours is exact
     Op("celu", lambda torch, x, **k: torch.nn.functional.celu(x, **k), unary("away", alpha=2.0)),
     Op("gelu", lambda torch, x, **k: torch.nn.functional.gelu(x, **k), unary("real")),
+    # functional/shrink.py, the example of adding an op (docs/engine.md): a dead zone |x| <= lambd
+    Op("hardshrink", fn("hardshrink"), unary("real", lambd=0.5), zero_region=True, functions=("HardshrinkFn",)),
+    Op("softshrink", lambda torch, x, **k: torch.nn.functional.softshrink(x, **k), unary("real", lambd=0.5),
+       zero_region=True, functions=("SoftshrinkFn",)),
     Op("softmax", fn("softmax"), reduction("real", dims=(-1, 0), keepdim=False, empty=False), zero_region=True),
     Op("log_softmax", fn("log_softmax"), reduction("real", dims=(-1, 0), keepdim=False, empty=False),
        zero_region=True),

@@ -59,6 +59,18 @@ def test_study_imports_no_training(graph):
     assert not bad, f"a study module imports training: {bad}"
 
 
+# The package root imports every part (to export their names), so a module that imports the root
+# depends on all of them and hides circles from the rule below. Only the face, the study tools (which
+# look any name up) and autograd/dispatch.py (NumPy's function table mapped onto the library's Tensor
+# ops, looked up at call time) may.
+ROOT_IMPORTERS = FACE + STUDY + ("tinygrad_tx.autograd.dispatch",)
+
+
+def test_only_the_face_the_study_tools_and_dispatch_import_the_package_root(graph):
+    bad = [m for m, i in _edges(graph) if i == PKG and m != PKG and not _inside(m, ROOT_IMPORTERS)]
+    assert not bad, f"these import the whole package (import tinygrad_tx): {bad}"
+
+
 def _circles(graph) -> list[set]:
     """Strongly connected components (more than one part) of the graph between the package's
     top-level parts (``tinygrad_tx.ops``, ``tinygrad_tx.tensor``, ...), the root left out: it
@@ -138,3 +150,11 @@ def test_a_fast_form_imports_its_closed_form_never_the_reverse(graph):
         via = cls.twice_differentiable_via
         assert via is not None and getattr(closed_form, via.__name__) is via, cls
         assert "tinygrad_tx.functional.closed_form" in graph.find_modules_directly_imported_by(cls.__module__)
+
+
+def test_the_core_reads_in_one_sitting():
+    """The core stays at most 2,500 lines (issue 32's budget): what grows goes to a ring."""
+    from pathlib import Path
+    core = Path(__file__).resolve().parents[1] / "tinygrad_tx" / "core"
+    lines = sum(len(p.read_text().splitlines()) for p in core.glob("*.py"))
+    assert lines <= 2500, f"tinygrad_tx/core/ has {lines} lines"

@@ -53,7 +53,7 @@ WRAPPED = [
     ("Hardswish", (), {}), ("Hardsigmoid", (), {}), ("SELU", (), {}), ("CELU", (), {}), ("GLU", (1,), {}),
     ("LogSigmoid", (), {}), ("Softsign", (), {}), ("Tanhshrink", (), {}), ("Softmin", (1,), {}),
     ("PixelShuffle", (2,), {}), ("PixelUnshuffle", (2,), {}),
-    ("Unfold", ((2, 2),), {"stride": 1}),
+    ("Unfold", ((2, 2),), {"stride": 1}), ("Hardshrink", (), {}), ("Softshrink", (0.3,), {}),
 ]
 
 
@@ -62,6 +62,29 @@ def test_wrapper_modules_parity(name, args, kwargs):
     x = values((2, 4, 4, 4), 5, "distinct")
     check_module_parity(lambda T: getattr(T.nn, name)(*args, **kwargs), x, name=name)
     assert repr(getattr(tg.nn, name)(*args, **kwargs)) == repr(getattr(torch.nn, name)(*args, **kwargs))
+
+
+@pytest.mark.cpu_only(reason="NaN/inf edge values compared bit for bit with torch's CPU kernels")
+def test_shrink_edges_as_torch():
+    """hardshrink/softshrink (functional/shrink.py): NaN and infinities through, a zero gradient at
+    NaN and at the dead zone's edges, softshrink's negative lambd refused, integers refused."""
+    x = [float("nan"), float("inf"), -float("inf"), -0.0, 0.5, -0.5, 0.50001, -0.3, 2.0]
+    g = np.arange(1.0, 10.0)
+    for name in ("hardshrink", "softshrink"):
+        out = {}
+        for lib in (tg, torch):
+            t = lib.tensor(x, dtype=lib.float64, requires_grad=True)
+            y = getattr(lib.nn.functional, name)(t, 0.5)
+            y.backward(lib.tensor(g, dtype=lib.float64))
+            out[lib] = (y.detach().numpy().copy(), t.grad.numpy().copy())
+        np.testing.assert_array_equal(out[tg][0], out[torch][0])
+        np.testing.assert_array_equal(out[tg][1], out[torch][1])
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="lambda must be in range"):
+            lib.nn.functional.softshrink(lib.tensor([0.3]), -1.0)
+        with pytest.raises(NotImplementedError, match="hardshrink"):
+            lib.hardshrink(lib.tensor([1, 2]), 0.5)
+    assert tg.tensor([1.0, -2.0]).hardshrink(1.5).tolist() == [0.0, -2.0]
 
 
 @pytest.mark.cpu_only(reason="judged against a long-double oracle; torch's forward only as a sanity check")

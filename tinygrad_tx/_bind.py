@@ -1,11 +1,14 @@
 """The one place where Tensor methods and top-level functions are bound to the op modules.
 
-Every op module below may define two dicts next to its Functions:
+Every op module below may define three dicts next to its Functions (adding an op is its file and
+one line in ``MODULES``; ``functional/shrink.py`` is the example):
 
 * ``TENSOR_METHODS = {"sin": sin, ...}``: bound as ``Tensor.sin`` (a function taking the
   tensor first, as torch's methods do); ``ops/inplace.py`` sets it to None and computes its
   methods (an in-place twin of each method bound before it) in ``in_place_methods()``;
-* ``FUNCTIONS = {"sin": sin, ...}``: exported as ``tinygrad_tx.sin``.
+* ``FUNCTIONS = {"sin": sin, ...}``: exported as ``tinygrad_tx.sin``;
+* ``FUNCTIONAL = {"softshrink": softshrink, ...}``: exported as ``tinygrad_tx.functional.softshrink``
+  (``torch.nn.functional``'s names; ``functional/__init__.py`` imports the tutorial's own by hand).
 
 A module may not silently replace a method bound earlier (by the Tensor class's own operators or
 another module): a name it means to replace goes in its ``REPLACES`` set.
@@ -47,6 +50,7 @@ MODULES = (
     "tinygrad_tx.printing",      # set_printoptions
     "tinygrad_tx.ops.misc",      # Tensor.random_, dist
     "tinygrad_tx.functional",
+    "tinygrad_tx.functional.shrink",   # hardshrink, softshrink: the example of adding an op (docs/engine.md §9)
     "tinygrad_tx.ops.compat",    # select, addcmul/addcdiv, the in-place view ops (unsqueeze_, t_, ...)
     "tinygrad_tx.ops.inplace",   # last: it makes an in-place twin of every method bound before it
 )
@@ -80,8 +84,20 @@ def bind() -> dict:
                 raise RuntimeError(f"{name} exports tinygrad_tx.{fname}, already exported by another module")
             functions[fname] = fn
             origin[fname] = module
+        _export_functional(name, getattr(module, "FUNCTIONAL", {}))
     _parser_conventions(Tensor, list(owner), functions, origin)
     return functions
+
+
+def _export_functional(name: str, table: dict) -> None:
+    """A module's ``FUNCTIONAL`` names, set on ``tinygrad_tx.functional`` (F)."""
+    if not table:
+        return
+    F = importlib.import_module("tinygrad_tx.functional")
+    for fname, fn in table.items():
+        if getattr(F, fname, fn) is not fn:
+            raise RuntimeError(f"{name} exports tinygrad_tx.functional.{fname}, already defined there")
+        setattr(F, fname, fn)
 
 
 def _parser_conventions(Tensor, methods, functions: dict, origin: dict) -> None:

@@ -116,7 +116,7 @@ def _zeros_where_missing(grads, like, strict, missing_message, create_graph, ind
         if g is None:
             if strict:
                 raise RuntimeError(missing_message.format(i=i))
-            g = _tg().zeros_like(x)
+            g = _factories().zeros_like(x)
         elif strict and create_graph and independent_message and not g.requires_grad:
             raise RuntimeError(independent_message.format(i=i))
         out.append(g)
@@ -172,7 +172,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         xs = _differentiable_copies(xs, create_graph)
         v = _single_element_default(v, xs, in_packed, "jvp", create_graph)
         out_packed, outs = _outputs(func, xs, "jvp", strict)
-        us = tuple(_tg().zeros_like(o, requires_grad=True) for o in outs)
+        us = tuple(_factories().zeros_like(o, requires_grad=True) for o in outs)
         g_of_u = _reverse(outs, xs, us, create_graph=True)
         _strict_needs_grad(g_of_u, "The gradient with respect to input {i} is independent of the inputs of the "
                            "user-provided function. This is not allowed in strict mode.", strict)
@@ -223,7 +223,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                         if strict:
                             raise RuntimeError(f"Output {i} of the user-provided function is independent of input "
                                                f"{j}. This is not allowed in strict mode.")
-                        g = _tg().zeros_like(xs[j])
+                        g = _factories().zeros_like(xs[j])
                     elif strict and create_graph and not g.requires_grad:
                         raise RuntimeError(_JAC_ALONE.format(i=i))
                     rows[j].append(g)
@@ -235,8 +235,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
 def _rows_to_block(rows, out, x, create_graph):
     shape = tuple(out.shape) + tuple(x.shape)
     if not rows:   # an output with no elements
-        return _tg().zeros(shape, dtype=x.dtype)
-    block = _tg().stack(rows, dim=0).reshape(shape)
+        return _factories().zeros(shape, dtype=x.dtype)
+    block = _stack(rows, dim=0).reshape(shape)
     return block if create_graph else block.detach()
 
 
@@ -260,7 +260,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
                                            "not allowed in strict mode. You should ensure that your function is twice "
                                            "differentiable and that the jacobian depends on the inputs (this would be "
                                            "violated by a linear function for example).")
-            grads = tuple(_tg().zeros_like(p) if g is None else g for g, p in zip(grads, points))
+            grads = tuple(_factories().zeros_like(p) if g is None else g for g, p in zip(grads, points))
             return grads
 
     h = jacobian(gradient, xs, create_graph=create_graph, strict=strict, vectorize=vectorize,
@@ -306,7 +306,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         xs = _differentiable_copies(xs, create_graph)
         v = _single_element_default(v, xs, in_packed, "hvp", create_graph)
         y, grads = _scalar_and_gradient(func, xs, "hvp", strict)
-        us = tuple(_tg().zeros_like(x, requires_grad=True) for x in xs)
+        us = tuple(_factories().zeros_like(x, requires_grad=True) for x in xs)
         live = [(g, u) for g, u in zip(grads, us) if g is not None and g.requires_grad]
         u_h = (_grad([g for g, _ in live], list(xs), [u for _, u in live], create_graph=True, allow_unused=True,
                      retain_graph=True) if live else (None,) * len(xs))
@@ -324,6 +324,12 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     return _result((y,), create_graph)[0], _unpack(in_packed, _result(res, create_graph))
 
 
-def _tg():
-    import tinygrad_tx
-    return tinygrad_tx
+def _factories():
+    """factories.py (zeros, zeros_like), imported when first needed: it sits above this package."""
+    from .. import factories
+    return factories
+
+
+def _stack(tensors, dim):
+    from ..tensor import stack
+    return stack(tensors, dim=dim)

@@ -26,7 +26,6 @@ Second reading -- what keeps it correct and lean, but changes no gradient:
   in-place op has changed since it was saved;
 * ``saved_memory.py`` -- bytes held for backward (read by the benchmark);
 * ``anomaly.py``     -- ``detect_anomaly``: a NaN or inf from a backward names the op and your line;
-* ``hooks.py``       -- ``RemovableHandle``;
 * ``seam.py``        -- the slots through which the rings plug in (``tinygrad_tx.compile``'s
   recorder, torch's node names, the legacy constructor, the speed ring's copy).
 """

@@ -3,11 +3,9 @@
 The core imports nothing from the rest of the package; a ring that must see or change what the
 core does sets a slot here, and the core calls the slot. There are four:
 
-* ``recorder``: None except while ``tinygrad_tx.compile`` records a call (``compile/``); then that
-  call's recorder, and the few places that run or create arrays outside a Function
-  (``ArrayFunction.apply``, ``run_backward``, the reduction of broadcast gradients, tensor creation,
-  reading a value into Python, in-place edits; outside the core: the optimizers' ``step``, a module
-  call, a dropout mask's draw) hand it what they do. Each costs one ``recorder is not None`` test.
+* ``recorder``: None except while ``tinygrad_tx.compile`` records a call; then that call's recorder,
+  which the core (``apply``, ``run_backward``, tensor creation, value reads, in-place edits) and the
+  rings (through the functions below) tell what they do: one ``recorder is not None`` test each.
 * ``legacy_constructor``: ``Tensor(2, 3)``, ``Tensor([1, 2])``, ``Tensor(t)``, ``Tensor()`` --
   torch's legacy constructor forms, which need the op library (``legacy.py`` installs it);
 * ``node_name``: the name torch gives a graph node where it differs from ``<op>Backward0``
@@ -36,9 +34,8 @@ def legacy_constructor(self, data, sizes, requires_grad, dtype, device) -> None:
                     "(import tinygrad_tx)")
 
 
-# What the core's Tensor tells the recorder (each a no-op unless tinygrad_tx.compile is recording):
-# a tensor made outside a Function, a size read into Python (a size that depends on values is
-# guarded), ``t.grad = value``, an in-place change.
+# What the core's Tensor tells the recorder: a tensor made outside a Function, a size read into
+# Python (a size that depends on values is guarded), ``t.grad = value``, an in-place change.
 
 def created(t, data, dtype) -> None:
     if recorder is not None:

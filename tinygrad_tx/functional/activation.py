@@ -129,7 +129,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False,
     return DropoutFn.apply(x, keep=keep, scale=scale)
 
 
-class DropoutAddFn(ArrayFunction):
+class DropoutAdd(ArrayFunction):
     """out = r + x ∘ m / (1 - p): ``dropout(x)`` added to the residual r in one op (one C pass
     where kernels run), m the same keep mask ``dropout`` draws.
 
@@ -172,7 +172,7 @@ def dropout_add(residual, input, p: float = 0.5, training: bool = True, generato
     if not training or p == 0.0 or not isinstance(r, Tensor) or r.shape != x.shape or r.dtype != x.dtype:
         return r + dropout(x, p, training, generator=generator)
     keep, scale = keep_mask(x.shape, p, generator), keep_scale_of(p, x.dtype)
-    return DropoutAddFn.apply(r, x, keep=keep, scale=scale)
+    return DropoutAdd.apply(r, x, keep=keep, scale=scale)
 
 
 def dropout_composite(input, p: float = 0.5, training: bool = True, inplace: bool = False,

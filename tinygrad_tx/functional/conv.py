@@ -418,7 +418,8 @@ def conv1d_closed_form(input, weight, bias=None, stride=1, padding=0, dilation=1
 def conv2d_composite(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """Rung 1 of ``conv2d``: zero ``F.pad``, strided windows by ``Tensor.unfold`` (dilation by slicing
     the window), and one ``einsum`` per group — every backward the engine's."""
-    import tinygrad_tx as tg
+    from ..ops.einsum import einsum
+    from ..tensor import cat
     from .pad import pad as _fpad
     x, w, b, unbatched, kw = _conv_args(input, weight, bias, stride, padding, dilation, groups, 2,
                                         "conv2d_composite")
@@ -430,8 +431,8 @@ def conv2d_composite(input, weight, bias=None, stride=1, padding=0, dilation=1, 
         x = _fpad(x, (le, r, t, bo))
     win = x.unfold(2, d0 * (kh - 1) + 1, s0).unfold(3, d1 * (kwid - 1) + 1, s1)[..., ::d0, ::d1]
     cg, og = w.shape[1], w.shape[0] // g
-    parts = [tg.einsum("nchwij,ocij->nohw", win[:, i * cg:(i + 1) * cg], w[i * og:(i + 1) * og]) for i in range(g)]
-    out = parts[0] if g == 1 else tg.cat(parts, 1)
+    parts = [einsum("nchwij,ocij->nohw", win[:, i * cg:(i + 1) * cg], w[i * og:(i + 1) * og]) for i in range(g)]
+    out = parts[0] if g == 1 else cat(parts, 1)
     if b is not None:
         out = out + b.reshape(1, -1, 1, 1)
     return out.squeeze(0) if unbatched else out

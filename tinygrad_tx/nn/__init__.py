@@ -51,8 +51,8 @@ from .resampling import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPa
                          ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
                          ReplicationPad3d, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
                          ZeroPad3d)
-from .wrappers import (CELU, GLU, SELU, CosineSimilarity, Fold, Hardsigmoid, Hardswish, LogSigmoid, PairwiseDistance,
-                       PixelShuffle, PixelUnshuffle, Softmin, Softsign, Tanhshrink, Unfold)
+from .wrappers import (CELU, GLU, SELU, CosineSimilarity, Fold, Hardshrink, Hardsigmoid, Hardswish, LogSigmoid,
+                       PairwiseDistance, PixelShuffle, PixelUnshuffle, Softmin, Softshrink, Softsign, Tanhshrink, Unfold)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
 from .loss_more import (CosineEmbeddingLoss, CTCLoss, GaussianNLLLoss, HingeEmbeddingLoss, KLDivLoss,
@@ -75,7 +75,7 @@ __all__ = [
     "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
     "ConstantPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d", "GroupNorm", "CELU", "GLU", "SELU",
     "CosineSimilarity", "Fold", "Hardsigmoid", "Hardswish", "LogSigmoid", "PairwiseDistance", "PixelShuffle",
-    "PixelUnshuffle", "Softmin", "Softsign", "Tanhshrink", "Unfold",
+    "PixelUnshuffle", "Softmin", "Softsign", "Tanhshrink", "Unfold", "Hardshrink", "Softshrink",
     "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
     "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LSTM", "LSTMCell",
     "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList",

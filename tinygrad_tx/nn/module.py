@@ -44,7 +44,7 @@ import numpy as np
 
 from .._factory_args import check_bool
 from ..core import seam as _seam
-from ..core.hooks import RemovableHandle
+from ..autograd.hooks import RemovableHandle
 from ..core.device import check as _check_device
 from ..core.device import device as _DeviceType
 from ..core.dtypes import resolve as _resolve_dtype

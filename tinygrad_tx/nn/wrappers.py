@@ -9,7 +9,7 @@ from .. import functional as F
 from ..functional.resample import pixel_shuffle, pixel_unshuffle
 from .module import Module
 
-__all__ = ["Hardswish", "Hardsigmoid", "SELU", "CELU", "GLU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin",
+__all__ = ["Hardshrink", "Softshrink", "Hardswish", "Hardsigmoid", "SELU", "CELU", "GLU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin",
            "Unfold", "Fold", "CosineSimilarity", "PairwiseDistance", "PixelShuffle", "PixelUnshuffle"]
 
 
@@ -66,6 +66,27 @@ class Tanhshrink(Module):
 
     def forward(self, input):
         return F.tanhshrink(input)
+
+
+class Hardshrink(Module):
+    """x where |x| > lambd, else 0 (``F.hardshrink``)."""
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """x ∓ lambd outside [-lambd, lambd], else 0 (``F.softshrink``)."""
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
 
 
 class CELU(Module):

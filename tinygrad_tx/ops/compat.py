@@ -16,7 +16,7 @@ import weakref
 import numpy as np
 
 from ..core.grad_mode import is_grad_enabled
-from ..core.hooks import RemovableHandle
+from ..autograd.hooks import RemovableHandle
 from ..core.tensor import Tensor
 from ..tensor import TENSOR_METHODS as _tensor_methods
 from . import movement as _M

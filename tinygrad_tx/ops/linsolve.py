@@ -325,7 +325,7 @@ def logdet(A):
     where det A = 0 (torch's composite ``where(sign == −1, nan, logabsdet)``; the gradient is
     slogdet's where the determinant is not negative, 0 where it is)."""
     sign, logabs = _slogdet_pair(A, "logdet")
-    from .. import where
+    from ..tensor import where
     return where(sign == -1, float("nan"), logabs)
 
 
