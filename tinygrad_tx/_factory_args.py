@@ -1,6 +1,6 @@
 """Argument handling shared by the factories (``factories.py``, ``random_factories.py``):
-sizes given as torch takes them, dtype and device arguments, and the result leaf; and the
-error classes that argument checks elsewhere (nn, optim, functional) share with them."""
+sizes given as torch takes them, dtype and device arguments, and the result leaf. (The error
+classes every layer's argument checks raise are ``errors.py``'s.)"""
 from __future__ import annotations
 
 import numbers
@@ -10,24 +10,7 @@ import numpy as np
 from .core.device import check as _check_device
 from .core.dtypes import resolve as _resolve_dtype
 from .core.tensor import Tensor
-
-
-class InvalidArgumentError(ValueError, RuntimeError):
-    """A bad argument *value* where torch raises RuntimeError (a negative size, an empty
-    range, a negative std): a ValueError, as Python code expects, that an
-    ``except RuntimeError`` written for torch catches too."""
-
-
-class InvalidDtypeError(TypeError, RuntimeError):
-    """A tensor of the wrong dtype where torch raises RuntimeError ("expected target dtype to be
-    Long", "one_hot is only applicable to index tensor of type LongTensor"): a TypeError, as
-    Python code expects, that ``except RuntimeError`` written for torch catches too."""
-
-
-class InvalidArgumentAssertion(ValueError, AssertionError):
-    """A bad argument value that torch refuses with an ``assert`` (``Embedding``'s
-    ``padding_idx``, ``MultiheadAttention``'s ``embed_dim % num_heads``): a ValueError
-    that ``except AssertionError`` also catches -- and unlike an assert, not removed by ``-O``."""
+from .errors import InvalidArgumentError
 
 
 def check_bool(v, op: str, arg: str) -> bool:

@@ -36,7 +36,8 @@ from .generator import (Generator, default_generator, draw_bernoulli, draw_expon
                         initial_seed, manual_seed, seed, set_rng_state)
 from .random_factories import FUNCTIONS as _RANDOM_FUNCTIONS
 from .random_factories import TENSOR_METHODS as _RANDOM_METHODS
-from ._factory_args import InvalidArgumentError, _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
+from ._factory_args import _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
+from .errors import InvalidArgumentError
 from .core.tensor import Tensor
 
 _INT64 = np.dtype(np.int64)

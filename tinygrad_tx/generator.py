@@ -37,7 +37,7 @@ from .core.dtypes import default_float
 from .core.dtypes import resolve as _resolve_dtype
 
 _tensor = importlib.import_module("tinygrad_tx.tensor")   # the module (tinygrad_tx.tensor is also a function)
-from ._factory_args import InvalidArgumentError  # noqa: E402  (after the tensor module, which it imports)
+from .errors import InvalidArgumentError  # noqa: E402  (after the tensor module, which it imports)
 
 
 def _reseeded(generator, how: str) -> None:

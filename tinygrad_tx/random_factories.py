@@ -17,7 +17,9 @@ import numbers
 
 import numpy as np
 
-from ._factory_args import InvalidArgumentError, _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
+from ._factory_args import _as_int, leaf, parse_size, resolve_dtype, shape_and_dtype_of
+
+from .errors import InvalidArgumentError
 from .core.function import ArrayFunction
 from .core.device import check as _check_device
 from .core.dtypes import default_float

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from .. import kernels
-from .._factory_args import InvalidArgumentError, InvalidDtypeError
+from ..errors import InvalidArgumentError, InvalidDtypeError
 from ..core import seam as _seam
 from ..tensor import Tensor, default_generator
 

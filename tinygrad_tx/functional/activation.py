@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, check_probability, keep_mask, keep_scale_of

@@ -39,7 +39,7 @@ import numbers
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, keep_mask, keep_scale_of

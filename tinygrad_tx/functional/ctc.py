@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..core.tensor import Tensor
 from ._util import as_tensor, check_float, loss_reduction

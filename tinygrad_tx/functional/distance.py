@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..tensor import Tensor, _canonical_dim
 from ._util import as_tensor, check_float, check_real

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..core.grad_mode import is_grad_enabled
 from ..autograd.node_names import named

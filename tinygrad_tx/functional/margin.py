@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..core.grad_mode import is_grad_enabled
 from ..tensor import Tensor, where

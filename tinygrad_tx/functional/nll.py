@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..core.grad_mode import is_grad_enabled
 from ..ops.movement import IndexOutOfRange

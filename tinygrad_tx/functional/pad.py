@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from .._factory_args import InvalidArgumentError, InvalidDtypeError
+from ..errors import InvalidArgumentError, InvalidDtypeError
 from ..core.function import ArrayFunction
 from ..core.tensor import Tensor
 from ._util import as_tensor, check_real

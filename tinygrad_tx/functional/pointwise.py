@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..ops.elementwise import _sigmoid
 from ..core.dtypes import default_float

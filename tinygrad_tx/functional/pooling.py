@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..core.tensor import Tensor
 from ._util import as_tensor, check_float

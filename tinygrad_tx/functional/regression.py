@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..core.function import ArrayFunction
 from ..autograd.node_names import named
 from ..core.tensor import Tensor

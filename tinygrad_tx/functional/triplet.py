@@ -13,7 +13,7 @@ of the distance times ±1 where the hinge is active and 0 elsewhere.
 """
 from __future__ import annotations
 
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..tensor import Tensor, where
 from ._util import as_tensor, check_real, loss_reduction, reduce_loss
 from .distance import pairwise_distance

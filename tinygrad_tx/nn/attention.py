@@ -33,7 +33,7 @@ import numbers
 import numpy as np
 
 from ..core.device import check as _check_device
-from .._factory_args import InvalidArgumentAssertion
+from ..errors import InvalidArgumentAssertion
 from ..functional._util import check_probability
 from ..tensor import Tensor, cat
 from . import init

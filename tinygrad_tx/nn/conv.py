@@ -19,7 +19,7 @@ from __future__ import annotations
 import numbers
 
 from .. import functional as F
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..functional.conv import _tuple
 from .layers import _FanInLayer, _input, _size
 

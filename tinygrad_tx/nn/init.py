@@ -30,7 +30,7 @@ import numbers
 
 import numpy as np
 
-from .._factory_args import InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..generator import draw_normal, draw_uniform, get_generator
 from ..core.tensor import Tensor
 

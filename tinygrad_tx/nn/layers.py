@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from .. import functional as F
-from .._factory_args import InvalidArgumentAssertion, InvalidArgumentError
+from ..errors import InvalidArgumentAssertion, InvalidArgumentError
 from ..core.device import check as _check_device
 from ..functional.embedding import _unsupported_embedding_options
 from ..functional._util import check_probability

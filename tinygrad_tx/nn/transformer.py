@@ -48,7 +48,7 @@ import warnings
 import numpy as np
 
 from .. import functional as F
-from .._factory_args import InvalidArgumentAssertion, InvalidArgumentError
+from ..errors import InvalidArgumentAssertion, InvalidArgumentError
 from ..core.grad_mode import is_grad_enabled
 from ..core.tensor import Tensor
 from .attention import MultiheadAttention

@@ -8,7 +8,7 @@ import math
 import numbers
 import warnings
 
-from ..._factory_args import InvalidArgumentAssertion
+from ...errors import InvalidArgumentAssertion
 from ...generator import get_generator as _generator
 from ...torch_streams import randperm
 from ...core.tensor import Tensor
