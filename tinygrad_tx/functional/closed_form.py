@@ -50,12 +50,14 @@ def _row_max(x, axis):
 # ============================================================================ softmax family
 
 class SoftmaxClosedForm(ArrayFunction):
-    """y = softmax(x) along ``dim``:  y_i = e^{x_i - m} / Σ_k e^{x_k - m},  m = max_k x_k
-    (the shift m cancels; it keeps every exponent <= 0).
+    """y = softmax(x) along ``dim``:  y_i = e^{x_i - m} / Σ_k e^{x_k - m},  m = max_k x_k.
+    Subtracting m changes nothing (the factor e^{-m} cancels between numerator and
+    denominator) but keeps every exponent <= 0: logits of ±1000 give exact probabilities
+    instead of inf/inf.
 
     Backward.  ∂y_i/∂x_j = y_i (δ_ij - y_j), so
-        dL/dx_j = Σ_i g_i y_i (δ_ij - y_j) = y_j (g_j - Σ_i g_i y_i):   dx = y ∘ (g - ⟨g, y⟩).
-    Saved: y.
+        dL/dx_j = Σ_i g_i y_i (δ_ij - y_j) = y_j (g_j - Σ_i g_i y_i):   dx = y ∘ (g - ⟨g, y⟩),
+    the inner product taken along ``dim``. Only the output is needed: saved, y.
     """
 
     @staticmethod
@@ -74,10 +76,14 @@ class SoftmaxClosedForm(ArrayFunction):
 
 
 class LogSoftmaxClosedForm(ArrayFunction):
-    """y = log softmax(x) = s - log Σ_k e^{s_k},  s = x - max x  (the log-sum-exp trick).
+    """y = log softmax(x) along ``dim``:  y_i = x_i - logsumexp(x) = s_i - log Σ_k e^{s_k},
+    s = x - m, m = max_k x_k  (the log-sum-exp trick: no exp overflows, and the log never
+    sees 0 because the largest term is e^0 = 1).
 
-    Backward.  ∂y_i/∂x_j = δ_ij - softmax(x)_j, so dx = g - e^y Σ g  (softmax = e^y).
-    Saved: y.
+    Backward.  ∂y_i/∂x_j = δ_ij - softmax(x)_j, so
+        dL/dx_j = g_j - softmax(x)_j Σ_i g_i:   dx = g - e^y Σ g  (softmax = e^y).
+    Saved: y, exponentiated again in the backward rather than keeping a second array
+    of the input's size.
     """
 
     @staticmethod
@@ -98,13 +104,17 @@ class LogSoftmaxClosedForm(ArrayFunction):
 class CrossEntropyClosedForm(ArrayFunction):
     """ℓ = -Σ_c q_c log p_c per position, p = softmax(z) over the class axis, where
     q = w ∘ ((1 - ε) onehot(t) + ε/C) is the weighted, label-smoothed target distribution
-    (0 at ignored positions; built by ``loss.target_distribution``). 'mean' divides Σ ℓ by
-    the total weight of the kept targets.
+    (0 at ignored positions; built by ``loss.target_distribution``); log p = s - log Σ_c e^{s_c}
+    with s = z - max z (stable). Written out,
+        ℓ = -(1-ε) w_t log p_t - (ε/C) Σ_c w_c log p_c:
+    torch's nll term plus its smoothing term. 'mean' divides Σ ℓ by the total weight of the
+    kept targets, Σ w_t (their count when unweighted).
 
     Backward.  ∂ log p_k / ∂z_c = δ_kc - p_c, so
-        ∂ℓ/∂z_c = -Σ_k q_k (δ_kc - p_c) = p_c Σ_k q_k - q_c      (unweighted: p - q),
-    times g (per position for 'none', g / total weight for 'mean'; all ignored: 0, as torch).
-    Saved: p and q.
+        ∂ℓ/∂z_c = -Σ_k q_k (δ_kc - p_c) = p_c Σ_k q_k - q_c = p_c A - q_c,
+        A = Σ_k q_k = (1-ε) w_t + (ε/C) Σ_k w_k      (unweighted: A = 1, the familiar p - q),
+    times r: g_i per position for 'none', g for 'sum', g / total weight for 'mean', and 0 at
+    ignored positions (all ignored: 0, as torch). Saved: p and q.
     """
 
     @staticmethod
@@ -135,11 +145,14 @@ class LayerNormClosedForm(ArrayFunction):
     """y = x̂ ∘ γ + β,  x̂ = (x - μ) ρ,  ρ = 1/√(σ² + eps), with μ and σ² (biased) the mean
     and variance of each row: the trailing ``ndim_normalized`` dimensions, D elements.
 
-    Backward. With ĝ = g ∘ γ, ∂μ/∂x_j = 1/D and ∂ρ/∂x_j = -ρ² x̂_j / D,
+    Backward. Write ĝ = g ∘ γ (the gradient reaching x̂). Differentiating x̂_i = (x_i - μ) ρ
+    with ∂μ/∂x_j = 1/D and ∂ρ/∂x_j = -ρ³ (x_j - μ)/D = -ρ² x̂_j / D:
         ∂x̂_i/∂x_j = ρ (δ_ij - 1/D) - x̂_i ρ x̂_j / D,
-    so  dL/dx = ρ · (ĝ - mean(ĝ) - x̂ ∘ mean(ĝ ∘ x̂)),
+    so the three-term closed form
+        dL/dx = ρ · (ĝ - mean(ĝ) - x̂ ∘ mean(ĝ ∘ x̂))      (means over the row),
         dL/dγ = Σ_rows g ∘ x̂,   dL/dβ = Σ_rows g.
-    Saved: x̂, ρ and γ.
+    A constant row has σ² = 0: x̂ = 0, y = β, and dL/dx = ρ (ĝ - mean ĝ) with ρ = 1/√eps —
+    finite, as in torch. Saved: x̂, ρ and γ.
     """
 
     @staticmethod
