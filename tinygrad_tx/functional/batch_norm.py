@@ -41,8 +41,9 @@ class BatchNorm(ArrayFunction):
     statistics in double. It matters for small batches: with m = 2 the two x̂
     are ±sqrt(σ²/(σ² + ε)), and dL/dx's bracket (m d_j − Σ d − x̂_j Σ d x̂) is
     (d_1 − d_2)/2 · ε/(σ² + ε), a difference of nearly equal terms that float32
-    would resolve only to a few digits. No speed tricks otherwise. Gradients of gradients (``create_graph=True``) go
-    through ``BatchNormClosedForm``: this backward reads μ and r, computed in the forward.
+    would resolve only to a few digits. No speed tricks otherwise. Gradients of gradients
+    (``create_graph=True``) go through ``BatchNormClosedForm``: this backward reads μ and r,
+    computed in the forward.
     """
 
     twice_differentiable_via = BatchNormClosedForm   # gradients of gradients go through it

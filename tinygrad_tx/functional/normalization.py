@@ -34,11 +34,10 @@ class LayerNormFn(ArrayFunction):
     — torch's layer_norm saves x, μ and ρ too; the backward forms x̂ = (x − μ − δ)ρ again, one
     pass per block, rather than keeping a second array of x's size.
 
-    Speed and accuracy: the rows are
-    processed in blocks that stay in cache across the passes of each direction
-    (``row_blocks`` with ``_BLOCK_SCALE``; fwd+bwd of (8192, 256) float32, one thread,
-    medians, 2026-12-02 on this shared VM: whole/blocked 1.0x to 1.3x over three runs); row means and column sums are
-    matrix-vector products (``_row_means``, ``_column_sums``); the rounding error of
+    Speed and accuracy: the rows are processed in blocks that stay in cache across the passes
+    of each direction (``row_blocks`` with ``_BLOCK_SCALE``; fwd+bwd of (8192, 256) float32, one
+    thread, medians, 2026-12-02 on this shared VM: whole/blocked 1.0x to 1.3x over three runs);
+    row means and column sums are matrix-vector products (``_row_means``, ``_column_sums``); the rounding error of
     the mean is removed where it matters (``_drop_mean_rounding``). Overflow follows
     torch (``_nan_where_torch_overflows``).
 

@@ -28,12 +28,10 @@ class SoftmaxFn(ArrayFunction):
     Skipped shift. The shift by the row maximum m is only needed where the exponentials
     would overflow. Where no e^{x_k} of a row overflows and the row's sum of exponentials
     is at least √tiny (tiny: the smallest normal float; terms lost to subnormals are then
-    negligible), e^{x_i} / Σ_k e^{x_k}
-    is as accurate as the shifted form — slightly more, as x_i - m is itself
-    rounded — and saves two passes over the data (the row maxima and the
-    subtraction). So the forward exponentiates x as it is (``_softmax_unshifted``)
-    and redoes, shifted, only the rows whose sum came out inf, nan or below √tiny
-    (``_shift_rows_that_need_it``).
+    negligible), e^{x_i} / Σ_k e^{x_k} is as accurate as the shifted form — slightly more, as
+    x_i - m is itself rounded — and saves two passes over the data (the row maxima and the
+    subtraction). So the forward exponentiates x as it is (``_softmax_unshifted``) and redoes,
+    shifted, only the rows whose sum came out inf, nan or below √tiny (``_shift_rows_that_need_it``).
 
     Saved: y, as the closed form.
 
