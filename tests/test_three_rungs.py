@@ -17,6 +17,8 @@ attention over zero keys.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -235,6 +237,30 @@ def test_every_closed_form_function_is_covered_and_short():
     for cls in classes:
         fw, bw = closed_form_lines(cls)
         assert 1 <= fw <= 15 and 1 <= bw <= 15, (cls.__name__, fw, bw)
+
+
+def _formula_lines(doc: str) -> set[str]:
+    """The lines of a docstring that state a formula (an '=' and some length), stripped."""
+    return {line.strip() for line in doc.splitlines() if "=" in line and len(line.strip()) > 20}
+
+
+def test_each_derivation_is_written_once_in_its_closed_form():
+    """Issue 32: the fused class's docstring names its closed form ('Derivation: ``XClosedForm``')
+    and repeats none of its formula lines; the derivation lives in the closed form alone."""
+    from tinygrad_tx.viz.explain import OPS
+    checked = []
+    for name, spec in OPS.items():
+        closed = spec.closed_function
+        if closed is None or name == "conv2d":      # dropout has none; conv2d is another issue's
+            continue
+        fast = inspect.getdoc(spec.function)
+        assert f"Derivation: ``{closed.__name__}``" in fast, name
+        fused_docs = fast + (inspect.getdoc(inspect.getmodule(spec.function)) if spec.derivation_in_module else "")
+        repeated = {line for line in _formula_lines(inspect.getdoc(closed)) if line in fused_docs}
+        assert not repeated, (name, repeated)
+        assert "Backward" in inspect.getdoc(closed) or "dL/dx" in inspect.getdoc(closed), name
+        checked.append(name)
+    assert len(checked) == 11, checked
 
 
 def test_closed_forms_record_one_node_each():

@@ -253,7 +253,7 @@ def _backward_via_closed_form(ctx, g, closed_form):
 
     A fused op's fast backward cannot run on Tensors: it writes into buffers, works in row blocks
     or with SciPy, and reads intermediates its forward saved (x̂, the probabilities) that have no
-    history. Its derivation is also written plainly, as the op's rung 2 (``closed_form.py``), and
+    history. Its derivation is written once, plainly, as the op's rung 2 (``closed_form.py``), and
     that is the one differentiated: the closed form's forward runs again on the fused node's
     inputs -- as Tensors with their history, so every value it saves is recorded -- and then its
     backward runs on Tensors. The fused class names its closed form (``twice_differentiable_via``)

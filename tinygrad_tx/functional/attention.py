@@ -45,27 +45,17 @@ def _key_sums(a: np.ndarray) -> np.ndarray:
 
 
 class ScaledDotProductAttention(ArrayFunction):
-    """Fused attention. Forward, with s = scale:
+    """O = dropout(softmax(scale · Q Kᵀ + mask)) V, fused.
+    Derivation: ``ScaledDotProductAttentionClosedForm`` (functional/closed_form.py).
 
-        S = s · Q Kᵀ  (+ mask, -inf where forbidden),   P = softmax_rows(S),
-        P̃ = P ∘ M / (1 - p)  (dropout mask M; P̃ = P without dropout),   O = P̃ V.
-
-    Backward, with G = dL/dO. The products give
-        dV = P̃ᵀ G,     dP̃ = G Vᵀ,     dP = dP̃ ∘ M / (1 - p).
-    Softmax's backward row by row (see ``softmax.SoftmaxFn``):
-        dS = P ∘ (dP - D),   D = rowsum(dP ∘ P).
-    (FlashAttention gets D without an (L, S) product from the identity
-    D_i = Σ_j dP̃_ij P̃_ij = Σ_j (G_i · V_j) P̃_ij = G_i · O_i. We tried it: in
+    D = rowsum(dP ∘ P) is the direct row sum, not FlashAttention's D_i = G_i · O_i
+    (``FlashAttentionClosedForm``), which needs no (L, S) product. We tried it: in
     float32 the rounding of O makes dQ, dK up to 12x less accurate than torch's
     on ill-conditioned rows (one dominant key), against at most ~4x for the
-    direct row sum, whose cost is small next to the four matrix products.)
-    Finally, from S = s Q Kᵀ + mask,
-        dQ = s · dS K,     dK = s · dSᵀ Q,     d(mask) = dS (a float mask).
-    Masked entries have P = 0, hence dS = 0: no gradient reaches a forbidden
-    key. Fully masked rows (P = 0 by definition) get dS = 0 likewise.
-    Saved: Q, K, V, P and the dropout mask (if any). The plain form is
-    ``ScaledDotProductAttentionClosedForm``; this one works in place on the score array and
-    caches the causal mask (``_causal_future``). Gradients of gradients (``create_graph=True``)
+    direct row sum, whose cost is small next to the four matrix products.
+    Saved: Q, K, V, P and the dropout mask (if any); P̃ is formed again in the backward.
+    This one works in place on the score array, sums over the keys with BLAS (``_key_sums``)
+    and caches the causal mask (``_causal_future``). Gradients of gradients (``create_graph=True``)
     go through the plain form (for a float mask that requires grad, the forward keeps it too).
     """
 

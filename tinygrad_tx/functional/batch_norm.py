@@ -22,30 +22,13 @@ def _channel_shape(ndim: int, c: int):
 
 
 class BatchNorm(ArrayFunction):
-    """y = γ x̂ + β per channel c, with x̂ = (x − μ) r and r = 1/sqrt(σ² + ε).
+    """y = γ x̂ + β per channel c, x̂ = (x − μ) r: batch statistics (``training=True``) or the
+    running estimates as constants (``training=False``).
+    Derivation: ``BatchNormClosedForm`` (functional/closed_form.py).
 
-    ``training=True``: μ, σ² are the batch statistics of channel c over its m
-    values (m = N, or N·L), σ² the biased variance (1/m) Σ (x_i − μ)².
-    ``training=False``: μ, σ² are given constants (the running estimates).
     In training mode forward also updates ``running_mean`` / ``running_var`` in
     place when they are given (momentum update, unbiased variance), as torch's
     kernel does; that side effect plays no part in the derivative.
-
-    Backward (sums run over the m values of one channel; g = dL/dy):
-
-        dL/dβ = Σ_i g_i            dL/dγ = Σ_i g_i x̂_i
-
-    Eval mode: μ and r are constants, so dL/dx_i = γ r g_i.
-
-    Training mode: μ and σ² depend on every x_j of the channel. With
-    d_i = dL/dx̂_i = γ g_i,
-
-        ∂μ/∂x_j = 1/m,   ∂σ²/∂x_j = (2/m)(x_j − μ),   ∂r/∂x_j = −½ r³ ∂σ²/∂x_j = −(r³/m)(x_j − μ)
-        ∂x̂_i/∂x_j = r(δ_ij − 1/m) + (x_i − μ) ∂r/∂x_j = (r/m)(m δ_ij − 1 − x̂_i x̂_j)
-
-    hence
-
-        dL/dx_j = Σ_i d_i ∂x̂_i/∂x_j = (r/m) (m d_j − Σ_i d_i − x̂_j Σ_i d_i x̂_i).
 
     Saved: x and, per channel, μ and r; x̂ is recomputed in the backward.
     γ and β come in already shaped to broadcast against x — (C,) for (N, C)
@@ -56,11 +39,11 @@ class BatchNorm(ArrayFunction):
     Precision: the arithmetic runs in float64 also for float32 input (the
     result is rounded once at the end), as torch's CPU kernel accumulates the
     statistics in double. It matters for small batches: with m = 2 the two x̂
-    are ±sqrt(σ²/(σ² + ε)), and the bracket above is (d_1 − d_2)/2 · ε/(σ² + ε),
-    a difference of nearly equal terms that float32 would resolve only to a
-    few digits. No speed tricks: the plain form, ``BatchNormClosedForm``, is the same
-    derivation written as LayerNorm's closed form over the batch axes. Gradients of gradients
-    (``create_graph=True``) go through it: this backward reads μ and r, computed in the forward.
+    are ±sqrt(σ²/(σ² + ε)), and dL/dx's bracket (m d_j − Σ d − x̂_j Σ d x̂) is
+    (d_1 − d_2)/2 · ε/(σ² + ε), a difference of nearly equal terms that float32
+    would resolve only to a few digits. No speed tricks otherwise. Gradients of gradients
+    (``create_graph=True``) go through ``BatchNormClosedForm``: this backward reads μ and r,
+    computed in the forward.
     """
 
     twice_differentiable_via = BatchNormClosedForm   # gradients of gradients go through it

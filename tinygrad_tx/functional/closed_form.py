@@ -50,12 +50,14 @@ def _row_max(x, axis):
 # ============================================================================ softmax family
 
 class SoftmaxClosedForm(ArrayFunction):
-    """y = softmax(x) along ``dim``:  y_i = e^{x_i - m} / Σ_k e^{x_k - m},  m = max_k x_k
-    (the shift m cancels; it keeps every exponent <= 0).
+    """y = softmax(x) along ``dim``:  y_i = e^{x_i - m} / Σ_k e^{x_k - m},  m = max_k x_k.
+    Subtracting m changes nothing (the factor e^{-m} cancels between numerator and
+    denominator) but keeps every exponent <= 0: logits of ±1000 give exact probabilities
+    instead of inf/inf.
 
     Backward.  ∂y_i/∂x_j = y_i (δ_ij - y_j), so
-        dL/dx_j = Σ_i g_i y_i (δ_ij - y_j) = y_j (g_j - Σ_i g_i y_i):   dx = y ∘ (g - ⟨g, y⟩).
-    Saved: y.
+        dL/dx_j = Σ_i g_i y_i (δ_ij - y_j) = y_j (g_j - Σ_i g_i y_i):   dx = y ∘ (g - ⟨g, y⟩),
+    the inner product taken along ``dim``. Only the output is needed: saved, y.
     """
 
     @staticmethod
@@ -74,10 +76,14 @@ class SoftmaxClosedForm(ArrayFunction):
 
 
 class LogSoftmaxClosedForm(ArrayFunction):
-    """y = log softmax(x) = s - log Σ_k e^{s_k},  s = x - max x  (the log-sum-exp trick).
+    """y = log softmax(x) along ``dim``:  y_i = x_i - logsumexp(x) = s_i - log Σ_k e^{s_k},
+    s = x - m, m = max_k x_k  (the log-sum-exp trick: no exp overflows, and the log never
+    sees 0 because the largest term is e^0 = 1).
 
-    Backward.  ∂y_i/∂x_j = δ_ij - softmax(x)_j, so dx = g - e^y Σ g  (softmax = e^y).
-    Saved: y.
+    Backward.  ∂y_i/∂x_j = δ_ij - softmax(x)_j, so
+        dL/dx_j = g_j - softmax(x)_j Σ_i g_i:   dx = g - e^y Σ g  (softmax = e^y).
+    Saved: y, exponentiated again in the backward rather than keeping a second array
+    of the input's size.
     """
 
     @staticmethod
@@ -98,13 +104,17 @@ class LogSoftmaxClosedForm(ArrayFunction):
 class CrossEntropyClosedForm(ArrayFunction):
     """ℓ = -Σ_c q_c log p_c per position, p = softmax(z) over the class axis, where
     q = w ∘ ((1 - ε) onehot(t) + ε/C) is the weighted, label-smoothed target distribution
-    (0 at ignored positions; built by ``loss.target_distribution``). 'mean' divides Σ ℓ by
-    the total weight of the kept targets.
+    (0 at ignored positions; built by ``loss.target_distribution``); log p = s - log Σ_c e^{s_c}
+    with s = z - max z (stable). Written out,
+        ℓ = -(1-ε) w_t log p_t - (ε/C) Σ_c w_c log p_c:
+    torch's nll term plus its smoothing term. 'mean' divides Σ ℓ by the total weight of the
+    kept targets, Σ w_t (their count when unweighted).
 
     Backward.  ∂ log p_k / ∂z_c = δ_kc - p_c, so
-        ∂ℓ/∂z_c = -Σ_k q_k (δ_kc - p_c) = p_c Σ_k q_k - q_c      (unweighted: p - q),
-    times g (per position for 'none', g / total weight for 'mean'; all ignored: 0, as torch).
-    Saved: p and q.
+        ∂ℓ/∂z_c = -Σ_k q_k (δ_kc - p_c) = p_c Σ_k q_k - q_c = p_c A - q_c,
+        A = Σ_k q_k = (1-ε) w_t + (ε/C) Σ_k w_k      (unweighted: A = 1, the familiar p - q),
+    times r: g_i per position for 'none', g for 'sum', g / total weight for 'mean', and 0 at
+    ignored positions (all ignored: 0, as torch). Saved: p and q.
     """
 
     @staticmethod
@@ -135,11 +145,14 @@ class LayerNormClosedForm(ArrayFunction):
     """y = x̂ ∘ γ + β,  x̂ = (x - μ) ρ,  ρ = 1/√(σ² + eps), with μ and σ² (biased) the mean
     and variance of each row: the trailing ``ndim_normalized`` dimensions, D elements.
 
-    Backward. With ĝ = g ∘ γ, ∂μ/∂x_j = 1/D and ∂ρ/∂x_j = -ρ² x̂_j / D,
+    Backward. Write ĝ = g ∘ γ (the gradient reaching x̂). Differentiating x̂_i = (x_i - μ) ρ
+    with ∂μ/∂x_j = 1/D and ∂ρ/∂x_j = -ρ³ (x_j - μ)/D = -ρ² x̂_j / D:
         ∂x̂_i/∂x_j = ρ (δ_ij - 1/D) - x̂_i ρ x̂_j / D,
-    so  dL/dx = ρ · (ĝ - mean(ĝ) - x̂ ∘ mean(ĝ ∘ x̂)),
+    so the three-term closed form
+        dL/dx = ρ · (ĝ - mean(ĝ) - x̂ ∘ mean(ĝ ∘ x̂))      (means over the row),
         dL/dγ = Σ_rows g ∘ x̂,   dL/dβ = Σ_rows g.
-    Saved: x̂, ρ and γ.
+    A constant row has σ² = 0: x̂ = 0, y = β, and dL/dx = ρ (ĝ - mean ĝ) with ρ = 1/√eps —
+    finite, as in torch. Saved: x̂, ρ and γ.
     """
 
     @staticmethod
@@ -164,18 +177,25 @@ class LayerNormClosedForm(ArrayFunction):
 
 
 class BatchNormClosedForm(ArrayFunction):
-    """Training-mode batch norm: LayerNorm's closed form with the statistics taken per
-    channel (axis 1) over the batch (and length) axes instead of per row:
+    """Batch norm: y = γ x̂ + β per channel c (axis 1), x̂ = (x - μ) r, r = 1/√(σ² + eps).
 
-        y = γ x̂ + β,  x̂ = (x - μ) r,  r = 1/√(σ² + eps),  μ, σ² over the m values of a channel;
-        dL/dx = r · (d - mean(d) - x̂ ∘ mean(d ∘ x̂)),  d = γ g   (means over those m values),
-        dL/dγ = Σ g ∘ x̂,   dL/dβ = Σ g.
+    Training mode: μ and σ² are the batch statistics of channel c over its m values (the
+    batch and length axes: m = N, or N·L), σ² the biased variance (1/m) Σ (x_i - μ)² —
+    LayerNorm's closed form with the statistics taken per channel instead of per row.
 
-    (The same derivation as ``functional/batch_norm.py``'s ``BatchNorm``'s (r/m)(m d - Σ d - x̂ Σ d x̂).)
+    Backward (sums over the m values of one channel; g = dL/dy):
+        dL/dβ = Σ_i g_i,   dL/dγ = Σ_i g_i x̂_i.
+    μ and σ² depend on every x_j of the channel. With d_i = dL/dx̂_i = γ g_i,
+        ∂μ/∂x_j = 1/m,   ∂σ²/∂x_j = (2/m)(x_j - μ),   ∂r/∂x_j = -½ r³ ∂σ²/∂x_j = -(r³/m)(x_j - μ),
+        ∂x̂_i/∂x_j = r (δ_ij - 1/m) + (x_i - μ) ∂r/∂x_j = (r/m)(m δ_ij - 1 - x̂_i x̂_j),
+    hence
+        dL/dx_j = Σ_i d_i ∂x̂_i/∂x_j = (r/m)(m d_j - Σ_i d_i - x̂_j Σ_i d_i x̂_i)
+                = r · (d - mean(d) - x̂ ∘ mean(d ∘ x̂))_j      (LayerNorm's three terms).
     Saved: x̂, r and γ. No running statistics: ``F.batch_norm`` updates those.
 
-    Eval mode (``running=(μ, σ²)``, given constants, as ``nn.BatchNorm`` uses them): x̂ = (x - μ) r
-    with μ and r constants, so dL/dx = r d. (Only ``BatchNorm``'s gradients of gradients use it.)
+    Eval mode (``running=(μ, σ²)``, the running estimates as given constants, as
+    ``nn.BatchNorm`` uses them): x̂ = (x - μ) r with μ and r constants, so dL/dx = r d = γ r g.
+    (Only ``BatchNorm``'s gradients of gradients use it.)
     """
 
     @staticmethod
@@ -233,11 +253,17 @@ def attention_scores(q, k, attn_mask, is_causal, scale, shape):
 
 class ScaledDotProductAttentionClosedForm(ArrayFunction):
     """O = P̃ V,  P̃ = P ∘ M / (1 - p) (dropout mask M; P̃ = P without),  P = softmax_rows(S),
-    S = scale · Q Kᵀ + mask (``attention_scores``); a fully masked row has P = 0.
+    S = scale · Q Kᵀ + mask, -inf where forbidden (``attention_scores``); a fully masked row
+    has P = 0.
 
-    Backward, G = dL/dO:  dV = P̃ᵀ G,  dP = (G Vᵀ) ∘ M / (1 - p),
-    dS = P ∘ (dP - rowsum(dP ∘ P))  (softmax's backward, row by row),
-    dQ = scale · dS K,  dK = scale · dSᵀ Q,  d(mask) = dS.   Saved: Q, K, V, P, P̃.
+    Backward, G = dL/dO. The products give
+        dV = P̃ᵀ G,   dP̃ = G Vᵀ,   dP = dP̃ ∘ M / (1 - p);
+    softmax's backward row by row (``SoftmaxClosedForm``):
+        dS = P ∘ (dP - D),   D = rowsum(dP ∘ P);
+    and from S = scale · Q Kᵀ + mask,
+        dQ = scale · dS K,   dK = scale · dSᵀ Q,   d(mask) = dS (a float mask).
+    Masked entries have P = 0, hence dS = 0: no gradient reaches a forbidden key; fully masked
+    rows (P = 0 by definition) get dS = 0 likewise.   Saved: Q, K, V, P, P̃.
     """
 
     @staticmethod
@@ -305,11 +331,14 @@ class FlashAttentionClosedForm(ArrayFunction):
 # ============================================================================ lookups and products
 
 class EmbeddingClosedForm(ArrayFunction):
-    """y[..., :] = W[ids[...], :].  Backward: table row v receives the gradients of every
-    position that looked it up,  dL/dW[v] = Σ_{n : ids_n = v} g_n  (a scatter-add;
-    the row ``padding_idx`` gets none). As a product: with M the (N, V) one-hot matrix of
-    the ids (M_nv = 1 where ids_n = v; its column ``padding_idx`` zeroed), y = M W and
-    dL/dW = Mᵀ G (G: the N gradient rows). Saved: the ids."""
+    """y[..., :] = W[ids[...], :]  (a row lookup; W is (V, D)).
+
+    Backward. Each output row is a copy of one table row, so table row v receives the sum of
+    the output gradients of every position that looked it up — repeated ids accumulate:
+        dL/dW[v] = Σ_{n : ids_n = v} g_n   (a scatter-add; the row ``padding_idx`` gets none,
+    as in torch). As a product: with M the (N, V) one-hot matrix of the ids (M_nv = 1 where
+    ids_n = v; its column ``padding_idx`` zeroed), y = M W and dL/dW = Mᵀ G (G: the N
+    gradient rows); dL/dW is linear in G. Saved: the ids."""
 
     @staticmethod
     def forward(ctx, weight, *, ids, padding_idx):
@@ -328,9 +357,9 @@ class EmbeddingClosedForm(ArrayFunction):
 
 
 class LinearClosedForm(ArrayFunction):
-    """y = x Wᵀ + b.  Backward (y_j = Σ_i x_i W_ji + b_j):
+    """y = x Wᵀ + b with x (..., in), W (out, in), b (out,).  Backward (y_j = Σ_i x_i W_ji + b_j):
         dL/dx = g W,   dL/dW = Σ_rows gᵀ x,   dL/db = Σ_rows g   (rows: every leading index).
-    Saved: x and W."""
+    Saved: x (for dW) and W (for dx)."""
 
     @staticmethod
     def forward(ctx, x, weight, bias):
@@ -346,12 +375,14 @@ class LinearClosedForm(ArrayFunction):
 
 
 class PatchEmbedClosedForm(ArrayFunction):
-    """ViT patch projection = Conv2d(kernel = stride = P): cut (B, C, H, W) into the
-    (B, N, C·Ph·Pw) matrix of flattened patches (``(c, i, j)`` order, a Conv2d weight's),
-    then y = patches W_flatᵀ + b.  Backward is Linear's, with dL/dpatches folded back into
-    the image (each pixel lies in exactly one patch):
-        dL/dx = fold(g W_flat),   dL/dW = Σ_{b,n} gᵀ patches,   dL/db = Σ_{b,n} g.
-    Saved: the patches and W_flat."""
+    """ViT patch projection = Conv2d(kernel = stride = P)(x).flatten(2).transpose(1, 2): with
+    stride = kernel size the windows tile the image without overlap, so cut (B, C, H, W) into
+    the (B, N, C·Ph·Pw) matrix of flattened patches (``(c, i, j)`` order, a Conv2d weight's),
+    then y = patches W_flatᵀ + b, shape (B, N, D).  Backward is Linear's, with dL/dpatches
+    folded back into the image (each pixel lies in exactly one patch):
+        dL/dx = fold(g W_flat),   dL/dW = Σ_{b,n} gᵀ patches (reshaped to (D, C, P, P)),
+        dL/db = Σ_{b,n} g.
+    Saved: the patches (the size of x, for dW) and W_flat (for dx)."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, ph, pw):

@@ -43,15 +43,13 @@ def _weight_grad(g, x):
 
 
 class LinearFn(ArrayFunction):
-    """y = x Wᵀ + b with x (..., in), W (out, in), b (out,).
+    """y = x Wᵀ + b with x (..., in), W (out, in), b (out,), fused.
+    Derivation: ``LinearClosedForm`` (functional/closed_form.py).
 
-    Backward (y_j = Σ_i x_i W_ji + b_j):
-        dL/dx = g W,
-        dL/dW = Σ_rows gᵀ x  — one (out, N)·(N, in) product over the flattened rows,
-        dL/db = Σ_rows g     — the engine's reduction of the broadcast bias.
-    Saved: x (for dW) and W (for dx), each only when that gradient is needed.
-    Speed: the products run over the flattened rows (``_rows``); the plain form is
-    ``LinearClosedForm``. This backward has no buffers or blocks: it runs on Tensors as it is,
+    Speed: the products run over the flattened rows (``_rows``): dL/dW = Σ_rows gᵀ x is one
+    (out, N)·(N, in) product (``_weight_grad``); dL/db = Σ_rows g is left to the engine's
+    reduction of the broadcast bias. Saved: x (for dW) and W (for dx), each only when that
+    gradient is needed. This backward has no buffers or blocks: it runs on Tensors as it is,
     so gradients of gradients differentiate it (``differentiable_backward``).
     """
 
@@ -112,20 +110,15 @@ def _to_patches(x, ph, pw):
 
 
 class PatchEmbed(ArrayFunction):
-    """ViT patch projection: y[b, n] = W_flat · patch_n(x[b]) + bias, shape (B, N, D).
+    """ViT patch projection, y[b, n] = W_flat · patch_n(x[b]) + bias (a Conv2d with
+    stride = kernel size), fused. Derivation: ``PatchEmbedClosedForm`` (functional/closed_form.py).
 
-    Equal to Conv2d(C, D, kernel_size=P, stride=P)(x).flatten(2).transpose(1, 2):
-    with stride = kernel size the windows tile the image without overlap, so the
-    convolution is one matrix product of the (B·N, C·P·P) patch matrix with the
-    (C·P·P, D) flattened kernel — no im2col duplication.
-
-    Backward is Linear's, followed by the inverse rearrangement for x:
-        dL/dpatches = g W_flat  → folded back to (B, C, H, W) (each pixel is in one patch),
-        dL/dW = Σ_{b,n} gᵀ patches  (reshaped to (D, C, P, P)),   dL/dbias = Σ_{b,n} g.
-    Saved: the patch matrix (the size of x, needed for dW) and W_flat (for dx).
-    Speed: Linear's flattened-rows products (``_rows``, ``_affine``, ``_weight_grad``);
-    the plain form is ``PatchEmbedClosedForm``. Gradients of gradients (``create_graph=True``)
-    go through the plain form; for it the forward also keeps x when x requires grad.
+    The convolution is one matrix product of the (B·N, C·P·P) patch matrix with the
+    (C·P·P, D) flattened kernel — no im2col duplication. Speed: Linear's flattened-rows
+    products (``_rows``, ``_affine``, ``_weight_grad``). Saved: the patch matrix (for dW) and
+    W_flat (for dx), each only when that gradient is needed. Gradients of gradients
+    (``create_graph=True``) go through ``PatchEmbedClosedForm``; for it the forward also keeps
+    x when x requires grad.
     """
 
     twice_differentiable_via = PatchEmbedClosedForm   # gradients of gradients go through it

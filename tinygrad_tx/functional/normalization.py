@@ -1,5 +1,5 @@
-"""Layer normalization: ``layer_norm`` (the fused ``LayerNormFn``, its closed-form backward
-derived in the docstring) and ``layer_norm_composite``. The other normalizations have a file
+"""Layer normalization: ``layer_norm`` (the fused ``LayerNormFn``; its closed-form backward is
+derived in ``closed_form.LayerNormClosedForm``) and ``layer_norm_composite``. The other normalizations have a file
 each: ``batch_norm.py``, ``rms_norm.py``, ``instance_norm.py`` (instance and group norm); the
 plain closed forms are ``closed_form.LayerNormClosedForm`` and ``BatchNormClosedForm``."""
 from __future__ import annotations
@@ -21,19 +21,9 @@ _BLOCK_SCALE = 4
 
 
 class LayerNormFn(ArrayFunction):
-    """y = x̂ ∘ γ + β,  x̂ = (x - μ) · ρ,  ρ = 1/√(σ² + eps),
-    with μ and σ² the mean and biased variance over the last k dimensions
-    (the ``normalized_shape``; D elements per row below).
-
-    Backward. Write ĝ = g ∘ γ (the gradient reaching x̂). Differentiating
-    x̂_i = (x_i - μ) ρ with ∂μ/∂x_j = 1/D and ∂ρ/∂x_j = -ρ³ (x_j - μ)/D = -ρ² x̂_j / D:
-
-        ∂x̂_i/∂x_j = ρ (δ_ij - 1/D) - x̂_i ρ x̂_j / D,
-
-    so the three-term closed form
-
-        dL/dx = ρ · (ĝ - mean(ĝ) - x̂ ∘ mean(ĝ ∘ x̂))      (means over the row),
-        dL/dγ = Σ_rows g ∘ x̂,        dL/dβ = Σ_rows g.
+    """y = layer_norm(x) over the last k dimensions (the ``normalized_shape``; D elements per
+    row), the closed form tuned for speed. Derivation: ``LayerNormClosedForm``
+    (functional/closed_form.py); ĝ = g ∘ γ, x̂ and ρ as there.
 
     The row means are matrix-vector products: mean(ĝ) = (g γ)/D and
     mean(ĝ ∘ x̂) = ((g ∘ x̂) γ)/D, with g and g ∘ x̂ as (rows, D) matrices. The
@@ -43,14 +33,11 @@ class LayerNormFn(ArrayFunction):
     Saved: x and, per row, μ, the mean's rounding correction δ (``_drop_mean_rounding``) and ρ
     — torch's layer_norm saves x, μ and ρ too; the backward forms x̂ = (x − μ − δ)ρ again, one
     pass per block, rather than keeping a second array of x's size.
-    A constant row has σ² = 0: x̂ = 0, y = β, and dL/dx = ρ (ĝ - mean ĝ) with
-    ρ = 1/√eps — finite, as in torch.
 
-    Speed and accuracy (the plain form is ``LayerNormClosedForm``): the rows are
-    processed in blocks that stay in cache across the passes of each direction
-    (``row_blocks`` with ``_BLOCK_SCALE``; fwd+bwd of (8192, 256) float32, one thread,
-    medians, 2026-12-02 on this shared VM: whole/blocked 1.0x to 1.3x over three runs); row means and column sums are
-    matrix-vector products (``_row_means``, ``_column_sums``); the rounding error of
+    Speed and accuracy: the rows are processed in blocks that stay in cache across the passes
+    of each direction (``row_blocks`` with ``_BLOCK_SCALE``; fwd+bwd of (8192, 256) float32, one
+    thread, medians, 2026-12-02 on this shared VM: whole/blocked 1.0x to 1.3x over three runs);
+    row means and column sums are matrix-vector products (``_row_means``, ``_column_sums``); the rounding error of
     the mean is removed where it matters (``_drop_mean_rounding``). Overflow follows
     torch (``_nan_where_torch_overflows``).
 

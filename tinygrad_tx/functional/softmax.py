@@ -4,7 +4,8 @@ Read the composites first (``softmax_composite``, ``log_softmax_composite``):
 they are the definitions written with Tensor primitives, and autograd
 differentiates them op by op. The fused Functions compute the same values in
 one pass and replace the chain of primitive backwards by the closed form
-derived in their docstrings.
+derived in ``closed_form.py`` (``SoftmaxClosedForm``, ``LogSoftmaxClosedForm``);
+their docstrings give only what the speed adds.
 """
 from __future__ import annotations
 
@@ -21,25 +22,18 @@ from ._util import as_tensor, check_float, from_rows, row_blocks, row_max, row_s
 
 
 class SoftmaxFn(ArrayFunction):
-    """y = softmax(x) along ``dim``:  y_i = e^{x_i - m} / Σ_k e^{x_k - m},  m = max_k x_k.
+    """y = softmax(x) along ``dim``, the closed form tuned for speed.
+    Derivation: ``SoftmaxClosedForm`` (functional/closed_form.py); dx = y ∘ (g - ⟨g, y⟩).
 
-    Subtracting m changes nothing (the factor e^{-m} cancels between numerator
-    and denominator) but keeps every exponent <= 0: logits of ±1000 give exact
-    probabilities instead of inf/inf.
+    Skipped shift. The shift by the row maximum m is only needed where the exponentials
+    would overflow. Where no e^{x_k} of a row overflows and the row's sum of exponentials
+    is at least √tiny (tiny: the smallest normal float; terms lost to subnormals are then
+    negligible), e^{x_i} / Σ_k e^{x_k} is as accurate as the shifted form — slightly more, as
+    x_i - m is itself rounded — and saves two passes over the data (the row maxima and the
+    subtraction). So the forward exponentiates x as it is (``_softmax_unshifted``) and redoes,
+    shifted, only the rows whose sum came out inf, nan or below √tiny (``_shift_rows_that_need_it``).
 
-    The shift is only needed then. Where no e^{x_k} of a row overflows and the
-    row's sum of exponentials is at least √tiny (tiny: the smallest normal
-    float; terms lost to subnormals are then negligible), e^{x_i} / Σ_k e^{x_k}
-    is as accurate as the shifted form — slightly more, as x_i - m is itself
-    rounded — and saves two passes over the data (the row maxima and the
-    subtraction). So the forward exponentiates x as it is (``_softmax_unshifted``)
-    and redoes, shifted, only the rows whose sum came out inf, nan or below √tiny
-    (``_shift_rows_that_need_it``). The plain form is ``SoftmaxClosedForm``.
-
-    Backward.  ∂y_i/∂x_j = y_i (δ_ij - y_j), so
-        dL/dx_j = Σ_i g_i y_i (δ_ij - y_j) = y_j (g_j - Σ_i g_i y_i),
-    i.e.  dx = y ∘ (g - ⟨g, y⟩), the inner product taken along ``dim``.
-    Only the output is needed, so the output is what we save.
+    Saved: y, as the closed form.
 
     One step of refinement. Where a row saturates (one y_i near 1), g_i - ⟨g, y⟩ is a small
     difference of numbers of the size of g: the rounding of ⟨g, y⟩ and of y itself (Σ y is 1
@@ -52,7 +46,7 @@ class SoftmaxFn(ArrayFunction):
     1.9 -> 3.1 ms, forward + backward of (16, 8, 128, 128) 5.6 -> 6.9 ms (one thread, 2026-12-03).
 
     Gradients of gradients (``create_graph=True``) go through ``SoftmaxClosedForm``, whose
-    backward is the formula above without buffers or blocks; it reads only y, this node's output.
+    backward is the unrefined formula without buffers or blocks; it reads only y, this node's output.
 
     Layout. Both directions work on the slices along ``dim`` as the rows of a
     2-D array (``to_rows``: a view in the usual case of the last dim), in
@@ -133,20 +127,16 @@ def _shift_rows_that_need_it(x2: np.ndarray, y2: np.ndarray, totals: np.ndarray)
 
 
 class LogSoftmaxFn(ArrayFunction):
-    """y = log softmax(x) along ``dim``:  y_i = x_i - logsumexp(x),
-    logsumexp(x) = m + log Σ_k e^{x_k - m}  (m = max_k x_k; the log-sum-exp trick:
-    no exp overflows, and the log never sees 0 because the largest term is e^0 = 1).
+    """y = log softmax(x) along ``dim``, the closed form tuned for speed.
+    Derivation: ``LogSoftmaxClosedForm`` (functional/closed_form.py).
 
-    Backward.  ∂y_i/∂x_j = δ_ij - softmax(x)_j, so
-        dL/dx_j = g_j - softmax(x)_j Σ_i g_i,
-    i.e.  dx = g - e^y Σ g  (softmax = e^y). We save y and exponentiate it again
-    in the backward rather than keeping a second array of the input's size.
+    Saved: y, as the closed form (exponentiated again in the backward).
 
     Layout: rows in cache-sized blocks, as in ``SoftmaxFn``; the exponentials
     go to one block-sized scratch array. (Measured 2026-12-02 on this shared VM, fwd+bwd
     of (8192, 256) float32, one thread: blocked 0.8x to 0.9x the speed of one whole-array
-    pass — the blocks do not pay here.) The plain form is ``LogSoftmaxClosedForm``; gradients of
-    gradients go through it (``create_graph=True``); it reads only y, this node's output.
+    pass — the blocks do not pay here.) Gradients of gradients (``create_graph=True``) go
+    through ``LogSoftmaxClosedForm``; it reads only y, this node's output.
     """
 
     twice_differentiable_via = LogSoftmaxClosedForm   # gradients of gradients go through it

@@ -415,9 +415,11 @@ def _gelu_with_derivative(x: np.ndarray, approximate: str, need_d: bool):
 class GeluClosedForm(ArrayFunction):
     """GELU, exact or with torch's tanh approximation.
 
-    Exact: y = x Φ(x), Φ(x) = (1 + erf(x/√2))/2;  dy/dx = Φ(x) + x φ(x), φ(x) = e^{-x²/2}/√(2π).
-    Tanh:  y = x/2 (1 + tanh u), u = √(2/π)(x + 0.044715 x³);
-           dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh² u) √(2/π)(1 + 3·0.044715 x²).
+    Exact (approximate='none'): y = x Φ(x), Φ(x) = (1 + erf(x/√2))/2 the normal CDF;
+        dy/dx = Φ(x) + x φ(x),  φ(x) = e^{-x²/2}/√(2π) the normal density
+        (d/dx Φ = φ, product rule).
+    Tanh (approximate='tanh'): y = x/2 (1 + tanh u),  u = √(2/π)(x + 0.044715 x³);
+        dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh² u) du/dx,  du/dx = √(2/π)(1 + 3·0.044715 x²).
     dL/dx = g · dy/dx. Saved: x.
     """
 
@@ -439,23 +441,16 @@ class GeluClosedForm(ArrayFunction):
 
 
 class GeluFn(ArrayFunction):
-    """GELU, exact or with torch's tanh approximation.
+    """GELU, exact or with torch's tanh approximation, fused.
+    Derivation: ``GeluClosedForm`` (above, ops/elementwise.py).
 
-    Exact (approximate='none'): y = x Φ(x), Φ(x) = (1 + erf(x/√2))/2 the normal CDF
-        (computed as erfc(-x/√2)/2, the same number without the cancellation near x → -∞).
-        dy/dx = Φ(x) + x φ(x),  φ(x) = e^{-x²/2}/√(2π) the normal density
-        (d/dx Φ = φ, product rule).
-
-    Tanh (approximate='tanh'): y = x/2 (1 + tanh u),  u = √(2/π)(x + 0.044715 x³).
-        dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh² u) du/dx,
-        du/dx = √(2/π)(1 + 3·0.044715 x²).
-
-    dy/dx shares its expensive parts with y (Φ and φ, or tanh u), so when a
-    gradient will be needed the forward computes it alongside y and saves it
+    Φ(x) is computed as erfc(-x/√2)/2: the same number as (1 + erf(x/√2))/2 without the
+    cancellation near x → -∞. dy/dx shares its expensive parts with y (Φ and φ, or tanh u),
+    so when a gradient will be needed the forward computes it alongside y and saves it
     (one array of x's size, as saving x would be; ``_gelu_with_derivative``); the
-    backward is then dL/dx = g · dy/dx, one multiply. The plain form, which saves
-    x and recomputes Φ in the backward, is ``GeluClosedForm`` above;
-    gradients of gradients (``create_graph=True``) go through it, for which x is kept too.
+    backward is then dL/dx = g · dy/dx, one multiply. The plain form saves x and recomputes
+    Φ in the backward; gradients of gradients (``create_graph=True``) go through it, for which
+    x is kept too.
 
     float32 exact GELU is computed in float32 by ``ops.normal.gelu_float32``
     (a fitted approximation of Φ accurate to 1e-8, block by block, ~10x faster

@@ -15,14 +15,12 @@ a = Σ exp(S_j − m) v_j. A new tile of scores S_t with maximum m_t updates
 which rescales what was accumulated under the old maximum. At the end
 O = a / l and L = m + log l.
 
-Backward. With P_ij = exp(S_ij − L_i) recomputed tile by tile from the saved L,
-and G = dL/dO, the softmax Jacobian gives
-    dV = Pᵀ G,    dP = G Vᵀ,    dS_ij = P_ij (dP_ij − D_i),
-where D_i = Σ_j P_ij dP_ij. Then dQ = dS K · scale and dK = dSᵀ Q · scale. Each
-tile's contributions are accumulated; nothing T_q × T_k is ever stored.
-FlashAttention takes D_i = G_i · O_i (equal in exact arithmetic, no pass over P),
-but O's rounding is not the P's of dS: where a row has one dominant key, dP_i − D_i
-cancels and that mismatch is all that is left (a query that sees one key gets noise
+Backward. The derivation is ``FlashAttentionClosedForm``'s (functional/closed_form.py):
+dS = P ∘ (dP − D), with P_ij = exp(S_ij − L_i) recomputed here tile by tile from the saved L.
+Each tile's contributions are accumulated; nothing T_q × T_k is ever stored.
+FlashAttention (and that closed form) takes D_i = G_i · O_i (equal to Σ_j P_ij dP_ij in
+exact arithmetic, no pass over P), but O's rounding is not the P's of dS: where a row
+has one dominant key, dP_i − D_i cancels and that mismatch is all that is left (a query that sees one key gets noise
 instead of an exact 0; float64 grads 1.2e-10 off torch's on a 2-token Encoder,
 float32 up to 2.4e-4). So each query tile visits its key tiles twice: once to sum
 D from the P and dP it recomputes, once for dS: one more score and dP product per
@@ -76,10 +74,11 @@ def causal_key_end(n_keys: int, q_end: int, is_causal: bool) -> int:
 
 
 class FlashAttention(ArrayFunction):
-    """O = softmax(Q Kᵀ · scale + mask) V computed tile by tile; see the module docstring
-    for the online-softmax forward and the recomputing backward. The same math untiled —
-    what is saved (O and L) and recomputed (P) — is ``FlashAttentionClosedForm``; the tiles
-    (the O(T·d) memory) and ``causal_key_end`` are what this one adds."""
+    """O = softmax(Q Kᵀ · scale + mask) V computed tile by tile.
+    Derivation: ``FlashAttentionClosedForm`` (functional/closed_form.py), the same math untiled —
+    what is saved (O and L) and recomputed (P). See the module docstring for what this one adds:
+    the online-softmax forward, the tiles (the O(T·d) memory), D summed from P and dP, and
+    ``causal_key_end``."""
 
     @staticmethod
     def forward(ctx, q, k, v, attn_mask=None, is_causal=False, scale=None, block_q=128, block_k=128):

@@ -7,7 +7,8 @@ the same closed form tuned for speed, each trick a named helper. :func:`explain`
 report with
 
 1. the three rungs in that order: the composite's source, the closed form's derivation and
-   source (and its size in lines), the fused Function's derivation, source and the named
+   source (and its size in lines) — the op's one derivation —, the fused Function's docstring
+   (what the speed adds: its tricks, refinements and what it saves), source and the named
    helpers it calls;
 2. a live check on a random float64 input with a random cotangent g: the output and every
    input gradient of each rung against PyTorch (when torch is installed; else against the
@@ -60,7 +61,7 @@ class OpSpec:
     inputs: Callable
     torch: str | None
     summary: str
-    derivation_in_module: bool = False
+    derivation_in_module: bool = False   # the fused Function's account (its tiles, its tricks) is its module's docstring
     note: str = ""
     closed_note: str = ""
     closed_class: type | None = None   # the rung-2 class of an op outside ``F.CLOSED_FORMS`` (conv2d)
@@ -852,7 +853,8 @@ def explain(op: str, seed: int = 0, use_torch: bool = True, source: bool = True)
         if source:
             out += [_indent(_source(closed.forward)), "", _indent(_source(closed.backward)), ""]
     doc = inspect.getdoc(inspect.getmodule(cls)) if spec.derivation_in_module else inspect.getdoc(cls)
-    out += ["Rung 3 — fused (derivation: " + ("module" if spec.derivation_in_module else "class") + " docstring)",
+    out += ["Rung 3 — fused (the closed form tuned for speed; what it adds: "
+            + ("module" if spec.derivation_in_module else "class") + " docstring)",
             _indent(doc or "(none)"), ""]
     if source:
         out += ["    Forward", _indent(_source(cls.forward), "        "), "",
