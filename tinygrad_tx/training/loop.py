@@ -216,6 +216,7 @@ def step_function(model, optimizer, method: str, grad_clip: float):
         norm = from_numpy(clipped_norm(optimizer, grad_clip)) if grad_clip > 0 else None
         optimizer.step()
         return loss, norm
+    training_step.__qualname__ = f"the training step of {type(model).__name__}"   # compile's warning names it
     return training_step
 
 
