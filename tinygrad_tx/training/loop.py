@@ -5,14 +5,19 @@ A :class:`Task` knows its data and its model; :func:`fit` knows how to train. On
 1. the next mini-batch (``batch_stream``: seeded reshuffle every epoch; padding columns
    that no example of the batch uses are cut off, which changes nothing for a causal
    model with right padding and masked keys, and saves their compute);
-2. ``loss = model.<method>(*args)`` as the task's :meth:`Task.batch_call` says (the
-   same call runs the PyTorch twin in ``--compare-torch``);
-3. ``optimizer.zero_grad(); loss.backward()``;
+2. ``optimizer.zero_grad()``, then ``loss = model.<method>(*args)`` as the task's
+   :meth:`Task.batch_call` says (the same call runs the PyTorch twin in ``--compare-torch``);
+3. ``loss.backward()``;
 4. ``clip_grad_norm_`` of all gradients to ``grad_clip`` (skipped when 0);
 5. ``optimizer.step()`` (AdamW; weight decay on matrices and embeddings only,
    :func:`~tinygrad_tx.optim.weight_decay_groups`), then ``scheduler.step()``
    (``LambdaLR`` with :func:`~tinygrad_tx.optim.warmup_cosine`: linear warmup for
    ``warmup_steps``, cosine decay to ``min_lr_ratio * lr`` at the last step).
+
+Steps 2-5 but the scheduler are :func:`step_function`, which returns the loss and the norm as
+tensors, read into Python after it; ``--compile`` runs it through ``tinygrad_tx.compile``
+(:class:`CompiledStep`: recorded once per batch shape and replayed, fused C loops where the
+kernels run).
 
 Every ``eval_every`` steps, and after the last one, :meth:`Task.evaluate` measures the dev
 split in eval mode without a graph. The history (per-step train loss, lr, and the
@@ -226,8 +231,10 @@ def train_step(model, optimizer, scheduler, spec, grad_clip: float, step=None) -
     Python readouts of the loss and the norm happen here, after the step."""
     model.train()
     method, args, kwargs = spec
-    fn = step_function(model, optimizer, method, grad_clip) if step is None else step.function(method)
-    loss, norm = step.run(fn, args, kwargs) if step is not None else fn(*args, **kwargs)
+    if step is None:
+        loss, norm = step_function(model, optimizer, method, grad_clip)(*args, **kwargs)
+    else:
+        loss, norm = step.run(method, args, kwargs)
     scheduler.step()
     return float(loss.item()), (float(norm.item()) if norm is not None else math.nan)
 
@@ -283,8 +290,10 @@ class CompiledStep:
                 fuse=self.fuse, max_programs=self.max_programs)
         return fn
 
-    def run(self, fn, args, kwargs):
-        """``fn(*args, **kwargs)``, a replay wherever compile can make it one."""
+    def run(self, method: str, args, kwargs):
+        """The compiled step of ``model.<method>`` on these arguments, a replay wherever compile
+        can make it one; ``(loss, norm)`` tensors."""
+        fn = self.function(method)
         signature = (id(fn), _signature(args), _signature(kwargs))
         saved = None if fn.eager_reason is not None or signature in self.replayed else self._save()
         before = self._count(fn)
