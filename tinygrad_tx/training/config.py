@@ -63,6 +63,10 @@ class TrainConfig:
     threads: int = _f(0, "threads for NumPy's BLAS and tinygrad_tx's elementwise pool while training "
                          "(0 = automatic: OMP_NUM_THREADS if set, else the CPUs less the load average, at least 1)",
                       min=0)
+    compile: bool = _f(False, "record the training step (forward, backward, clip, AdamW) once with "
+                              "tinygrad_tx.compile and replay it: fuse=True (elementwise chains as generated C "
+                              "loops) where a C compiler is found, else plain compile; a model compile cannot "
+                              "replay warns once and trains eagerly")
 
     def __post_init__(self):
         self.check()
@@ -70,6 +74,9 @@ class TrainConfig:
     def check(self) -> None:
         """The checks that need no data (run when the config is made, so a bad combination of
         flags fails before any corpus is loaded): ``ValueError`` naming the flags."""
+        if self.compile and self.compare_torch:
+            raise ValueError("--compile does not combine with --compare-torch (the comparison runs both "
+                             "frameworks' eager steps)")
         if getattr(self, "type", "transformer") in NAME_BASELINES and self.n_layers < 1:
             raise ValueError(f"--type {self.type} needs --n-layers >= 1, got {self.n_layers}")
         if getattr(self, "type", "transformer") not in ("transformer", "vit"):

@@ -5,14 +5,19 @@ A :class:`Task` knows its data and its model; :func:`fit` knows how to train. On
 1. the next mini-batch (``batch_stream``: seeded reshuffle every epoch; padding columns
    that no example of the batch uses are cut off, which changes nothing for a causal
    model with right padding and masked keys, and saves their compute);
-2. ``loss = model.<method>(*args)`` as the task's :meth:`Task.batch_call` says (the
-   same call runs the PyTorch twin in ``--compare-torch``);
-3. ``optimizer.zero_grad(); loss.backward()``;
+2. ``optimizer.zero_grad()``, then ``loss = model.<method>(*args)`` as the task's
+   :meth:`Task.batch_call` says (the same call runs the PyTorch twin in ``--compare-torch``);
+3. ``loss.backward()``;
 4. ``clip_grad_norm_`` of all gradients to ``grad_clip`` (skipped when 0);
 5. ``optimizer.step()`` (AdamW; weight decay on matrices and embeddings only,
    :func:`~tinygrad_tx.optim.weight_decay_groups`), then ``scheduler.step()``
    (``LambdaLR`` with :func:`~tinygrad_tx.optim.warmup_cosine`: linear warmup for
    ``warmup_steps``, cosine decay to ``min_lr_ratio * lr`` at the last step).
+
+Steps 2-5 but the scheduler are :func:`step_function`, which returns the loss and the norm as
+tensors, read into Python after it; ``--compile`` runs it through ``tinygrad_tx.compile``
+(:class:`CompiledStep`: recorded once per batch shape and replayed, fused C loops where the
+kernels run).
 
 Every ``eval_every`` steps, and after the last one, :meth:`Task.evaluate` measures the dev
 split in eval mode without a graph. The history (per-step train loss, lr, and the
@@ -29,6 +34,7 @@ run interrupted at step k and resumed equals the uninterrupted run bit for bit.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
@@ -38,7 +44,8 @@ import time
 
 import numpy as np
 
-from .. import manual_seed, models, parallel
+from .. import from_numpy, manual_seed, models, parallel
+from ..core import seam as _seam
 from ..core.grad_mode import no_grad
 from ..checkpoint import atomic_write, check_regular_file
 from ..data import ArrayDataset, DataLoader
@@ -191,17 +198,133 @@ def make_optimizer(model, config):
     return optimizer, LambdaLR(optimizer, schedule), schedule
 
 
-def train_step(model, optimizer, scheduler, spec, grad_clip: float) -> tuple[float, float]:
-    """One optimiser step on one batch; returns ``(loss, gradient norm before clipping)``."""
+@_seam.replayed
+def clipped_norm(optimizer, max_norm: float) -> np.ndarray:
+    """``clip_grad_norm_`` of the optimizer's parameters to ``max_norm``; the total norm before
+    clipping (a 0-d array). A compiled step (``--compile``) records this as one call that each
+    replay makes again on the gradients of that replay (the in-place scaling of ``.grad``
+    is not a Function, so the recorder would otherwise refuse it)."""
+    return clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]], max_norm)
+
+
+def step_function(model, optimizer, method: str, grad_clip: float):
+    """The step ``train_step`` runs, as a function of the batch's arrays that returns tensors
+    only (what ``tinygrad_tx.compile`` records): ``zero_grad``, ``loss = model.<method>(...)``,
+    ``backward``, the clip (when ``grad_clip > 0``), ``optimizer.step()``; returns ``(loss,
+    gradient norm before clipping, or None)``. The gradients are cleared first, so that a
+    parameter's ``.grad`` is the call's own work whatever it was before (a recorded program
+    then holds for the first step and every later one alike)."""
+    def training_step(*args, **kwargs):
+        optimizer.zero_grad()
+        _, loss = getattr(model, method)(*args, **kwargs)
+        loss.backward()
+        norm = from_numpy(clipped_norm(optimizer, grad_clip)) if grad_clip > 0 else None
+        optimizer.step()
+        return loss, norm
+    training_step.__qualname__ = f"the training step of {type(model).__name__}"   # compile's warning names it
+    return training_step
+
+
+def train_step(model, optimizer, scheduler, spec, grad_clip: float, step=None) -> tuple[float, float]:
+    """One optimiser step on one batch; returns ``(loss, gradient norm before clipping)``.
+    ``step``: a :class:`CompiledStep` (``--compile``) runs it; by default it runs eagerly. The
+    Python readouts of the loss and the norm happen here, after the step."""
     model.train()
-    _, loss = call(model, spec)
-    optimizer.zero_grad()
-    loss.backward()
-    params = [p for g in optimizer.param_groups for p in g["params"]]
-    norm = float(clip_grad_norm_(params, grad_clip)) if grad_clip > 0 else math.nan
-    optimizer.step()
+    method, args, kwargs = spec
+    if step is None:
+        loss, norm = step_function(model, optimizer, method, grad_clip)(*args, **kwargs)
+    else:
+        loss, norm = step.run(method, args, kwargs)
     scheduler.step()
-    return float(loss.item()), norm
+    return float(loss.item()), (float(norm.item()) if norm is not None else math.nan)
+
+
+def _signature(x):
+    """What of a step's arguments a recorded program is keyed on, as far as this loop can
+    tell: arrays by shape and dtype, anything else by type and value (hashable)."""
+    if isinstance(x, np.ndarray):
+        return ("array", x.shape, x.dtype.str)
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__,) + tuple(map(_signature, x))
+    if isinstance(x, dict):
+        return ("dict",) + tuple((k, _signature(v)) for k, v in sorted(x.items()))
+    return (type(x).__name__, repr(x))
+
+
+class CompiledStep:
+    """``--compile``: the training step (:func:`step_function`: forward, backward, clip,
+    AdamW step) through ``tinygrad_tx.compile`` -- ``fuse=True`` where the C kernels run for
+    the run's dtype (the elementwise chains of the recorded program become generated C loops;
+    losses, gradients and parameters within torch's float32 error, float64 to ~1e-10), else
+    plain compile (a replay bit-identical to eager). The scheduler's step and the readouts of
+    the loss and the norm stay outside (compile refuses a value read into Python).
+
+    Each batch shape is its own program (``trim`` cuts padding columns: up to ``block_size``
+    widths), so up to ``max_programs`` are kept. The call that records a program runs eagerly,
+    and so differs from a replay in the last bits: to keep every step a replay -- and so a run
+    interrupted at step k and resumed equal to the uninterrupted one bit for bit -- the state a
+    step changes (parameters, buffers, optimizer state, the global generator) is saved before
+    a call that may record, put back when it did, and the step replayed. A function compile
+    refuses (a model that reads a value into Python) warns once and runs eagerly."""
+
+    def __init__(self, model, optimizer, grad_clip: float, dtype, max_programs: int = 64):
+        from .. import kernels
+        from ..compile import CompiledFunction
+        self.model, self.optimizer, self.grad_clip = model, optimizer, grad_clip
+        self.fuse = kernels.available(np.dtype(dtype))
+        self.max_programs = max_programs
+        self._compiled = CompiledFunction
+        self.functions = {}
+        self.replayed = set()    # the batch signatures of steps that ran a replay
+        self.replays = 0         # the steps that ran a recorded program (not eagerly)
+
+    @property
+    def mode(self) -> str:
+        return "compile(fuse=True): fused C kernels" if self.fuse else "compile: replay (no C kernels)"
+
+    def function(self, method: str):
+        fn = self.functions.get(method)
+        if fn is None:
+            fn = self.functions[method] = self._compiled(
+                step_function(self.model, self.optimizer, method, self.grad_clip),
+                fuse=self.fuse, max_programs=self.max_programs)
+        return fn
+
+    def run(self, method: str, args, kwargs):
+        """The compiled step of ``model.<method>`` on these arguments, a replay wherever compile
+        can make it one; ``(loss, norm)`` tensors."""
+        fn = self.function(method)
+        signature = (id(fn), _signature(args), _signature(kwargs))
+        saved = None if fn.eager_reason is not None or signature in self.replayed else self._save()
+        before = self._count(fn)
+        result = fn(*args, **kwargs)
+        if saved is not None and self._count(fn)[0] > before[0]:   # recorded: an eager step; undo it, replay
+            self._restore(saved)
+            before = self._count(fn)
+            result = fn(*args, **kwargs)
+        if fn.eager_reason is None and self._count(fn) == before:
+            self.replayed.add(signature)
+            self.replays += 1
+        return result
+
+    @staticmethod
+    def _count(fn) -> tuple:
+        """(programs recorded, refusals) of a compiled function: unchanged by a call that replayed."""
+        return sum(map(len, fn.programs.values())), fn.refusals
+
+    def _tensors(self):
+        return list(self.model.parameters()) + [b for b in self.model.buffers() if b._data.flags.writeable]
+
+    def _save(self):
+        return ([t._data.copy() for t in self._tensors()], copy.deepcopy(self.optimizer.state_dict()),
+                get_rng_state())
+
+    def _restore(self, saved):
+        arrays, opt_state, rng = saved
+        self.optimizer.load_state_dict(opt_state)
+        for t, a in zip(self._tensors(), arrays):
+            np.copyto(t._data, a)
+        set_rng_state(rng)
 
 
 @no_grad()
@@ -470,10 +593,13 @@ def _fit(task: Task, cfg, model, log, out, stop) -> dict:
     if restored is not None:
         restore_training_state(task, optimizer, scheduler, stream, *restored)
     files = RunFiles(task, out) if out is not None else None
+    compiled = CompiledStep(model, optimizer, cfg.grad_clip, cfg.dtype) if getattr(cfg, "compile", False) else None
     best = best_loss(history["evals"])
     bar = Progress(cfg.steps, cfg.progress, task.unit, desc=type(task).__name__.replace("Task", "").lower(),
                    initial=start)
     write = log or bar.write
+    if compiled is not None:
+        write(f"--compile: the training step runs as {compiled.mode}")
     if start:
         write(f"resumed from {cfg.resume} at step {start}/{cfg.steps}")
     last_metric = {}
@@ -485,7 +611,8 @@ def _fit(task: Task, cfg, model, log, out, stop) -> dict:
             for step in range(start + 1, cfg.steps + 1):
                 batch = next(stream)
                 lr = optimizer.param_groups[0]["lr"]
-                loss, norm = train_step(model, optimizer, scheduler, task.batch_call(batch), cfg.grad_clip)
+                loss, norm = train_step(model, optimizer, scheduler, task.batch_call(batch), cfg.grad_clip,
+                                        compiled)
                 if not math.isfinite(loss):
                     raise FloatingPointError(f"the training loss became {loss} at step {step}; "
                                              f"lower --lr (now {cfg.lr}) or keep --grad-clip on")
