@@ -75,7 +75,8 @@ class Settings:
     def __init__(self, quick: bool, rounds: int | None):
         self.quick = quick
         self.rounds = rounds or (3 if quick else 7)
-        self.min_rounds = min(2 if quick else 3, self.rounds)  # even when the budget is exceeded
+        # even when the budget is exceeded; --rounds N asks for N rounds, budget or not
+        self.min_rounds = rounds or min(2 if quick else 3, self.rounds)
         self.round_s = 0.05 if quick else 0.15      # target seconds of calls per worker per round
         self.case_budget_s = 4.0 if quick else 40.0  # cap on one component's timed calls, all workers
         self.warmup = 1 if quick else 2              # quick: setup's forward+backward is the fwdbwd warm-up
@@ -405,7 +406,8 @@ def parse_args(argv):
                     help="directory for results.json, results.md and the PNG plots (default: a new folder "
                          "per run, bench/results/run-YYYYmmdd-HHMMSS, with bench/results/latest pointing to it; "
                          "--replot: the results.json's own folder)")
-    ap.add_argument("--rounds", type=int, default=None, help="timing rounds per component")
+    ap.add_argument("--rounds", type=int, default=None, help="timing rounds per component (default 7, "
+                    "quick 3, fewer when a component's calls pass its time budget; when given, exactly these)")
     ap.add_argument("--attn-impl", choices=("naive", "fused", "flash"), default=None,
                     help="attention implementation in both twins' models (default: naive, the tutorial's code)")
     ap.add_argument("--no-cuda", action="store_true", help="skip the CUDA columns even if CUDA is available")
