@@ -224,7 +224,8 @@ def run_components(workers, names, settings, attn_impl, numpy_worker=None):
                 row["ratio_compiled"]["ours_fused"] = ratio(ours["fused"]["median"], teager)
             if "fwdbwd" in row["results"].get("ours_numpy", {}):
                 row["ratio_numpy"] = ratio(row["results"]["ours_numpy"]["fwdbwd"]["median"], teager)
-            extra = "".join(f"  {k} compiled {v:.2f}" for k, v in row["ratio_compiled"].items())
+            extra = "".join(f"  {k.replace('_', ' ')} {'' if k.endswith('fused') else 'compiled '}{v:.2f}"
+                            for k, v in row["ratio_compiled"].items())
             extra += f"  ours NumPy path {row['ratio_numpy']:.2f}" if "ratio_numpy" in row else ""
             log(f"  {name:18s} f+b ours {ours['fwdbwd']['median'] * 1e3:9.2f} ms  torch "
                 f"{teager * 1e3:9.2f} ms  ratio {row['ratio']['fwdbwd']:.2f}{extra}  "

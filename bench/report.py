@@ -59,7 +59,8 @@ def _compiled_section(rows) -> list:
            "call, replayed as a straight-line program), *compiled + fused* under `tinygrad_tx.compile(fuse=True)` "
            "(its elementwise chains as generated C loops). Torch: eager and `torch.compile` (inductor; `--quick` "
            "skips it: 2-42 s of compiling per step measured here). Cells: median (min–max) ms, then in bold the "
-           "ratio median / torch eager's median.", ""]
+           "ratio median / torch eager's median, and the same ratio of CPU seconds per call (steadier on a busy "
+           "machine when each worker runs one thread).", ""]
     # (column, result label, mode)
     cols = [("ours eager", "ours", "fwdbwd"), ("ours NumPy path", "ours_numpy", "fwdbwd"),
             ("ours compiled", "ours", "compiled"), ("ours compiled + fused", "ours", "fused"),
@@ -69,12 +70,15 @@ def _compiled_section(rows) -> list:
     for r in steps:
         res = r["results"]
         teager = res["torch"]["fwdbwd"]["median"]
+        tcpu = res["torch"].get("cpu", {}).get("fwdbwd", {}).get("median")
 
         def cell(label, mode):
             side = res.get(label, {})
             why = {"compiled": "compiled_error", "fused": "fused_error"}.get(mode)
             if mode in side:
-                return f"{_cell(side[mode])} **{_num(side[mode]['median'] / teager)}**"
+                cpu = side.get("cpu", {}).get(mode, {}).get("median")
+                return f"{_cell(side[mode])} **{_num(side[mode]['median'] / teager)}**" + \
+                    ("" if cpu is None or not tcpu else f" (CPU {_num(cpu / tcpu)})")
             return f"not run: {side[why][:60]}" if why in side else "–"
 
         seconds = " / ".join(_num(side.get(k), ".1f") for side, k in (

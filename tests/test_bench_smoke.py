@@ -87,14 +87,16 @@ def test_step_table_cells_name_what_did_not_run():
     row = {"name": "gpt_x", "available": True, "results": {
         "ours": {"fwdbwd": stats, "compiled": stats, "compile_s": 0.5, "fused_error": "compile(fuse=True) fused "
                  "nothing (kernels: numpy: no C compiler)"},
-        "ours_numpy": {"fwdbwd": dict(stats, median=3e-3)},
-        "torch": {"fwdbwd": dict(stats, median=4e-3), "compiled_error": "RuntimeError: no C++ compiler"}}}
+        "ours_numpy": {"fwdbwd": dict(stats, median=3e-3)},     # a results.json of before the CPU times
+        "torch": {"fwdbwd": dict(stats, median=4e-3), "compiled_error": "RuntimeError: no C++ compiler",
+                  "cpu": {"fwdbwd": {"median": 8e-3}}}}}
+    row["results"]["ours"]["cpu"] = {"fwdbwd": {"median": 4e-3}, "compiled": {"median": 2e-3}}
     md = "\n".join(report._compiled_section([row]))
     line = next(ln for ln in md.splitlines() if ln.startswith("| gpt_x |"))
     cells = [c.strip() for c in line.strip("|").split("|")]
-    assert cells == ["gpt_x", "2 (1–3) **0.50**", "3 (1–3) **0.75**", "2 (1–3) **0.50**",
+    assert cells == ["gpt_x", "2 (1–3) **0.50** (CPU 0.50)", "3 (1–3) **0.75**", "2 (1–3) **0.50** (CPU 0.25)",
                      "not run: compile(fuse=True) fused nothing (kernels: numpy: no C compi",
-                     "4 (1–3) **1.00**", "not run: RuntimeError: no C++ compiler", "0.5 / – / –"]
+                     "4 (1–3) **1.00** (CPU 1.00)", "not run: RuntimeError: no C++ compiler", "0.5 / – / –"]
 
 
 def test_rss_probe_of_ours_never_imports_torch():
