@@ -112,9 +112,10 @@ class OursBackend(_Backend):
     def AdamW(self):
         return importlib.import_module("tinygrad_tx.optim").AdamW
 
-    def compile(self, fn):
-        """``tinygrad_tx.compile`` (fullgraph: a step it cannot capture is an error, not eager)."""
-        return self.tg.compile(fn, fullgraph=True)
+    def compile(self, fn, fuse=False):
+        """``tinygrad_tx.compile`` (fullgraph: a step it cannot capture is an error, not eager);
+        ``fuse=True``: its elementwise chains as generated C loops (``compile(fuse=True)``)."""
+        return self.tg.compile(fn, fullgraph=True, fuse=fuse)
 
     def flash_attention(self, q, k, v, is_causal=False):
         from tinygrad_tx.ops.flash_attention import flash_attention

@@ -5,6 +5,8 @@ other down inside one process):
 
 * a long-lived ``ours`` worker (tinygrad_tx; never imports torch),
 * a long-lived ``torch`` worker on the CPU with the same thread count,
+* for the training steps, a long-lived ``ours_numpy`` worker: ours with ``TINYGRAD_TX_KERNELS=0``
+  (the fused ops' NumPy code, where ``ours`` runs them as a user gets them: C kernels if a compiler is found),
 * a ``torch`` worker on CUDA when ``torch.cuda.is_available()`` (extra columns),
 * one accuracy process (imports both; nothing in it is timed),
 * one fresh process per framework for the peak RSS of the large training step.
@@ -60,6 +62,10 @@ def default_threads() -> int:
 
 CASE_TIMEOUT = 120.0   # --case-timeout: an ``ours`` (or torch) call that never returns stops the bench
 COMPILED_TARGETS = {"gpt_tutorial": 0.70, "gpt_large": 0.80}   # issue 18: JAX jit's level on this CPU
+FUSED_TARGETS = {"gpt_tutorial": 0.60, "gpt_large": 0.85}      # issue 33: compile(fuse=True)
+# the training step's compiled modes: mode -> (result key of its first call's seconds, of why it did not run)
+STEP_MODES = {"compiled": ("compile_s", "compiled_error"), "fused": ("fused_compile_s", "fused_error")}
+NUMPY_PATH = {"TINYGRAD_TX_KERNELS": "0"}   # the ``ours_numpy`` worker: the fused ops' NumPy code, no C kernels
 COMPILE_TIMEOUT = 300.0  # more for a setup that also compiles the training step (torch.compile: 2-26 s measured)
 
 
@@ -69,7 +75,8 @@ class Settings:
     def __init__(self, quick: bool, rounds: int | None):
         self.quick = quick
         self.rounds = rounds or (3 if quick else 7)
-        self.min_rounds = min(2 if quick else 3, self.rounds)  # even when the budget is exceeded
+        # even when the budget is exceeded; --rounds N asks for N rounds, budget or not
+        self.min_rounds = rounds or min(2 if quick else 3, self.rounds)
         self.round_s = 0.05 if quick else 0.15      # target seconds of calls per worker per round
         self.case_budget_s = 4.0 if quick else 40.0  # cap on one component's timed calls, all workers
         self.warmup = 1 if quick else 2              # quick: setup's forward+backward is the fwdbwd warm-up
@@ -90,8 +97,9 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0, compiled=()):
     rounds alternate between contenders (direction reversed every round), so slow
     drifts of the machine hit all of them alike. Returns {label: {...}}; a
     contender whose setup failed gets {"error": ...}. The contenders named in ``compiled``
-    also time mode ``compiled`` (a training step under their framework's compiler) where their
-    worker could build it; else their result says why (``compiled_error``).
+    also time mode ``compiled`` (a training step under their framework's compiler), and ours mode
+    ``fused`` (under ``compile(fuse=True)``), where their worker could build it; else their result
+    says why (``compiled_error``, ``fused_error``).
     """
     results, live, shapes, own_modes = {}, [], {}, {}
     limit = settings.case_timeout
@@ -103,17 +111,19 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0, compiled=()):
             results[label] = {"error": reply.get("error")}
             continue
         shapes[label] = reply.get("out_shape")
-        c = reply.get("compiled") or {}
-        own_modes[label] = tuple(modes) + (("compiled",) if "compile_s" in c else ())
+        built = [m for m in STEP_MODES if "compile_s" in (reply.get(m) or {})]
+        own_modes[label] = tuple(modes) + tuple(built)
         results[label] = {"saved_bytes": reply["saved_bytes"], "first_fwdbwd_s": reply["first_fwdbwd_s"],
                           "saved_bytes_distinct": reply.get("saved_bytes_distinct"),
                           "flops_fwd": reply["flops_fwd"],
                           "flops_fwdbwd": reply["flops_fwdbwd"], "info": reply.get("info", {}),
                           "times": {m: [] for m in own_modes[label]},
                           "cpu_times": {m: [] for m in own_modes[label]}}
-        if want:
-            results[label]["compile_s" if "compile_s" in c else "compiled_error"] = \
-                c.get("compile_s", c.get("error", "this case has no training step to compile"))
+        for m, (seconds, why) in STEP_MODES.items():
+            c = reply.get(m) or {}
+            if want and (c or m == "compiled"):      # fused: ours only
+                results[label][seconds if "compile_s" in c else why] = \
+                    c.get("compile_s", c.get("error", "this case has no training step to compile"))
         live.append((label, worker))
     reference = shapes.get("torch")
     wrong = {lb: sh for lb, sh in shapes.items() if reference is not None and sh is not None and sh != reference}
@@ -138,7 +148,7 @@ def measure(contenders, settings: Settings, modes=MODES, seed=0, compiled=()):
     n = {k: int(min(settings.max_n, max(1, round(settings.round_s / v)))) for k, v in est.items()}
     per_round = sum(n[k] * est[k] for k in n)
     rounds = max(settings.min_rounds, min(settings.rounds, int(settings.case_budget_s / max(per_round, 1e-9))))
-    all_modes = tuple(modes) + (("compiled",) if any("compiled" in m for m in own_modes.values()) else ())
+    all_modes = tuple(modes) + tuple(m for m in STEP_MODES if any(m in own for own in own_modes.values()))
     for r in range(rounds):
         order = live if r % 2 == 0 else live[::-1]
         for m in all_modes:
@@ -167,7 +177,9 @@ def compiled_contenders(quick: bool) -> tuple:
     return ("ours",) if quick else ("ours", "torch")
 
 
-def run_components(workers, names, settings, attn_impl):
+def run_components(workers, names, settings, attn_impl, numpy_worker=None):
+    """Time each component in every worker; a training step also in ``numpy_worker`` (``ours_numpy``:
+    ours with ``TINYGRAD_TX_KERNELS=0``) and compiled (``compiled_contenders``)."""
     rows = []
     for name in names:
         comp = REGISTRY[name]
@@ -176,7 +188,8 @@ def run_components(workers, names, settings, attn_impl):
             cfg["attn_impl"] = attn_impl
         t0 = time.perf_counter()
         compiled = compiled_contenders(settings.quick) if comp.kind == "train" else ()
-        res = measure([(w.label, w, name, cfg) for w in workers], settings, compiled=compiled)
+        extra = [numpy_worker] if numpy_worker is not None and comp.kind == "train" else []
+        res = measure([(w.label, w, name, cfg) for w in workers + extra], settings, compiled=compiled)
         row = {"name": name, "kind": comp.kind, "doc": comp.doc, "config": cfg, "target": comp.target,
                "results": {}}
         for label, r in res.items():
@@ -189,11 +202,10 @@ def run_components(workers, names, settings, attn_impl):
                 "rounds": r["rounds"], "info": r["info"], "times": r["times"], "cpu": r["cpu_stats"],
                 "gflops_fwd": gflops(r["flops_fwd"], r["stats"]["fwd"]["median"]),
                 "gflops_fwdbwd": gflops(r["flops_fwdbwd"], r["stats"]["fwdbwd"]["median"])}
-            for k in ("compile_s", "compiled_error"):
-                if k in r:
-                    row["results"][label][k] = r[k]
-            if "compiled" in r["stats"]:
-                row["results"][label]["compiled"] = r["stats"]["compiled"]
+            for m, keys in STEP_MODES.items():
+                row["results"][label].update({k: r[k] for k in keys if k in r})
+                if m in r["stats"]:
+                    row["results"][label][m] = r["stats"][m]
             row["flops_fwd"], row["flops_fwdbwd"] = r["flops_fwd"], r["flops_fwdbwd"]
         ours, torch_ = row["results"].get("ours", {}), row["results"].get("torch", {})
         row["available"] = "fwd" in ours and "fwd" in torch_
@@ -208,7 +220,13 @@ def run_components(workers, names, settings, attn_impl):
             teager = torch_["fwdbwd"]["median"]
             row["ratio_compiled"] = {k: ratio(v["compiled"]["median"], teager)
                                      for k, v in (("ours", ours), ("torch", torch_)) if "compiled" in v}
-            extra = "".join(f"  {k} compiled {v:.2f}" for k, v in row["ratio_compiled"].items())
+            if "fused" in ours:
+                row["ratio_compiled"]["ours_fused"] = ratio(ours["fused"]["median"], teager)
+            if "fwdbwd" in row["results"].get("ours_numpy", {}):
+                row["ratio_numpy"] = ratio(row["results"]["ours_numpy"]["fwdbwd"]["median"], teager)
+            extra = "".join(f"  {k.replace('_', ' ')} {'' if k.endswith('fused') else 'compiled '}{v:.2f}"
+                            for k, v in row["ratio_compiled"].items())
+            extra += f"  ours NumPy path {row['ratio_numpy']:.2f}" if "ratio_numpy" in row else ""
             log(f"  {name:18s} f+b ours {ours['fwdbwd']['median'] * 1e3:9.2f} ms  torch "
                 f"{teager * 1e3:9.2f} ms  ratio {row['ratio']['fwdbwd']:.2f}{extra}  "
                 f"({time.perf_counter() - t0:.1f} s)")
@@ -343,11 +361,13 @@ def evaluate_targets(rows, accuracy, rss):
         targets.append({"name": f"{row['name']} fwd+bwd time ours/torch-CPU", "value": value,
                         "limit": row["target"], "met": None if value is None else value <= row["target"]})
     for row in rows:
-        limit = COMPILED_TARGETS.get(row["name"])
-        if limit is not None and "ours" in row.get("ratio_compiled", {}):
-            v = row["ratio_compiled"]["ours"]
-            targets.append({"name": f"{row['name']} compiled step time ours/torch-CPU eager", "value": v,
-                            "limit": limit, "met": v <= limit})
+        for key, limits, what in (("ours", COMPILED_TARGETS, "compiled"),
+                                  ("ours_fused", FUSED_TARGETS, "compiled + fused")):
+            limit = limits.get(row["name"])
+            if limit is not None and key in row.get("ratio_compiled", {}):
+                v = row["ratio_compiled"][key]
+                targets.append({"name": f"{row['name']} {what} step time ours/torch-CPU eager", "value": v,
+                                "limit": limit, "met": v <= limit})
     for entry in (rss or [])[:1]:   # the first entry is the step the target is about
         v = entry.get("ratio_step_delta")
         targets.append({"name": f"{entry['component']} peak RSS of the training step (peak − after imports) "
@@ -387,7 +407,8 @@ def parse_args(argv):
                     help="directory for results.json, results.md and the PNG plots (default: a new folder "
                          "per run, bench/results/run-YYYYmmdd-HHMMSS, with bench/results/latest pointing to it; "
                          "--replot: the results.json's own folder)")
-    ap.add_argument("--rounds", type=int, default=None, help="timing rounds per component")
+    ap.add_argument("--rounds", type=int, default=None, help="timing rounds per component (default 7, "
+                    "quick 3, fewer when a component's calls pass its time budget; when given, exactly these)")
     ap.add_argument("--attn-impl", choices=("naive", "fused", "flash"), default=None,
                     help="attention implementation in both twins' models (default: naive, the tutorial's code)")
     ap.add_argument("--no-cuda", action="store_true", help="skip the CUDA columns even if CUDA is available")
@@ -511,6 +532,7 @@ def _main(args) -> int:
         ours.close()
         raise
     workers = [ours, torch_w]
+    numpy_w = None     # ours on the NumPy path, for the training steps only (not in the matmul peaks)
     try:
         results["meta"]["ours"] = ours.call("hello")
         results["meta"]["torch"] = torch_w.call("hello")
@@ -520,6 +542,9 @@ def _main(args) -> int:
             raise WorkerError("torch worker did not import torch")
         if results["meta"]["ours"]["torch_imported"]:
             raise WorkerError("the ours worker imported torch")
+        if any(REGISTRY[n].kind == "train" for n in names) and "components" not in skip:
+            numpy_w = WorkerClient("ours", threads=threads, label="ours_numpy", env=NUMPY_PATH)
+            results["meta"]["ours_numpy"] = numpy_w.call("hello")
         if results["meta"]["torch"].get("cuda_available") and not args.no_cuda:
             cuda = WorkerClient("torch", device="cuda", threads=threads, file=bench_file)
             workers.append(cuda)
@@ -531,7 +556,7 @@ def _main(args) -> int:
 
         if "components" not in skip:
             log("components:")
-            results["components"] = run_components(workers, names, settings, args.attn_impl)
+            results["components"] = run_components(workers, names, settings, args.attn_impl, numpy_w)
         if "section11" not in skip:
             log("section 11 sweep (one causal self-attention layer, d = 64):")
             results["section11"] = section11_sweep(ours, torch_w, settings)
@@ -546,7 +571,7 @@ def _main(args) -> int:
             if again["gflops"] > results["meta"]["matmul_peak"][w.label]["gflops"]:
                 results["meta"]["matmul_peak"][w.label] = again
     finally:
-        for w in workers:
+        for w in workers + ([numpy_w] if numpy_w is not None else []):
             w.close()
 
     acc_proc = None

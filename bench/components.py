@@ -290,7 +290,7 @@ def gpt_step(B, rng, c):
                       "tokens": c["batch"] * c["T"]}, step_inputs=(idx, targets), forward_on=loss)
 
 
-for _size, _target in (("tiny", 0.5), ("tutorial", 0.85), ("large", 1.10)):
+for _size, _target in (("tiny", 0.5), ("tutorial", 0.85), ("large", 0.95)):   # issue 33: tutorial, large
     component(f"gpt_{_size}", full=dict(GPT_SIZES[_size], attn_impl="naive"), target=_target, kind="train")(gpt_step)
 # the large step with the other attention paths of both twins: "fused" (ours: one SDPA Function
 # saving the probabilities; torch: F.scaled_dot_product_attention) and "flash" (ours: the tiled

@@ -23,10 +23,11 @@ class WorkerTimeout(WorkerError):
     """A request did not get its reply in time (the worker was killed)."""
 
 
-def child_env(threads: int | None) -> dict:
+def child_env(threads: int | None, extra: dict | None = None) -> dict:
     """Environment for every child process: the repo on PYTHONPATH and, with ``threads``, the
-    same thread count for every BLAS/OpenMP pool (set before the child imports anything)."""
-    env = dict(os.environ)
+    same thread count for every BLAS/OpenMP pool (set before the child imports anything);
+    ``extra``: more variables (``TINYGRAD_TX_KERNELS=0`` for the NumPy-path worker)."""
+    env = dict(os.environ, **(extra or {}))
     env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if threads:
         for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BENCH_THREADS"):
@@ -38,13 +39,13 @@ class WorkerClient:
     """A long-lived ``python -m bench.worker`` child speaking JSON lines."""
 
     def __init__(self, framework: str, device: str = "cpu", threads: int | None = None, label: str | None = None,
-                 file: str | None = None):
+                 file: str | None = None, env: dict | None = None):
         self.framework, self.device = framework, device
         self.label = label or (framework if device == "cpu" else f"{framework}_{device}")
         extra = [] if file is None else ["--file", str(file)]   # bench --file: the user's entries
         self.proc = subprocess.Popen([sys.executable, "-m", "bench.worker", framework, "--device", device, *extra],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(REPO_ROOT),
-                                     env=child_env(threads), text=True, bufsize=1)
+                                     env=child_env(threads, env), text=True, bufsize=1)
         ready = self._read()
         if not ready.get("ok"):
             self.close()

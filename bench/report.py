@@ -36,35 +36,54 @@ def _cfg(cfg):
     return ", ".join(f"{k}={'×'.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for k, v in cfg.items())
 
 
+def _kernels(mode):
+    """The ours worker's ``kernels.mode()`` in words: 'C kernels (gcc 12.2.0)' or 'NumPy code (why)'."""
+    if mode is None:
+        return "not recorded"
+    return f"C kernels {mode[2:]}" if mode.startswith("c ") else f"NumPy code ({mode.partition(': ')[2]})"
+
+
 def _compiled_section(rows) -> list:
-    """The training steps eager and compiled: ours (``tinygrad_tx.compile``) and torch
-    (``torch.compile``, full run only), each ratio against torch eager."""
+    """The training steps in each of our modes and torch's, each ratio against torch eager: ours
+    eager as a user gets it (with the C kernels where a compiler is found), on the NumPy path
+    (``TINYGRAD_TX_KERNELS=0``), under ``tinygrad_tx.compile`` and ``compile(fuse=True)``; torch
+    eager and ``torch.compile`` (full run only)."""
     steps = [r for r in rows if r.get("available") and any(
         k in r["results"][f] for f in ("ours", "torch") for k in ("compiled", "compiled_error"))]
     if not steps:
         return []
-    out = ["## Training steps compiled", "",
-           "The same step (grads cleared, forward, backward, AdamW) under `tinygrad_tx.compile` (recorded at the "
-           "first call, replayed as a straight-line NumPy program) and `torch.compile` (inductor; `--quick` skips "
-           "it: 2-42 s of compiling per step measured here). Ratios: median / torch eager's median.", ""]
-    header = ["step", "ours eager", "ours compiled", "torch eager", "torch.compile", "ours eager ratio",
-              "**ours compiled ratio**", "torch.compile ratio", "compile s ours / torch"]
+    out = ["## Training steps: eager, NumPy path, compiled, compiled + fused", "",
+           "The same step (grads cleared, forward, backward, AdamW). Ours: *eager* as a user gets it (the fused "
+           "ops run generated C kernels where a C compiler is found, see the header), *NumPy path* in a third "
+           "process with `TINYGRAD_TX_KERNELS=0`, *compiled* under `tinygrad_tx.compile` (recorded at the first "
+           "call, replayed as a straight-line program), *compiled + fused* under `tinygrad_tx.compile(fuse=True)` "
+           "(its elementwise chains as generated C loops). Torch: eager and `torch.compile` (inductor; `--quick` "
+           "skips it: 2-42 s of compiling per step measured here). Cells: median (min–max) ms, then in bold the "
+           "ratio median / torch eager's median, and the same ratio of CPU seconds per call (steadier on a busy "
+           "machine when each worker runs one thread).", ""]
+    # (column, result label, mode)
+    cols = [("ours eager", "ours", "fwdbwd"), ("ours NumPy path", "ours_numpy", "fwdbwd"),
+            ("ours compiled", "ours", "compiled"), ("ours compiled + fused", "ours", "fused"),
+            ("torch eager", "torch", "fwdbwd"), ("torch.compile", "torch", "compiled")]
+    header = ["step"] + [c for c, _, _ in cols] + ["compile s: ours / fused / torch"]
     body = []
     for r in steps:
-        ours, tor = r["results"]["ours"], r["results"]["torch"]
-        teager = tor["fwdbwd"]["median"]
+        res = r["results"]
+        teager = res["torch"]["fwdbwd"]["median"]
+        tcpu = res["torch"].get("cpu", {}).get("fwdbwd", {}).get("median")
 
-        def cell(side):
-            if "compiled" in side:
-                return _cell(side["compiled"])
-            return f"not run: {side['compiled_error'][:60]}" if "compiled_error" in side else "–"
+        def cell(label, mode):
+            side = res.get(label, {})
+            why = {"compiled": "compiled_error", "fused": "fused_error"}.get(mode)
+            if mode in side:
+                cpu = side.get("cpu", {}).get(mode, {}).get("median")
+                return f"{_cell(side[mode])} **{_num(side[mode]['median'] / teager)}**" + \
+                    ("" if cpu is None or not tcpu else f" (CPU {_num(cpu / tcpu)})")
+            return f"not run: {side[why][:60]}" if why in side else "–"
 
-        def rat(side):
-            return _num(side["compiled"]["median"] / teager) if "compiled" in side else "–"
-
-        body.append([r["name"], _cell(ours["fwdbwd"]), cell(ours), _cell(tor["fwdbwd"]), cell(tor),
-                     _num(r["ratio"]["fwdbwd"]), f"**{rat(ours)}**", rat(tor),
-                     " / ".join(_num(s.get("compile_s"), ".1f") if "compile_s" in s else "–" for s in (ours, tor))])
+        seconds = " / ".join(_num(side.get(k), ".1f") for side, k in (
+            (res["ours"], "compile_s"), (res["ours"], "fused_compile_s"), (res["torch"], "compile_s")))
+        body.append([r["name"]] + [cell(lb, m) for _, lb, m in cols] + [seconds])
     return out + [_table(header, body), ""]
 
 
@@ -81,7 +100,8 @@ def markdown(res) -> str:
     out.append(f"{meta['date']}; {meta['threads']} thread(s) for NumPy's BLAS and torch "
                f"(torch reports {t.get('torch_threads')}; NumPy's BLAS pools: {blas}); "
                f"numpy {o.get('numpy')}, torch {t.get('torch')}, "
-               f"python {meta['python']}; attention in the models: `{meta.get('attn_impl')}`."
+               f"python {meta['python']}; attention in the models: `{meta.get('attn_impl')}`; "
+               f"ours' fused ops (eager): {_kernels(o.get('kernels'))}."
                + (f" CUDA: {meta['torch_cuda'].get('cuda_device')}." if "torch_cuda" in meta else ""))
     if peaks:
         out.append("Measured float32 matmul peak: " + ", ".join(

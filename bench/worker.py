@@ -74,6 +74,9 @@ class Worker:
         info.update(self.B.info())
         if self.file_components is not None:
             info["file_components"] = self.file_components
+        if self.framework == "ours":      # which path the fused ops run: 'c (gcc ...)' or 'numpy: <why>'
+            from tinygrad_tx import kernels
+            info["kernels"] = kernels.mode()
         info.update(blas_info())
         if self.framework == "torch":
             info["cuda_available"] = bool(self.B.torch.cuda.is_available())
@@ -113,13 +116,16 @@ class Worker:
                  "flops_fwd": case.flops, "flops_fwdbwd": case.fwdbwd_flops(),
                  "first_fwdbwd_s": time.perf_counter() - t0, "out_shape": list(shape), "info": case.info}
         if req.get("compiled") and case.forward_on is not None and case.optimizer is not None:
-            reply["compiled"] = self._compile_step(key, case)
+            reply["compiled"] = self._compile_step(key, case, "compiled")
+            if self.framework == "ours":
+                reply["fused"] = self._compile_step(key, case, "fused", fuse=True)
         return reply
 
-    def _compile_step(self, key, case) -> dict:
+    def _compile_step(self, key, case, mode, **kw) -> dict:
         """The training step (grads cleared, forward, backward, optimizer step) under the framework's
-        compiler, as mode ``compiled``: ``{"compile_s": first call (recording / compiling)}``, or
-        ``{"error": why}`` when the compiler cannot run here."""
+        compiler, as ``mode`` (``compiled``; ours also ``fused``: ``compile(fuse=True)``, ``kw``):
+        ``{"compile_s": first call (recording / compiling)}``, or ``{"error": why}`` when the compiler
+        cannot run here (or, fused, when it fused nothing: no C compiler, a failed build)."""
         B, opt = self.B, case.optimizer
 
         def step(*inputs):
@@ -130,7 +136,7 @@ class Worker:
             return out
 
         try:
-            compiled = B.compile(step)
+            compiled = B.compile(step, **kw)
             t0 = time.perf_counter()
             compiled(*case.step_inputs)
             B.sync()
@@ -138,7 +144,10 @@ class Worker:
             compiled(*case.step_inputs)       # the first replay (a retrace shows here, not in the rounds)
         except Exception as e:               # noqa: BLE001 - reported in the table, the row still runs
             return {"error": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"}
-        self.cases[key]["compiled"] = lambda: compiled(*case.step_inputs)
+        if kw.get("fuse") and not compiled.kernels:   # it fell back to the unfused program (one warning)
+            from tinygrad_tx import kernels
+            return {"error": f"compile(fuse=True) fused nothing (kernels: {kernels.mode()})"}
+        self.cases[key][mode] = lambda: compiled(*case.step_inputs)
         return {"compile_s": compile_s}
 
     def time(self, req):

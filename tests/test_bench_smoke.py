@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import cli, rss
+from bench import cli, report, rss
 from bench.accuracy import item_errors
 from bench.components import REGISTRY
+from bench.protocol import WorkerClient
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 
@@ -45,10 +46,57 @@ def test_gpt_tiny_through_workers(tmp_path, capsys):
     assert row["ratio_compiled"]["ours"] == pytest.approx(ours["compiled"]["median"]
                                                           / row["results"]["torch"]["fwdbwd"]["median"])
     assert cli.compiled_contenders(quick=False) == ("ours", "torch")
+    # compile(fuse=True): timed where the C kernels are on, else the row says why it did not run
+    if meta["ours"]["kernels"].startswith("c "):
+        assert ours["fused_compile_s"] > 0 and ours["fused"]["n"] >= 2
+        assert row["ratio_compiled"]["ours_fused"] == pytest.approx(ours["fused"]["median"]
+                                                                    / row["results"]["torch"]["fwdbwd"]["median"])
+    else:
+        assert "fused" not in ours and ours["fused_error"].startswith("compile(fuse=True) fused nothing")
+    assert "fused" not in row["results"]["torch"] and "fused_error" not in row["results"]["torch"]
+    # the NumPy path: a third process, ours with TINYGRAD_TX_KERNELS=0, eager only
+    assert meta["ours_numpy"]["kernels"] == "numpy: TINYGRAD_TX_KERNELS=0" and not meta["ours_numpy"]["torch_imported"]
+    numpy_path = row["results"]["ours_numpy"]
+    assert numpy_path["fwdbwd"]["n"] >= 2 and "compiled" not in numpy_path and "compile_s" not in numpy_path
+    assert row["ratio_numpy"] == pytest.approx(numpy_path["fwdbwd"]["median"]
+                                               / row["results"]["torch"]["fwdbwd"]["median"])
     md = (tmp_path / "results.md").read_text()
     assert "## Time per component" in md and "| gpt_tiny |" in md and "## Targets" in md
-    assert "## Training steps compiled" in md
+    assert "## Training steps: eager, NumPy path, compiled, compiled + fused" in md
+    assert "| step | ours eager | ours NumPy path | ours compiled | ours compiled + fused | torch eager | " \
+           "torch.compile |" in md
+    step_row = next(line for line in md.splitlines() if line.startswith("| gpt_tiny |") and "**1.00**" in line)
+    assert step_row.count("**") == 2 * (5 if "fused" in ours else 4)   # ours ×3 or ×4, torch eager; no torch.compile
     assert md in capsys.readouterr().out
+
+
+def test_fused_step_on_the_numpy_path_says_why_it_did_not_run():
+    """Where the kernels are off, compile(fuse=True) runs the unfused program: the worker reports
+    the fused mode as not run (naming why) and still times the plain compiled step."""
+    with WorkerClient("ours", threads=1, env=cli.NUMPY_PATH) as w:
+        assert w.call("hello")["kernels"] == "numpy: TINYGRAD_TX_KERNELS=0"
+        reply = w.call("setup", key="s", component="gpt_tiny", cfg=REGISTRY["gpt_tiny"].full, compiled=True)
+        assert reply["compiled"]["compile_s"] > 0
+        assert reply["fused"] == {"error": "compile(fuse=True) fused nothing (kernels: numpy: TINYGRAD_TX_KERNELS=0)"}
+        assert len(w.call("time", key="s", mode="compiled", n=1)["times"]) == 1
+        assert w.request("time", key="s", mode="fused", n=1)["ok"] is False   # the mode was never built
+
+
+def test_step_table_cells_name_what_did_not_run():
+    stats = {"median": 2e-3, "min": 1e-3, "max": 3e-3, "n": 4}
+    row = {"name": "gpt_x", "available": True, "results": {
+        "ours": {"fwdbwd": stats, "compiled": stats, "compile_s": 0.5, "fused_error": "compile(fuse=True) fused "
+                 "nothing (kernels: numpy: no C compiler)"},
+        "ours_numpy": {"fwdbwd": dict(stats, median=3e-3)},     # a results.json of before the CPU times
+        "torch": {"fwdbwd": dict(stats, median=4e-3), "compiled_error": "RuntimeError: no C++ compiler",
+                  "cpu": {"fwdbwd": {"median": 8e-3}}}}}
+    row["results"]["ours"]["cpu"] = {"fwdbwd": {"median": 4e-3}, "compiled": {"median": 2e-3}}
+    md = "\n".join(report._compiled_section([row]))
+    line = next(ln for ln in md.splitlines() if ln.startswith("| gpt_x |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells == ["gpt_x", "2 (1–3) **0.50** (CPU 0.50)", "3 (1–3) **0.75**", "2 (1–3) **0.50** (CPU 0.25)",
+                     "not run: compile(fuse=True) fused nothing (kernels: numpy: no C compi",
+                     "4 (1–3) **1.00** (CPU 1.00)", "not run: RuntimeError: no C++ compiler", "0.5 / – / –"]
 
 
 def test_rss_probe_of_ours_never_imports_torch():
