@@ -702,3 +702,24 @@ def test_a_tensor_from_an_iterator_runs_eagerly():
     (eager, _), (compiled, fn) = run(False), run(True)
     assert compiled == eager
     assert fn.eager_reason is not None and "cannot repeat" in fn.eager_reason, fn.eager_reason
+
+
+def test_grad_set_to_none_inside_the_function_replays_as_eager():
+    """``w.grad = None`` inside a compiled step: the replay wrote ``del T_tensor`` after its last use
+    (the assignment's target ``T_tensor.grad`` was taken for a local name), so its first read of
+    ``T_tensor`` raised UnboundLocalError on the second call."""
+    import warnings
+    w = tg.tensor(np.ones(3), requires_grad=True)
+
+    def step(x):
+        w.grad = None
+        loss = (w * x).sum()
+        loss.backward()
+        return loss
+    compiled = tg.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # replayed, not refused
+        for i in range(3):
+            x = np.arange(3.0) + i
+            assert compiled(tg.tensor(x)).item() == float(np.sum(x))
+            assert w.grad.tolist() == x.tolist()

@@ -66,6 +66,19 @@ def _index_src(index) -> str:
     return "..." if index is Ellipsis else repr(index)
 
 
+def _bound_names(target) -> set:
+    """The local names an assignment target binds: ``a`` and ``a, b`` do; ``T.grad = ...`` and
+    ``x[i] = ...`` write into an object and bind nothing (deleting ``T`` after them would make it a
+    local of the program, unbound at its first read)."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(_bound_names(e) for e in target.elts))
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return set()
+
+
 def _free_when_dead(lines, ret) -> list:
     """``lines`` with ``del`` appended where values are used for the last time, so that the replay
     frees activations and gradients as eager does (eager drops a node's saved arrays once its
@@ -84,8 +97,8 @@ def _free_when_dead(lines, ret) -> list:
     out = []
     for i, line in enumerate(lines):
         if not line.startswith("#"):
-            defined |= {t.id for n in ast.walk(ast.parse(line)) if isinstance(n, (ast.Assign,))
-                        for t in ast.walk(n.targets[0]) if isinstance(t, ast.Name)}
+            defined |= {name for n in ast.walk(ast.parse(line)) if isinstance(n, ast.Assign)
+                        for name in _bound_names(n.targets[0])}
         dead = sorted(n for n in uses[i] if last[n] == i and n in defined and n not in keep and n != "_")
         out.append(line + (f"; del {', '.join(dead)}" if dead else ""))
     return out
