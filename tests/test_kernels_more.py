@@ -6,7 +6,6 @@ error with a float64 oracle), NaN/±Inf/−0.0/subnormal inputs as torch, sizes 
 widths and the thread split. Kernel tests skip where no C compiler is found.
 """
 import contextlib
-import os
 import warnings
 
 import numpy as np
@@ -20,39 +19,8 @@ from tinygrad_tx.kernels import build
 from reference.testing import DEVICE, check_parity
 
 
-def _compiler_present() -> bool:
-    try:
-        build.find_compiler()
-        return True
-    except build.NoCompiler:
-        return False
-
-
-_OFF = os.environ.get("TINYGRAD_TX_KERNELS", "").strip().lower() in ("0", "off", "false", "no")
-needs_cc = pytest.mark.skipif(_OFF or not _compiler_present(),
-                              reason="TINYGRAD_TX_KERNELS=0 or no C compiler: the NumPy path runs")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_decision():
-    kernels.reset()
-    yield
-    kernels.reset()
-
-
-@contextlib.contextmanager
-def numpy_path():
-    old = os.environ.get("TINYGRAD_TX_KERNELS")
-    os.environ["TINYGRAD_TX_KERNELS"] = "0"
-    kernels.reset()
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["TINYGRAD_TX_KERNELS"]
-        else:
-            os.environ["TINYGRAD_TX_KERNELS"] = old
-        kernels.reset()
+from tests import kernel_kit
+from tests.kernel_kit import _OFF, _compiler_present, _fresh_decision, needs_cc, numpy_path  # noqa: F401  (_fresh_decision: an autouse fixture)
 
 
 OPS = {
@@ -61,23 +29,14 @@ OPS = {
 
 
 def _ours(op, x: np.ndarray, g: np.ndarray):
-    """(output, gradient w.r.t. x for cotangent g) of our op."""
-    X = tg.from_numpy(x.copy()).requires_grad_()
-    y = OPS[op][0](X)
-    (dx,) = tg.autograd.grad(y, X, tg.from_numpy(g.astype(x.dtype)))
-    return y.detach().numpy(), dx.numpy()
+    return kernel_kit.ours(OPS[op][0], x, g)
 
 
 def _torch(op, x: np.ndarray, g: np.ndarray):
-    X = torch.tensor(x, device=DEVICE, requires_grad=True)
-    y = OPS[op][1](X)
-    (dx,) = torch.autograd.grad(y, X, torch.tensor(g.astype(x.dtype), device=DEVICE))
-    return y.detach().cpu().numpy(), dx.cpu().numpy()
+    return kernel_kit.theirs(OPS[op][1], x, g)
 
 
-def _rel(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+_rel = kernel_kit.rel
 
 
 _SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-40, -1e-40, 1e-310, -1e-310, 1e30, -1e30,

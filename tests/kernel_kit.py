@@ -1,0 +1,72 @@
+"""What the kernel tests share (``tests/test_kernels.py``, ``tests/test_kernels_more.py``): the skip
+mark for a machine without a C compiler, the NumPy-path switch, and a fresh kernel decision per test."""
+import contextlib
+import os
+
+import pytest
+
+from tinygrad_tx import kernels
+from tinygrad_tx.kernels import build
+
+
+def _compiler_present() -> bool:
+    try:
+        build.find_compiler()
+        return True
+    except build.NoCompiler:
+        return False
+
+
+_OFF = os.environ.get("TINYGRAD_TX_KERNELS", "").strip().lower() in ("0", "off", "false", "no")
+needs_cc = pytest.mark.skipif(_OFF or not _compiler_present(),
+                              reason="TINYGRAD_TX_KERNELS=0 or no C compiler: the NumPy path runs")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_decision():
+    """Every test decides afresh (the environment may differ) and leaves the decision unmade."""
+    kernels.reset()
+    yield
+    kernels.reset()
+
+
+@contextlib.contextmanager
+def numpy_path():
+    """The NumPy forms in this process (``TINYGRAD_TX_KERNELS=0``), the kernels again after."""
+    old = os.environ.get("TINYGRAD_TX_KERNELS")
+    os.environ["TINYGRAD_TX_KERNELS"] = "0"
+    kernels.reset()
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TINYGRAD_TX_KERNELS"]
+        else:
+            os.environ["TINYGRAD_TX_KERNELS"] = old
+        kernels.reset()
+
+
+def ours(f, x, g):
+    """(output, gradient w.r.t. x for cotangent g) of ``f`` on our Tensors, as NumPy arrays."""
+    import tinygrad_tx as tg
+    X = tg.from_numpy(x.copy()).requires_grad_()
+    y = f(X)
+    (dx,) = tg.autograd.grad(y, X, tg.from_numpy(g.astype(x.dtype)))
+    return y.detach().numpy(), dx.numpy()
+
+
+def theirs(f, x, g):
+    """The same of ``f`` on torch tensors (on the kit's DEVICE)."""
+    import torch
+    from reference.testing import DEVICE
+    X = torch.tensor(x, device=DEVICE, requires_grad=True)
+    y = f(X)
+    (dx,) = torch.autograd.grad(y, X, torch.tensor(g.astype(x.dtype), device=DEVICE))
+    return y.detach().cpu().numpy(), dx.cpu().numpy()
+
+
+def rel(a, b):
+    """max |a - b| / max |b|, in float64."""
+    import numpy as np
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
