@@ -25,9 +25,7 @@ from pathlib import Path
 
 from ..files import check_regular_file
 from ._text import CHAR_TO_BYTE, GPT2_SPLIT_PATTERN
-from .base import TokenizerFileError
-from .bpe import BPETokenizer
-from .wordpiece import WordPieceTokenizer
+from ._kinds import MODELS, TokenizerFileError
 
 
 MAX_FILE_BYTES = 256 * 2**20      # a tokenizer.json larger than this is refused (the largest are ~30 MB)
@@ -207,7 +205,7 @@ def _bpe(model, steps, added):
         raise _Bad(f"pre_tokenizer {types!r} is not supported for byte-level BPE (ByteLevel, or Split then "
                    "ByteLevel with use_regex=false)")
     byte_level = steps[-1]
-    tok = BPETokenizer(merges, split_pattern, vocab=vocab, unk_token=model.get("unk_token"),
+    tok = MODELS["BPE"](merges, split_pattern, vocab=vocab, unk_token=model.get("unk_token"),
                        fuse_unk=model.get("fuse_unk", False), ignore_merges=model.get("ignore_merges", False),
                        add_prefix_space=_get(byte_level, "add_prefix_space", bool, "pre_tokenizer ByteLevel", False))
     tok._regex_in_byte_level = regex_in_byte_level
@@ -238,7 +236,7 @@ def _wordpiece(model, steps, added, decoder):
         cleanup = _get(decoder, "cleanup", bool, "decoder", True)
         if _get(decoder, "prefix", str, "decoder", "##") != prefix:
             raise _Bad(f"decoder prefix {decoder['prefix']!r} differs from the model's {prefix!r}")
-    tok = WordPieceTokenizer(_get(model, "vocab", dict, "model"), unk_token=_get(model, "unk_token", str, "model"),
+    tok = MODELS["WordPiece"](_get(model, "vocab", dict, "model"), unk_token=_get(model, "unk_token", str, "model"),
                              max_input_chars_per_word=_get(model, "max_input_chars_per_word", int, "model", 100),
                              continuing_subword_prefix=prefix, split_on_punctuation=types == ["BertPreTokenizer"],
                              cleanup=cleanup)
@@ -252,7 +250,7 @@ def _post_processor(tok, post):
     steps = _get(post, "processors", list, "post_processor") if _type(post, "post_processor") == "Sequence" else [post]
     for step in steps:
         kind = _type(step, "post_processor")
-        if kind == "ByteLevel" and isinstance(tok, BPETokenizer):
+        if kind == "ByteLevel" and tok.model_type == "BPE":
             tok.trim_offsets = _get(step, "trim_offsets", bool, "post_processor ByteLevel", True)
             tok._post_prefix_space = _get(step, "add_prefix_space", bool, "post_processor ByteLevel", True)
         elif kind == "BertProcessing":

@@ -24,6 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._kinds import MODELS, TokenizerFileError
 from ._text import check_int, check_text
 
 
@@ -57,10 +58,6 @@ class Encoding:
                           ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")))
 
 
-class TokenizerFileError(ValueError):
-    """A tokenizer file that cannot be read: names the file and what is wrong with it."""
-
-
 def parse_template(template: str) -> list[tuple[str, str | None, int]]:
     """``"[CLS] $A [SEP] $B:1 [SEP]:1"`` -> ``[("special", "[CLS]", 0), ("seq", "A", 0), ...]``."""
     items = []
@@ -79,8 +76,16 @@ class SubwordTokenizer:
     """Special tokens, ``encode_plus``/``encode_batch``, ``save``/``from_file`` for a subword model.
 
     A subclass provides ``_encode_words(text, offset)`` (ids, tokens, offsets of a stretch without
-    special tokens), ``_token_to_id``/``id_to_token`` and the model's JSON parts.
+    special tokens), ``_token_to_id``/``id_to_token`` and the model's JSON parts, and names its
+    ``model_type`` (the ``"type"`` of a ``tokenizer.json``'s model), by which ``from_file`` finds it.
     """
+
+    model_type = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("model_type"):
+            MODELS[cls.model_type] = cls
 
     def _init_specials(self, special_tokens=()):
         self.special_tokens: dict[str, int] = {}    # content -> id, in the order they were added

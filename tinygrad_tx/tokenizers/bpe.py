@@ -47,6 +47,8 @@ class BPETokenizer(SubwordTokenizer):
         ``vocab`` was given); special tokens are in ``special_tokens``.
     """
 
+    model_type = "BPE"
+
     def __init__(self, merges: Iterable[tuple[int, int]] = (), split_pattern: str | None = BPE_SPLIT_PATTERN,
                  special_tokens: Iterable[str] = (), *, vocab: Mapping[int, bytes] | None = None,
                  unk_token: str | None = None, fuse_unk: bool = False, ignore_merges: bool = False,

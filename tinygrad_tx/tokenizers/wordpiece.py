@@ -76,6 +76,8 @@ class WordPieceTokenizer(SubwordTokenizer):
         Face's WordPiece decoder with ``cleanup=True``.
     """
 
+    model_type = "WordPiece"
+
     def __init__(self, vocab: Sequence[str] | Mapping[str, int], unk_token: str = "[UNK]",
                  max_input_chars_per_word: int = 100, continuing_subword_prefix: str = "##",
                  split_on_punctuation: bool = False, special_tokens: Iterable[str] = (), cleanup: bool = False):
