@@ -548,3 +548,18 @@ def test_saved_memory_returns_to_start_after_backward():
     assert SavedMemory.current > start
     del y
     assert SavedMemory.current == start
+
+
+@pytest.mark.cpu_only(reason="compares .numpy() of torch's .grad, which shares its CPU memory")
+def test_a_second_backward_adds_into_grad_in_place_as_torch():
+    """torch adds a later gradient into ``.grad`` in place: a view of ``.grad`` and its ``.numpy()``
+    see the sum. The engine replaced ``.grad``'s array instead, leaving both at the first gradient."""
+    out = {}
+    for lib in (tg, torch):
+        w = lib.ones(3, requires_grad=True)
+        (w * 2).sum().backward()
+        a, v, g = w.grad.numpy(), w.grad[:2], w.grad
+        (w * 3).sum().backward()
+        assert w.grad is g
+        out[lib] = (a.tolist(), v.tolist(), w.grad._version)
+    assert out[tg] == out[torch] == ([5.0, 5.0, 5.0], [5.0, 5.0], 1)

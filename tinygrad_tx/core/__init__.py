@@ -1,8 +1,7 @@
 """The engine: a Tensor, the op that records a graph node, and the graph run backwards.
 
-It imports nothing from the rest of the package (``tests/test_import_contract.py`` checks it);
-every other part of tinygrad_tx is a ring around it that imports it, and plugs into it only
-through ``seam.py``. Read in this order:
+It imports nothing from the rest of the package (``tests/test_import_contract.py``); every other
+part of tinygrad_tx is a ring that imports it and plugs in only through ``seam.py``. Read in order:
 
 First reading -- the chain rule:
 
@@ -15,13 +14,11 @@ First reading -- the chain rule:
 * ``engine.py``      -- ``run_backward``: the graph run backwards, node by node (iterative);
 * ``api.py``         -- ``backward`` and ``grad``: argument checks around ``run_backward``;
 * ``grad_mode.py``   -- whether ops record the graph (``no_grad``, ``enable_grad``, ...);
-* ``dtypes.py``, ``device.py``, ``size.py`` -- the dtype objects and promotion rules, the one
-  device (cpu), ``torch.Size``.
+* ``dtypes.py``, ``device.py``, ``size.py`` -- dtypes and promotion, the device (cpu), ``Size``.
 
 Second reading -- what keeps it correct and lean, but changes no gradient:
 
-* ``accumulate.py``  -- ``add_term``: the gradients arriving at a tensor summed in one place (a
-  slice's gradient added into place);
+* ``accumulate.py``  -- ``add_term``: the gradients arriving at a tensor summed in one place;
 * ``versions.py``    -- version counters and views: refusing to differentiate a value that an
   in-place op has changed since it was saved;
 * ``saved_memory.py`` -- bytes held for backward (read by the benchmark);

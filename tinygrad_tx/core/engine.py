@@ -350,8 +350,8 @@ def _reduce_tensor(gi, shape, dtype, fn_name):
 
 
 def _accumulate(t, g):
-    """Accumulate into ``t.grad`` (a Tensor) like torch: the first gradient is copied, later ones
-    added; a gradient with history (create_graph) is kept as it is and added out of place."""
+    """Accumulate into ``t.grad`` like torch: the first gradient is copied, later ones added in place
+    (its views see the sum); a gradient with history (create_graph) is added out of place."""
     grad = t._grad
     if isinstance(g, Tensor):
         t._grad = g if grad is None else grad + g
@@ -360,8 +360,11 @@ def _accumulate(t, g):
         t._grad = Tensor._from_op(_seam.copy_array(g, t._data.dtype), None)   # np.array(g, copy=True)
     elif grad._ctx is not None:
         t._grad = grad + Tensor._from_op(g, None)
-    else:
-        grad._data = np.asarray(grad._data + g)
+    else:   # in place, as torch; a read-only (or broadcast) .grad is replaced instead
+        if grad._data.flags.writeable and np.shape(g) == grad._data.shape:
+            np.add(grad._data, g, out=grad._data, casting="unsafe")
+        else:
+            grad._data = np.asarray(grad._data + g)
         grad._bump()
 
 
