@@ -590,3 +590,28 @@ def test_small_integer_index_dtypes_are_refused_as_torch():
     for m in (tg, torch):
         with pytest.raises(IndexError, match="long, int, byte or bool"):
             m.zeros(3)[m.tensor([0, 1], dtype=m.int16)]
+
+
+@pytest.mark.parametrize("shape, index", [
+    ((2, 3, 4), (slice(None), [0], Ellipsis, [1])),
+    ((2, 3, 4), (slice(None), [[0]], Ellipsis, [[1], [2]])),
+    ((1, 1), (0, None, False, Ellipsis, [0])),
+    ((2, 3, 4), (True, Ellipsis, [0])),
+])
+def test_index_arrays_across_a_zero_width_ellipsis_keep_their_place(shape, index):
+    """torch places index arrays by the dims they index: with an Ellipsis covering no dim between
+    them they are adjacent and their dims stay in place; NumPy moved them first (x[:, [0], ..., [1]]
+    of a 3-d x was (1, 2) here, (2, 1) in torch). Values, gradients and the write, against torch."""
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    x, tx = tg.tensor(a, requires_grad=True), torch.tensor(a, device=DEVICE, requires_grad=True)
+    y, ty = x[index], tx[index]
+    assert tuple(y.shape) == tuple(ty.shape)
+    g = np.random.default_rng(0).standard_normal(tuple(ty.shape))
+    y.backward(tg.tensor(g))
+    ty.backward(torch.tensor(g, device=DEVICE))
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().cpu().numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.cpu().numpy())
+    w, tw = tg.tensor(a), torch.tensor(a, device=DEVICE)
+    w[index] = tg.tensor(-g)
+    tw[index] = torch.tensor(-g, device=DEVICE)
+    np.testing.assert_array_equal(w.numpy(), tw.cpu().numpy())

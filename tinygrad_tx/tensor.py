@@ -608,7 +608,7 @@ class _TensorMethods:
     def __getitem__(self, index):
         """Indexing and slicing as NumPy/torch. Backward (``GetItem``): g added into zeros at the
         indexed places (repeated indices accumulate)."""
-        idx, advanced = _M._normalize_index(index)
+        idx, advanced = _M._normalize_index(index, self._data.ndim)
         split = _M.torch_order(idx)
         if split is not None:   # integers mixed with index arrays: torch's order (movement.torch_order)
             return _M.GetItem.apply(_M.GetItem.apply(self, split[0]), split[1], advanced=True)

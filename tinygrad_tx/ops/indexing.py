@@ -370,7 +370,7 @@ def index_put(input, index, values, accumulate=False):
         values = np.asarray(values).astype(input.dtype)
     else:
         raise TypeError(f"index_put: values must be a Tensor or a number, got {type(values).__name__}")
-    idx, advanced = _M._normalize_index(index)
+    idx, advanced = _M._normalize_index(index, input.ndim)
     split = _M.torch_order(idx)
     if split is not None:   # torch's order: write into the basic part, then put that part back
         part = _M.GetItem.apply(input, split[0])

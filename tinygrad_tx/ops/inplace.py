@@ -254,7 +254,7 @@ def _setitem_target(self: Tensor, index):
     select (index arrays whole), which torch then copies or index-puts ``v`` into; None if the
     index is out of range (the write itself then raises)."""
     from .movement import _normalize_index
-    idx, _ = _normalize_index(index)
+    idx, _ = _normalize_index(index, self.ndim)
     basic = []
     for it in (idx if isinstance(idx, tuple) else (idx,)):
         if isinstance(it, np.ndarray):

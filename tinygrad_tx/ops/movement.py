@@ -109,8 +109,10 @@ def _check_slice(sl: slice) -> slice:
     return slice(start, stop, step)
 
 
-def _normalize_index(index):
-    """Tensors become arrays, lists become integer/bool arrays; report if advanced."""
+def _normalize_index(index, ndim=None):
+    """Tensors become arrays, lists become integer/bool arrays; report if advanced. Given the
+    indexed tensor's ``ndim``, an Ellipsis among index arrays is written out as the slices it
+    stands for (``_expand_ellipsis``)."""
     from ..tensor import Tensor
     if isinstance(index, list) and _sequence_as_tuple(index, Tensor):
         warnings.warn(_LIST_INDEX_DEPRECATED, UserWarning, stacklevel=_stacklevel_of_caller())
@@ -148,7 +150,28 @@ def _normalize_index(index):
         elif isinstance(it, float) or (isinstance(it, np.generic) and it.dtype.kind == "f"):
             raise TypeError(f"index must be an int, slice, None, Ellipsis, or an integer/bool tensor, got {it!r}")
         out.append(it)
+    if ndim is not None and (advanced or any(isinstance(it, (bool, np.bool_)) for it in out)):
+        out = _expand_ellipsis(out, ndim)
     return (tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]), advanced
+
+
+def _expand_ellipsis(items: list, ndim: int) -> list:
+    """``items`` with its Ellipsis replaced by the ``slice(None)`` of each dim it covers. torch
+    places the index arrays' dims by the dims they index, so arrays with a zero-width Ellipsis
+    between them are adjacent and their dims stay in place (``x[:, [0], ..., [1]]`` of a 3-d x is
+    (2, 1)); NumPy reads any Ellipsis between them as a separation and moves them first ((1, 2))."""
+    if sum(it is Ellipsis for it in items) != 1:
+        return items   # none, or several: NumPy's own error
+    used = 0
+    for it in items:
+        if isinstance(it, np.ndarray):
+            used += it.ndim if it.dtype == np.bool_ else 1
+        elif it is not None and it is not Ellipsis and not isinstance(it, (bool, np.bool_)):
+            used += 1
+    if used > ndim:
+        return items   # too many indices: NumPy's own error
+    k = next(i for i, it in enumerate(items) if it is Ellipsis)   # (list.index compares arrays with ==)
+    return items[:k] + [slice(None)] * (ndim - used) + items[k + 1:]
 
 
 class _IndexDtypeError(IndexError, TypeError):
@@ -382,7 +405,7 @@ def index_put_kernel(array: np.ndarray, index, values, accumulate: bool = False,
     is an IndexError naming the index and the shape; a shape mismatch is a ValueError.
     With duplicate indices and ``accumulate=False`` one of the writes wins (torch: unspecified).
     """
-    index, advanced = _normalize_index(index)
+    index, advanced = _normalize_index(index, array.ndim)
     split = torch_order(index)
     if split is not None:   # torch's order: the basic items select a view, the arrays index it
         index_put_kernel(array[split[0]], split[1], values, accumulate, op)
