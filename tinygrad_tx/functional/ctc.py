@@ -76,14 +76,15 @@ class CTCLossFn(ArrayFunction):
     """Per-sample CTC negative log-likelihood -log p(l) of ``x`` (T, N, C) log-probabilities,
     by the alpha-beta recursion in log space; backward g (e^x - γ) on each sample's frames
     (see the module docstring for the derivation and torch's convention). Saved: e^x - γ
-    (T, N, C), formed in the forward from α and β. float32 inputs are computed in float64 and
-    rounded once.
+    (T, N, C), formed in the forward from α and β. Computed in the input's dtype, as torch's
+    kernel: float32 log-probabilities from a float32 log_softmax are normalized only to their own
+    rounding, and a float32 ⊕ over a frame reproduces that rounding where float64 exposes it (for
+    a loss near 0, p ≈ 1, float64 on float32 inputs was 6x torch's float32 error).
     """
 
     @staticmethod
     def forward(ctx, x, *, ext, ext_len, in_len, zero_infinity):
-        dtype = x.dtype
-        x = x.astype(np.float64, copy=False)
+        dtype = x.dtype   # computed in the input's dtype, as torch's kernel (see the class docstring)
         t_max, n, _ = x.shape
         l_max = ext.shape[1]
         rows = np.arange(n)[:, None]
@@ -93,7 +94,7 @@ class CTCLossFn(ArrayFunction):
         skip = np.zeros((n, l_max), bool)                                  # s - 2 -> s allowed
         skip[:, 2:] = (ext[:, 2:] != ext[:, :1]) & (ext[:, 2:] != ext[:, :-2])   # ext[:, 0] is the blank
         skip &= inside
-        alpha = np.full((t_max, n, l_max), _NEG_INF)
+        alpha = np.full((t_max, n, l_max), _NEG_INF, dtype)
         alpha[0, :, :2] = x_ext[0, :, :2]
         alpha[0] = np.where(inside, alpha[0], _NEG_INF)
         for t in range(1, t_max):
@@ -105,10 +106,10 @@ class CTCLossFn(ArrayFunction):
         end = alpha[last, batch]                                           # (N, L) at each sample's last frame
         before_end = np.where(ext_len > 1, end[batch, np.maximum(ext_len - 2, 0)], _NEG_INF)
         log_p = _lse(end[batch, ext_len - 1], before_end)
-        log_p = np.where(in_len == 0, np.where(ext_len == 1, 0.0, _NEG_INF), log_p)
+        log_p = np.where(in_len == 0, np.where(ext_len == 1, 0.0, _NEG_INF), log_p).astype(dtype)
 
-        beta = np.full((t_max, n, l_max), _NEG_INF)
-        final = np.full((n, l_max), _NEG_INF)
+        beta = np.full((t_max, n, l_max), _NEG_INF, dtype)
+        final = np.full((n, l_max), _NEG_INF, dtype)
         final[batch, ext_len - 1] = 0.0
         final[batch, np.maximum(ext_len - 2, 0)] = 0.0
         skip_from = np.zeros((n, l_max), bool)                             # s -> s + 2 allowed
@@ -119,14 +120,14 @@ class CTCLossFn(ArrayFunction):
                 two = np.where(skip_from, _shift(nxt, -2), _NEG_INF)
                 rec = x_ext[t] + _lse(nxt, _shift(nxt, -1), two)
             else:
-                rec = np.full((n, l_max), _NEG_INF)
+                rec = np.full((n, l_max), _NEG_INF, dtype)
             at_end = (t == in_len - 1)[:, None]
             before = (t < in_len - 1)[:, None]
             beta[t] = np.where(inside & at_end, x_ext[t] + final, np.where(inside & before, rec, _NEG_INF))
 
         with np.errstate(invalid="ignore"):
             occupancy = np.exp(alpha + beta - x_ext - log_p[None, :, None])   # (T, N, L), nan if p = 0
-        gamma = np.zeros(x.shape)
+        gamma = np.zeros(x.shape, dtype)
         t_idx, n_idx, _ = np.indices(occupancy.shape)
         np.add.at(gamma, (t_idx, n_idx, np.broadcast_to(ext, occupancy.shape)), np.nan_to_num(occupancy, nan=0.0))
         loss = -log_p
@@ -147,7 +148,7 @@ class CTCLossFn(ArrayFunction):
     @staticmethod
     def backward(ctx, g):
         (slope,) = ctx.saved_tensors
-        return (slope * np.asarray(g, np.float64)[None, :, None]).astype(ctx.dtype)
+        return (slope * np.asarray(g, ctx.dtype)[None, :, None]).astype(ctx.dtype)
 
 
 def _lengths(value, op, name, n):
