@@ -452,11 +452,11 @@ class Tensor:
 
 
 def _canonical_dim(dim: int, ndim: int, op: str = "dim") -> int:
-    """Map a possibly negative ``dim`` into ``range(ndim)`` with torch's error."""
+    """``dim`` (maybe negative) in ``range(ndim)``, with torch's errors (a 0-d tensor takes 0 and -1)."""
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+        raise TypeError(f"{op}: dim must be an int, got {dim!r} of type {type(dim).__name__}")
     lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
     if not lo <= dim <= hi:
         raise IndexOutOfRange(f"{op}: dimension out of range (expected to be in range of [{lo}, {hi}], "
-                                 f"but got {dim})")
+                              f"but got {dim})")
     return int(dim) % ndim if ndim > 0 else 0

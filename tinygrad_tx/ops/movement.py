@@ -16,6 +16,7 @@ from ..core.function import ArrayFunction
 from ..core import seam as _seam
 from ..core.accumulate import SliceGrad
 from ..core.tensor import IndexOutOfRange   # noqa: F401  (raised here; defined beside _canonical_dim)
+from ..core.tensor import _canonical_dim as canonical_dim   # the one dim check, the core's
 
 
 # ============================================================================ views
@@ -349,19 +350,6 @@ class Stack(ArrayFunction):
 
 
 # ============================================================================ shared argument checks
-
-def canonical_dim(dim, ndim: int, op: str) -> int:
-    """``dim`` (possibly negative) as an axis in ``range(ndim)``; a 0-d tensor accepts 0 and -1,
-    as torch's. Out of range is torch's IndexError message (our IndexOutOfRange, also a
-    ValueError); a non-int is a TypeError."""
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise TypeError(f"{op}: dim must be an int, got {dim!r} of type {type(dim).__name__}")
-    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
-    if not lo <= dim <= hi:
-        raise IndexOutOfRange(f"{op}: dimension out of range (expected to be in range of "
-                              f"[{lo}, {hi}], but got {dim})")
-    return int(dim) % ndim if ndim > 0 else 0
-
 
 def canonical_dims(dims, ndim: int, op: str, what: str = "dims") -> tuple:
     """A sequence of dims, each canonical, none repeated (torch's message otherwise)."""
