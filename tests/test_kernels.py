@@ -594,6 +594,72 @@ def test_attention_softmax_kernel_nan_and_dead_rows():
     np.testing.assert_allclose(a[3], np.exp(s[3]) / np.exp(s[3]).sum(), rtol=1e-15)
 
 
+def _masked_rows(dtype, D, rng):
+    """Rows for the exp floor of the softmax kernels (source.exp_row): causal -inf masks (the
+    clamped fast path), a finite spread just inside and just outside the floor, the floor's side
+    with -inf lanes too (the plain path), NaN or +inf beside -inf, all -inf, and one -inf."""
+    floor = 80.0 if dtype == np.float32 else 700.0
+    rows = [rng.standard_normal(D) for _ in range(4)]
+    for i, r in enumerate(rows):
+        r[i + 1:] = -np.inf                                  # a causal mask's rows
+    inside, outside = rng.standard_normal(D), rng.standard_normal(D)
+    inside[1], outside[1] = inside.max() - floor * 0.99, outside.max() - floor * 1.01
+    both = outside.copy()
+    both[-2:] = -np.inf
+    nan_inf = rng.standard_normal(D)
+    nan_inf[0], nan_inf[2] = -np.inf, np.nan
+    pinf = rng.standard_normal(D)
+    pinf[0], pinf[1] = np.inf, -np.inf
+    one = rng.standard_normal(D)
+    one[-1] = -np.inf
+    rows += [inside, outside, both, nan_inf, pinf, np.full(D, -np.inf), one]
+    return np.stack(rows).astype(dtype)
+
+
+@needs_cc
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "cross_entropy", "sdpa_scores"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("D", [5, 16, 37])
+def test_exp_floor_rows_match_the_numpy_path(op, dtype, D):
+    """The softmax family's kernels clamp e^{x - m}'s argument at a floor where every finite
+    x - m is above it (libmvec's fast path) and zero the -inf lanes: NaN exactly where the NumPy
+    path has it, exact zeros where it has them, finite values within a few ulps, gradients too."""
+    x = _masked_rows(dtype, D, np.random.default_rng(D))
+    g = np.random.default_rng(D + 1).standard_normal(x.shape).astype(dtype)
+    target = np.random.default_rng(D + 2).integers(0, 4, x.shape[0])      # a finite logit each row
+    f = {"softmax": lambda t: F.softmax(t, -1), "log_softmax": lambda t: F.log_softmax(t, -1),
+         "cross_entropy": lambda t: F.cross_entropy(t, tg.from_numpy(target), reduction="none"),
+         "sdpa_scores": lambda t: t.softmax(-1)}[op]
+    gg = g[:, 0].copy() if op == "cross_entropy" else g
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if op == "sdpa_scores":                                # the attention kernel alone, in place
+            fast = x.copy()
+            assert kernels.attention_softmax_(fast)
+            with np.errstate(invalid="ignore"):
+                e = np.exp(x - x.max(-1, keepdims=True))
+                slow = e / e.sum(-1, keepdims=True)
+            slow[np.isneginf(x).all(-1)] = 0                  # torch's dead rows
+            pairs = [(fast, slow)]
+        else:
+            a = kernel_kit.ours(f, x, gg)
+            with numpy_path():
+                b = kernel_kit.ours(f, x, gg)
+            pairs = list(zip(a, b))
+    tol = 4e-7 if dtype == np.float32 else 1e-15
+    for i, (a, b) in enumerate(pairs):
+        assert np.array_equal(np.isnan(a), np.isnan(b)), (op, x, a, b)
+        np.testing.assert_array_equal(a == 0, b == 0)
+        np.testing.assert_array_equal(np.isinf(a) & (a > 0), np.isinf(b) & (b > 0))
+        np.testing.assert_array_equal(np.isinf(a) & (a < 0), np.isinf(b) & (b < 0))
+        ok = np.isfinite(b)
+        # probabilities relative to themselves down to the subnormals (e^{-80.8} is not e^{-80});
+        # gradients to their scale
+        probs = i == 0 and op in ("softmax", "sdpa_scores")
+        atol = np.finfo(dtype).tiny if probs else tol * np.abs(b[ok]).max()
+        np.testing.assert_allclose(a[ok], b[ok], rtol=8 * tol, atol=atol)
+
+
 # ---------------------------------------------------------------------------------- sigmoid family, RMSNorm
 
 _POINTWISE_NEW = ["sigmoid", "silu", "softplus", "softplus_b2_t3"]

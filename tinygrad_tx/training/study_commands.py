@@ -255,7 +255,7 @@ def cmd_explain(args) -> int:
 def _explain_kernel(op: str) -> int:
     """``explain OP --kernel``: which path runs, then the C source of the op's kernels."""
     from .. import kernels
-    from ..kernels.source import KERNELS_OF, kernel_source
+    from ..kernels.source import KERNELS_OF, kernels_source
     from ..viz.explain import find_op
     kind, found = find_op(op) if op.lower() != "adam" else ("fused", None)
     name = "adam" if found is None else (found.name if kind == "fused" else op)
@@ -263,9 +263,8 @@ def _explain_kernel(op: str) -> int:
         print(f"{op}: runs no C kernel (ops with kernels: {', '.join(KERNELS_OF)}); its NumPy code is what runs")
         return 0
     print(f"{name}: C kernels (float32 shown; float64 is the same text with double), path now: {kernels.mode()}")
-    for k in KERNELS_OF[name]:
-        print()
-        print(kernel_source(k))
+    print()
+    print(kernels_source(KERNELS_OF[name]))
     return 0
 
 
