@@ -5,7 +5,8 @@ other down inside one process):
 
 * a long-lived ``ours`` worker (tinygrad_tx; never imports torch),
 * a long-lived ``torch`` worker on the CPU with the same thread count,
-* for the training steps, a long-lived ``ours_numpy`` worker: ours with ``TINYGRAD_TX_KERNELS=0``
+* for the training steps (and ``--file`` entries with ``numpy_path=True``: the per-op table's
+  kernel-backed ops), a long-lived ``ours_numpy`` worker: ours with ``TINYGRAD_TX_KERNELS=0``
   (the fused ops' NumPy code, where ``ours`` runs them as a user gets them: C kernels if a compiler is found),
 * a ``torch`` worker on CUDA when ``torch.cuda.is_available()`` (extra columns),
 * one accuracy process (imports both; nothing in it is timed),
@@ -178,8 +179,9 @@ def compiled_contenders(quick: bool) -> tuple:
 
 
 def run_components(workers, names, settings, attn_impl, numpy_worker=None):
-    """Time each component in every worker; a training step also in ``numpy_worker`` (``ours_numpy``:
-    ours with ``TINYGRAD_TX_KERNELS=0``) and compiled (``compiled_contenders``)."""
+    """Time each component in every worker; a training step (and a ``--file`` entry with
+    ``numpy_path``) also in ``numpy_worker`` (``ours_numpy``: ours with ``TINYGRAD_TX_KERNELS=0``),
+    a training step compiled too (``compiled_contenders``)."""
     rows = []
     for name in names:
         comp = REGISTRY[name]
@@ -188,7 +190,7 @@ def run_components(workers, names, settings, attn_impl, numpy_worker=None):
             cfg["attn_impl"] = attn_impl
         t0 = time.perf_counter()
         compiled = compiled_contenders(settings.quick) if comp.kind == "train" else ()
-        extra = [numpy_worker] if numpy_worker is not None and comp.kind == "train" else []
+        extra = [numpy_worker] if numpy_worker is not None and comp.on_numpy_path() else []
         res = measure([(w.label, w, name, cfg) for w in workers + extra], settings, compiled=compiled)
         row = {"name": name, "kind": comp.kind, "doc": comp.doc, "config": cfg, "target": comp.target,
                "results": {}}
@@ -532,7 +534,7 @@ def _main(args) -> int:
         ours.close()
         raise
     workers = [ours, torch_w]
-    numpy_w = None     # ours on the NumPy path, for the training steps only (not in the matmul peaks)
+    numpy_w = None     # ours on the NumPy path: training steps and --file entries with numpy_path (not in the matmul peaks)
     try:
         results["meta"]["ours"] = ours.call("hello")
         results["meta"]["torch"] = torch_w.call("hello")
@@ -542,8 +544,8 @@ def _main(args) -> int:
             raise WorkerError("torch worker did not import torch")
         if results["meta"]["ours"]["torch_imported"]:
             raise WorkerError("the ours worker imported torch")
-        if any(REGISTRY[n].kind == "train" for n in names) and "components" not in skip:
-            numpy_w = WorkerClient("ours", threads=threads, label="ours_numpy", env=NUMPY_PATH)
+        if any(REGISTRY[n].on_numpy_path() for n in names) and "components" not in skip:
+            numpy_w = WorkerClient("ours", threads=threads, label="ours_numpy", env=NUMPY_PATH, file=bench_file)
             results["meta"]["ours_numpy"] = numpy_w.call("hello")
         if results["meta"]["torch"].get("cuda_available") and not args.no_cuda:
             cuda = WorkerClient("torch", device="cuda", threads=threads, file=bench_file)

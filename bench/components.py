@@ -62,6 +62,11 @@ class Component:
     kind: str = "op"               # "op", "module", "train" (main table) or "sweep"
     doc: str = ""
     variant: bool = False          # an extra row (full run only) whose attn_impl --attn-impl does not change
+    numpy_path: bool = False       # also timed in the ``ours_numpy`` worker (TINYGRAD_TX_KERNELS=0); training steps always are
+
+    def on_numpy_path(self) -> bool:
+        """Whether the ``ours_numpy`` worker times this component too."""
+        return self.kind == "train" or self.numpy_path
 
     def config(self, quick: bool) -> dict:
         return dict(self.quick if quick else self.full)

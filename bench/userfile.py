@@ -37,7 +37,7 @@ import numpy as np
 
 from .components import REGISTRY, Case, Component
 
-KEYS = {"name", "ours", "torch", "module", "inputs", "sizes", "quick_sizes", "doc"}
+KEYS = {"name", "ours", "torch", "module", "inputs", "sizes", "quick_sizes", "doc", "numpy_path"}
 
 
 class BenchFileError(ValueError):
@@ -141,7 +141,8 @@ def _case(entry, B, rng, size):
 def register(path, framework: str) -> list[dict]:
     """Load ``path`` as ``framework`` ("ours", "torch", or "both" for the accuracy process) and add
     one component per entry and size to the registry; returns their descriptions
-    ``{"name", "cfg", "kind", "doc", "full", "quick"}`` (what the parent builds its table from)."""
+    ``{"name", "cfg", "kind", "doc", "full", "quick", "numpy_path"}`` (what the parent builds its
+    table from)."""
     path = Path(path).resolve()
     if not path.is_file():
         raise BenchFileError(f"bench --file: no such file {str(path)!r}")
@@ -163,11 +164,13 @@ def register(path, framework: str) -> list[dict]:
 
             kind = "module" if "module" in entry else "op"
             doc = entry.get("doc") or f"{entry['name']} from {path.name}"
-            comp = Component(comp_name, build, {"size": size}, {"size": size}, None, kind, doc)
+            comp = Component(comp_name, build, {"size": size}, {"size": size}, None, kind, doc,
+                             numpy_path=bool(entry.get("numpy_path", False)))
             comp.from_file = True
             REGISTRY[comp_name] = comp
             described.append({"name": comp_name, "cfg": {"size": size}, "kind": kind, "doc": doc,
-                              "full": size in entry["sizes"], "quick": size in entry["quick_sizes"]})
+                              "full": size in entry["sizes"], "quick": size in entry["quick_sizes"],
+                              "numpy_path": comp.numpy_path})
     return described
 
 
@@ -175,7 +178,8 @@ def register_described(described) -> list[str]:
     """In the parent (which imports neither framework): registry entries from the workers'
     descriptions, so the table, targets and accuracy requests treat them as components."""
     for d in described:
-        comp = Component(d["name"], None, d["cfg"], d["cfg"], None, d["kind"], d["doc"])
+        comp = Component(d["name"], None, d["cfg"], d["cfg"], None, d["kind"], d["doc"],
+                         numpy_path=d.get("numpy_path", False))
         comp.from_file = True
         REGISTRY[d["name"]] = comp
     return [d["name"] for d in described]

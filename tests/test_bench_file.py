@@ -268,15 +268,40 @@ def test_every_ops_table_row_runs_and_equals_torch():
 
 @needs_torch
 def test_an_ops_table_row_through_the_workers(tmp_path):
-    """Two database rows (a generator-sized op and a scaled one) timed by the real workers."""
+    """Three database rows (a generator-sized op, a scaled one, a kernel-backed one) timed by the
+    real workers; the kernel-backed row a third time on the NumPy path, which the table shows."""
+    from bench import ops_table
     path = userfile.Path(cli.REPO_ROOT) / "bench" / "ops_table.py"
-    rows = ["exp (64×256)", "expand (64×256)"]
+    rows = ["exp (64×256)", "expand (64×256)", "softmax (64×256)"]
     assert cli.main(["--file", str(path), "--quick", "--rounds", "2", "--threads", "1", "--out", str(tmp_path),
                      "--skip", "plots", "--no-cuda", "--only", ",".join(rows)]) == 0
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["meta"]["ours"]["torch_imported"] is False      # the database loads under the shim, no torch
-    assert [r["name"] for r in res["components"]] == rows
+    assert res["meta"]["ours_numpy"]["kernels"].startswith("numpy")     # the third worker: no C kernels
+    assert sorted(r["name"] for r in res["components"]) == sorted(rows)     # in the database's order
     for r in res["components"]:
         assert r["available"], r.get("error")
         assert r["results"]["ours"]["fwdbwd"]["n"] >= 2 and r["results"]["torch"]["fwdbwd"]["n"] >= 2
         assert res["accuracy"][r["name"]]["ours"] < 1e-5
+        assert ("ours_numpy" in r["results"]) == r["name"].startswith("softmax")
+    soft_row = [r for r in res["components"] if r["name"].startswith("softmax")][0]
+    assert soft_row["results"]["ours_numpy"]["fwdbwd"]["n"] >= 2
+    ops_table.write_table(str(tmp_path / "results.json"), str(tmp_path / "table.md"))
+    table = (tmp_path / "table.md").read_text().splitlines()
+    soft = [line for line in table if line.startswith("| softmax |")][0].split(" | ")
+    exp = [line for line in table if line.startswith("| exp |")][0].split(" | ")
+    numpy_ms = 1e3 * soft_row["results"]["ours_numpy"]["fwdbwd"]["median"]
+    assert soft[6].startswith(f"{numpy_ms:.3g} (") and exp[6] == ""
+
+
+def test_ops_table_kernel_backed_rows_are_the_kernels_ops():
+    """The rows timed on the NumPy path too are exactly the table's ops that run a C kernel:
+    every KERNELS_OF op the table holds (sdpa and gelu(tanh) under their row names)."""
+    from tinygrad_tx.kernels.source import KERNELS_OF
+    mod = _ops_table("ours")
+    flagged = {e["name"] for e in mod.BENCH if e.get("numpy_path")}
+    assert flagged == mod.KERNEL_BACKED
+    names = {e["name"] for e in mod.BENCH}
+    row_of = {"scaled_dot_product_attention": "sdpa (causal)"}
+    assert {row_of.get(k, k) for k in KERNELS_OF} & names <= flagged
+    assert flagged - {row_of.get(k, k) for k in KERNELS_OF} == {"gelu(tanh)"}
