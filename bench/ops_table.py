@@ -270,7 +270,7 @@ DB_OPS = [op for op in opdb.OPS if op.grad and "float32" in op.dtypes]
 
 # The rows whose op runs a C kernel (tinygrad_tx/kernels, KERNELS_OF): timed a third time on the
 # NumPy path (TINYGRAD_TX_KERNELS=0, the bench's ``ours_numpy`` worker), the table's "NumPy path" column.
-KERNEL_BACKED = {"erf", "sigmoid", "gelu", "softmax", "log_softmax", "pow", "layer_norm", "rms_norm",
+KERNEL_BACKED = {"erf", "erfc", "sigmoid", "gelu", "softmax", "log_softmax", "pow", "layer_norm", "rms_norm",
                  "silu", "softplus", "gelu(tanh)", "cross_entropy", "sdpa (causal)"}
 
 BENCH = [dict(row(op), numpy_path=op.name in KERNEL_BACKED) for op in DB_OPS] + [

@@ -1,4 +1,4 @@
-"""More C kernels (issue 33): erf, pow with a small integer exponent, dropout + residual add.
+"""More C kernels (issue 33): erf and erfc, pow with a small integer exponent, dropout + residual add.
 
 As ``tests/test_kernels.py``: each kernel against its op's NumPy form (``TINYGRAD_TX_KERNELS=0`` in
 the same process) and against torch (float64 to ~1e-10, float32 judged against torch's own float32
@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from scipy.special import erf as scipy_erf
+from scipy.special import erf as scipy_erf, erfc as scipy_erfc
 
 import tinygrad_tx as tg
 from tinygrad_tx import kernels
@@ -25,7 +25,9 @@ from tests.kernel_kit import _OFF, _compiler_present, _fresh_decision, needs_cc,
 
 OPS = {
     "erf": (lambda x: x.erf(), lambda x: torch.erf(x)),
+    "erfc": (lambda x: x.erfc(), lambda x: torch.erfc(x)),
 }
+ERFS = ["erf", "erfc"]
 
 
 def _ours(op, x: np.ndarray, g: np.ndarray):
@@ -47,55 +49,62 @@ SHAPES = [(1, 1), (3, 7), (5, 8), (4, 9), (2, 33), (512, 256), (300, 257)]
 # ---------------------------------------------------------------------------------- erf
 
 @needs_cc
+@pytest.mark.parametrize("op", ERFS)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_erf_kernel_matches_numpy_path_float64(shape):
+def test_erf_kernel_matches_numpy_path_float64(op, shape):
     assert kernels.mode().startswith("c (")
     rng = np.random.default_rng(sum(shape))
     x, g = rng.standard_normal(shape) * 2, rng.standard_normal(shape)
-    fast = _ours("erf", x, g)
+    fast = _ours(op, x, g)
     with numpy_path():
-        slow = _ours("erf", x, g)
+        slow = _ours(op, x, g)
     for a, b in zip(fast, slow):
         assert _rel(a, b) <= 1e-12, (shape, _rel(a, b))
     assert np.max(np.abs(slow[1])) > 1e-3
 
 
 @needs_cc
+@pytest.mark.parametrize("op", ERFS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("shape", [(5, 8), (4, 9), (64, 96)], ids=str)
-def test_erf_kernel_parity_with_torch(dtype, shape):
+def test_erf_kernel_parity_with_torch(op, dtype, shape):
     x = np.random.default_rng(shape[1]).standard_normal(shape) * 2
-    check_parity(OPS["erf"][0], OPS["erf"][1], x, dtype=dtype, name="kernel erf", seed=shape[0])
+    check_parity(OPS[op][0], OPS[op][1], x, dtype=dtype, name=f"kernel {op}", seed=shape[0])
 
 
 @needs_cc
-def test_erf_float32_error_against_float64_oracle():
+@pytest.mark.parametrize("op", ERFS)
+def test_erf_float32_error_against_float64_oracle(op):
     """(512, 256) float32: the kernel's error against float64 is at most 4x torch's own."""
     rng = np.random.default_rng(7)
     x64, g64 = rng.standard_normal((512, 256)) * 3, rng.standard_normal((512, 256))
     x32, g32 = x64.astype(np.float32), g64.astype(np.float32)
-    oracle = _torch("erf", x32.astype(np.float64), g32.astype(np.float64))
-    ours, theirs = _ours("erf", x32, g32), _torch("erf", x32, g32)
+    oracle = _torch(op, x32.astype(np.float64), g32.astype(np.float64))
+    ours, theirs = _ours(op, x32, g32), _torch(op, x32, g32)
     for o, t, exact in zip(ours, theirs, oracle):
         assert _rel(o, exact) <= 4 * _rel(t, exact) + 1e-7, (_rel(o, exact), _rel(t, exact))
 
 
 @needs_cc
+@pytest.mark.parametrize("op", ERFS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_erf_special_values(dtype):
-    """NaN where torch has NaN, ±1 at ±inf, a gradient of 0 at ±inf and where e^{-x²} underflows,
-    −0.0 kept, subnormals: each value as torch's and as the NumPy path's within rounding."""
+def test_erf_special_values(op, dtype):
+    """NaN where torch has NaN, ±1 (erfc: 0 and 2) at ±inf, a gradient of 0 at ±inf and where
+    e^{-x²} underflows, −0.0 kept by erf, subnormals, erfc's tail down to its underflow (26-27.5):
+    each value as torch's and as the NumPy path's within rounding."""
     x = _SPECIAL.astype(dtype)
     g = np.random.default_rng(1).standard_normal(x.shape).astype(dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        fast = _ours("erf", x, g)
+        fast = _ours(op, x, g)
         with numpy_path():
-            slow = _ours("erf", x, g)
-        theirs = _torch("erf", x, g)
-    exact_y = scipy_erf(x.astype(np.float64))
+            slow = _ours(op, x, g)
+        theirs = _torch(op, x, g)
+    exact_y = (scipy_erf if op == "erf" else scipy_erfc)(x.astype(np.float64))
     with np.errstate(over="ignore"):
         exact_d = g.astype(np.float64) * (2 / np.sqrt(np.pi)) * np.exp(-(x.astype(np.float64) ** 2))
+    if op == "erfc":
+        exact_d = -exact_d
     rtol = 4e-7 if dtype == np.float32 else 1e-14
     tiny = np.finfo(dtype).smallest_subnormal * 4
     for a, b, t, e in zip(fast, slow, theirs, (exact_y, exact_d)):
@@ -105,28 +114,33 @@ def test_erf_special_values(dtype):
         np.testing.assert_allclose(a[ok], t[ok], rtol=rtol, atol=tiny)
         np.testing.assert_allclose(a[ok], e[ok], rtol=rtol, atol=tiny)
         np.testing.assert_allclose(a[ok], b[ok], rtol=rtol, atol=tiny)
-    assert np.signbit(fast[0][3]) and fast[0][3] == 0          # erf(-0.0) = -0.0, as torch's
-    assert np.array_equal(fast[0][1:3], [1, -1]) and np.array_equal(fast[1][1:3], [0, 0])
+    if op == "erf":
+        assert np.signbit(fast[0][3]) and fast[0][3] == 0          # erf(-0.0) = -0.0, as torch's
+        assert np.array_equal(fast[0][1:3], [1, -1])
+    else:
+        assert np.array_equal(fast[0][1:5], [0, 2, 1, 1])          # erfc(inf), erfc(-inf), erfc(∓0)
+    assert np.array_equal(fast[1][1:3], [0, 0])
 
 
 @needs_cc
+@pytest.mark.parametrize("op", ERFS)
 @pytest.mark.parametrize("n", [1, 7, 8, 15, 16, 17, 63, 64, 65, 255, 4097, 70001])
-def test_erf_sizes_across_vector_widths_and_threads(n):
+def test_erf_sizes_across_vector_widths_and_threads(op, n):
     """Lengths around the 4/8/16-lane vectors, the 64-element chunk alignment and the thread split:
     float64 the NumPy path's values, float32 at 2 threads equal to 1 thread bit for bit."""
     rng = np.random.default_rng(n)
     x, g = rng.standard_normal(n) * 3, rng.standard_normal(n)
-    fast = _ours("erf", x, g)
+    fast = _ours(op, x, g)
     with numpy_path():
-        slow = _ours("erf", x, g)
+        slow = _ours(op, x, g)
     for a, b in zip(fast, slow):
         assert _rel(a, b) <= 1e-12, (n, _rel(a, b))
     old = tg.get_num_threads()
     try:
         tg.set_num_threads(1)
-        one = _ours("erf", x.astype(np.float32), g.astype(np.float32))
+        one = _ours(op, x.astype(np.float32), g.astype(np.float32))
         tg.set_num_threads(2)
-        two = _ours("erf", x.astype(np.float32), g.astype(np.float32))
+        two = _ours(op, x.astype(np.float32), g.astype(np.float32))
     finally:
         tg.set_num_threads(old)
     for a, b in zip(one, two):
@@ -134,35 +148,37 @@ def test_erf_sizes_across_vector_widths_and_threads(n):
 
 
 @needs_cc
-def test_erf_runs_its_kernel_and_differentiates_its_backward():
+@pytest.mark.parametrize("op", ERFS)
+def test_erf_runs_its_kernel_and_differentiates_its_backward(op):
     """The op's values are the kernel's own, bit for bit; create_graph=True differentiates the
-    formula (second derivative -2x·2/√π e^{-x²}·g·h, against torch)."""
+    formula (second derivative ∓2x·2/√π e^{-x²}·g·h, against torch)."""
     rng = np.random.default_rng(3)
     x, g, h = (rng.standard_normal((33, 20)).astype(np.float32) * 2 for _ in range(3))
     X = tg.from_numpy(x.copy()).requires_grad_()
-    y = X.erf()
-    np.testing.assert_array_equal(y.detach().numpy(), kernels.erf(x))
+    y = getattr(X, op)()
+    np.testing.assert_array_equal(y.detach().numpy(), getattr(kernels, op)(x))
     (dx,) = tg.autograd.grad(y, X, tg.from_numpy(g))
-    np.testing.assert_array_equal(dx.numpy(), kernels.erf_backward(x, g))
+    np.testing.assert_array_equal(dx.numpy(), getattr(kernels, f"{op}_backward")(x, g))
     x64, g64, h64 = (a.astype(np.float64) for a in (x, g, h))
     X = tg.from_numpy(x64.copy()).requires_grad_()
-    (dx,) = tg.autograd.grad(X.erf(), X, tg.from_numpy(g64), create_graph=True)
+    (dx,) = tg.autograd.grad(getattr(X, op)(), X, tg.from_numpy(g64), create_graph=True)
     (ddx,) = tg.autograd.grad(dx, X, tg.from_numpy(h64))
     T = torch.tensor(x64, device=DEVICE, requires_grad=True)
-    (dt,) = torch.autograd.grad(torch.erf(T), T, torch.tensor(g64, device=DEVICE), create_graph=True)
+    (dt,) = torch.autograd.grad(getattr(torch, op)(T), T, torch.tensor(g64, device=DEVICE), create_graph=True)
     (ddt,) = torch.autograd.grad(dt, T, torch.tensor(h64, device=DEVICE))
     np.testing.assert_allclose(ddx.numpy(), ddt.cpu().numpy(), rtol=1e-10, atol=1e-14)
     assert np.max(np.abs(ddt.cpu().numpy())) > 1e-3
 
 
-def test_erf_without_kernels_and_other_dtypes():
-    """TINYGRAD_TX_KERNELS=0: SciPy's erf runs and matches torch; float16 never takes the kernel."""
+@pytest.mark.parametrize("op", ERFS)
+def test_erf_without_kernels_and_other_dtypes(op):
+    """TINYGRAD_TX_KERNELS=0: SciPy's erf / erfc runs and matches torch; float16 never takes the kernel."""
     with numpy_path():
         assert kernels.mode().startswith("numpy")
-        check_parity(OPS["erf"][0], OPS["erf"][1], np.random.default_rng(9).standard_normal((4, 9)) * 2,
-                     name="numpy path erf")
-    assert kernels.erf(np.ones(3, np.float16)) is None
-    y = tg.from_numpy(np.array([0.5, -1.0], np.float16)).erf()
+        check_parity(OPS[op][0], OPS[op][1], np.random.default_rng(9).standard_normal((4, 9)) * 2,
+                     name=f"numpy path {op}")
+    assert getattr(kernels, op)(np.ones(3, np.float16)) is None
+    y = getattr(tg.from_numpy(np.array([0.5, -1.0], np.float16)), op)()
     assert y.dtype == tg.float16
 
 
@@ -509,7 +525,7 @@ def test_explain_kernel_prints_the_new_kernels(capsys):
     """``tinygrad-tx explain OP --kernel`` for erf, pow and dropout_add: each kernel's C, its
     comment first."""
     from tinygrad_tx.cli import main
-    for op, names in (("erf", ("erf_f32", "erf_bwd_f32")), ("pow", ("pow_int_loop_f32", "pow_int_f32", "pow_int_bwd_f32")),
+    for op, names in (("erf", ("erf_f32", "erf_bwd_f32")), ("erfc", ("erfc_f32", "erfc_bwd_f32")), ("pow", ("pow_int_loop_f32", "pow_int_f32", "pow_int_bwd_f32")),
                       ("dropout_add", ("keep_from_mt19937", "dropout_add_f32", "dropout_scale_f32")),
                       ("dropout", ("keep_from_mt19937", "keep_from_words", "dropout_scale_f32"))):
         assert main(["explain", op, "--kernel"]) == 0

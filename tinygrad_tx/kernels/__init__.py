@@ -1,6 +1,6 @@
 """Generated C kernels under eager's fused ops: GELU, LayerNorm, RMSNorm, softmax, log-softmax,
 cross-entropy, attention's softmax, dropout's mask, dropout + residual add, the Adam/AdamW and SGD
-updates, and the pointwise primitives where one pays (sigmoid, silu, softplus, erf, integer pow).
+updates, and the pointwise primitives where one pays (sigmoid, silu, softplus, erf, erfc, integer pow).
 
 NumPy makes one pass over memory per call; a fused op written in NumPy makes many (exact
 GELU's forward and derivative 33, LayerNorm 5-6 each way). These kernels make one or two per
@@ -54,6 +54,8 @@ _SIGNATURES = {
     "sigmoid_bwd": (_P, _P, _P, _L, _L),
     "erf": (_P, _P, _L, _L),
     "erf_bwd": (_P, _P, _P, _L, _L),
+    "erfc": (_P, _P, _L, _L),
+    "erfc_bwd": (_P, _P, _P, _L, _L),
     "pow_int": (_P, _P, _L, _L, ctypes.c_int),
     "pow_int_bwd": (_P, _P, _P, _L, _L, ctypes.c_int),
     "silu": (_P, _P, _L, _L),
@@ -255,6 +257,19 @@ def erf(x: np.ndarray):
 def erf_backward(x: np.ndarray, g: np.ndarray):
     """dx = g (2/√π e^{-x²}) from x in one pass (the NumPy form's operations, in its order), or None."""
     return _pointwise_backward("erf_bwd", x, g)
+
+
+def erfc(x: np.ndarray):
+    """erfc x in one pass with libmvec's vector erfc, or None. Why: SciPy's erfc is a scalar loop,
+    as its erf (the per-op table, 2026-12-07: erfc fwd+bwd 4.8x torch at 1024×1024). Gain, with
+    ``erfc_backward``, fwd+bwd (512, 256) float32, 1 thread, CPU time: 2293 -> 319 µs (torch 928;
+    2026-12-07, load 0.5)."""
+    return _pointwise("erfc", x)
+
+
+def erfc_backward(x: np.ndarray, g: np.ndarray):
+    """dx = -g (2/√π e^{-x²}) from x in one pass (the NumPy form's operations, in its order), or None."""
+    return _pointwise_backward("erfc_bwd", x, g)
 
 
 # ---------------------------------------------------------------------------------- pow

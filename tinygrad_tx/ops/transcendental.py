@@ -409,18 +409,28 @@ class Erf(ArrayFunction):
 
 
 class Erfc(ArrayFunction):
-    """y = erfc x = 1 - erf x (accurate where erf x is near 1).   dL/dx = -g 2/√π e^(-x²)."""
+    """y = erfc x = 1 - erf x (accurate where erf x is near 1).   dL/dx = -g 2/√π e^(-x²).
+
+    Where a C compiler is found, ``kernels.erfc`` / ``erfc_backward`` run each direction as one C
+    pass (libmvec's vector erfc; the backward the same formula in the same order)."""
 
     differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return _erfc(x)
+        y = kernels.erfc(x) if type(x) is np.ndarray else None   # one C pass (docs/kernels.md)
+        if y is not None:
+            return y
+        return np.asarray(_erfc(x)).astype(x.dtype, copy=False)   # SciPy widens float16
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
+        if type(x) is np.ndarray and type(g) is np.ndarray:
+            dx = kernels.erfc_backward(x, g)
+            if dx is not None:
+                return dx
         with _quiet():
             return -g * (_const(_TWO_OVER_SQRT_PI, x) * np.exp(-(x * x)))
 
@@ -434,6 +444,7 @@ class Erfinv(ArrayFunction):
     @staticmethod
     def forward(ctx, x):
         y = np.copysign(_erfinv(x), x)   # erfinv is odd: keeps erfinv(-0) = -0, as torch's
+        y = np.asarray(y).astype(x.dtype, copy=False)   # SciPy widens float16
         ctx.save_for_backward(y)
         return y
 
