@@ -21,14 +21,13 @@ def _root(a: np.ndarray) -> np.ndarray:
     ``base`` at the owner already, so this is one step but for views built on foreign buffers
     and NumPy's strided views (``as_strided``, ``sliding_window_view``: their base is a helper
     object whose own ``base`` is the array)."""
-    b = _array_base(a)
-    if b is None:   # owns its memory, or wraps a foreign buffer (memoryview, bytes)
-        return a
-    while True:
-        nb = _array_base(b)
-        if nb is None:
-            return b
-        b = nb
+    b = a.base   # most arrays own their memory or view an owner: answered without a walk
+    if b is None or (type(b) is np.ndarray and b.base is None):
+        return a if b is None else b
+    root, b = a, _array_base(a)
+    while b is not None:   # (None at once: a wraps a foreign buffer, memoryview or bytes)
+        root, b = b, _array_base(b)
+    return root
 
 
 def _array_base(a):

@@ -4,6 +4,7 @@ each: ``batch_norm.py``, ``rms_norm.py``, ``instance_norm.py`` (instance and gro
 plain closed forms are ``closed_form.LayerNormClosedForm`` and ``BatchNormClosedForm``."""
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -54,7 +55,7 @@ class LayerNormFn(ArrayFunction):
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, ndim_normalized, eps):
-        d = int(np.prod(x.shape[x.ndim - ndim_normalized:]))
+        d = math.prod(x.shape[x.ndim - ndim_normalized:])
         x2 = np.ascontiguousarray(x).reshape(-1, d)
         saving = ctx.needs_input_grad[0] or ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
         w = None if weight is None else weight.reshape(d)
@@ -96,7 +97,7 @@ class LayerNormFn(ArrayFunction):
         nx, nw, nb = ctx.needs_input_grad
         x_shape, normalized_shape = ctx.shapes
         n_rows = len(rstd)
-        d = int(np.prod(normalized_shape))
+        d = math.prod(normalized_shape)
         x2 = np.reshape(x, (n_rows, d))
         g2 = np.ascontiguousarray(g).reshape(n_rows, d)
         dtype = x2.dtype
