@@ -321,7 +321,7 @@ def write_table(results_json: str, out_md: str) -> None:
              "bench/ops_table.py's docstring (matmul 64² / 512², bmm 8 / 32 × 64², attention "
              "4×4×16×32 / 16×4×128×32, convolution inputs batch 4 / 16 with image sides 16 / 32 "
              "and signal lengths 64 / 256, avg_pool2d 4×8×16² / 16×16×64²).", "",
-             "", "Kernel-backed rows (the op runs a generated C kernel, as a user gets it) are timed a third "
+             "Kernel-backed rows (the op runs a generated C kernel, as a user gets it) are timed a third "
              "time in a worker with `TINYGRAD_TX_KERNELS=0`: the *NumPy path* column, its f+b ms and ratio "
              "to torch in brackets.", "",
              "| op | size | ours f+b ms | torch f+b ms | ratio | CPU-time ratio | NumPy path f+b ms (ratio) | why above 2× |",

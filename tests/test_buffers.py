@@ -169,3 +169,46 @@ def test_a_transposed_gradient_reaches_grad_and_clone_unchanged():
     assert np.array_equal(x.grad._data, g.T) and x.grad._data.flags.c_contiguous
     held = {id(arr) for arrays in buffers._lists.values() for arr in arrays}
     assert id(x.grad._data) not in held
+
+
+def test_blas_operand_copies_only_a_strided_stack_with_enough_rows():
+    """``blas_operand``: a non-contiguous stack (kᵀ, a head of a qkv view) with at least
+    BLAS_COPY_ROWS rows on the left is copied to C order; a 2-D matrix, a broadcast (zero
+    stride), a contiguous stack or a short product is passed as it is."""
+    rng = np.random.default_rng(0)
+    k = rng.standard_normal((2, 3, 128, 32)).astype(np.float32)
+    kt = np.swapaxes(k, -1, -2)
+    copied = buffers.blas_operand(kt, 128)
+    assert copied is not kt and copied.flags.c_contiguous and np.array_equal(copied, kt)
+    assert buffers.blas_operand(kt, buffers.BLAS_COPY_ROWS - 1) is kt
+    assert buffers.blas_operand(k, 128) is k
+    w = rng.standard_normal((64, 32)).astype(np.float32)
+    wt = w.T
+    assert buffers.blas_operand(wt, 128) is wt
+    wide = np.broadcast_to(w.T, (5, 32, 64))
+    assert buffers.blas_operand(wide, 128) is wide
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_of_strided_stacks_equals_torch(dtype):
+    """q @ kᵀ and p @ v with q, k, v heads of one qkv array (the naive attention's products, which
+    take blas_operand's copy), forward and both gradients, against torch."""
+    from reference.testing import DEVICE
+    rng = np.random.default_rng(1)
+    B, T, H, E = 2, 96, 2, 8
+    qkv = rng.standard_normal((B, T, 3 * H * E))
+    g = rng.standard_normal((B, H, T, E))
+
+    def run(lib, make):
+        x = make(qkv)
+        q, k, v = (t.reshape(B, T, H, E).transpose(1, 2) for t in x.split(H * E, dim=2))
+        y = (q @ k.transpose(-2, -1)) @ v
+        (dx,) = lib.autograd.grad(y, x, make(g))
+        return y.detach().cpu().numpy(), dx.cpu().numpy()
+
+    ours = run(tg, lambda a: tg.tensor(a.astype(dtype), requires_grad=True))
+    theirs = run(torch, lambda a: torch.tensor(a.astype(dtype), device=DEVICE, requires_grad=True))
+    tol = 1e-12 if dtype == np.float64 else 2e-5
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol * np.abs(b).max())
+    assert np.abs(theirs[1]).max() > 1e-3

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import buffers
 from ..core.function import ArrayFunction
 from ..autograd.node_names import named
 
@@ -64,7 +65,7 @@ class MatMul(ArrayFunction):
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
                               b if ctx.needs_input_grad[0] else None)
         ctx.a_ndim, ctx.b_ndim = a.ndim, b.ndim
-        return np.matmul(a, b)
+        return np.matmul(a, buffers.blas_operand(b, a.shape[-2] if a.ndim > 1 else 1))
 
     @staticmethod
     def backward(ctx, g):
@@ -78,7 +79,7 @@ class MatMul(ArrayFunction):
         ga = gb = None
         if na:
             b2 = b[:, None] if b_vec else b
-            ga = np.matmul(g, np.swapaxes(b2, -1, -2))
+            ga = np.matmul(g, buffers.blas_operand(np.swapaxes(b2, -1, -2), g.shape[-2] if g.ndim > 1 else 1))
             if a_vec:
                 ga = ga[..., 0, :]
         if nb:
