@@ -52,6 +52,7 @@ def main(argv=None):
         "softplus": (lambda X, W, B: F.softplus(X), lambda X, W, B: torch.nn.functional.softplus(X)),
         "rms_norm": (lambda X, W, B: F.rms_norm(X, shape[-1:], W), lambda X, W, B: torch.nn.functional.rms_norm(X, shape[-1:], W)),
         "erf": (lambda X, W, B: X.erf(), lambda X, W, B: torch.erf(X)),
+        "erfc": (lambda X, W, B: X.erfc(), lambda X, W, B: torch.erfc(X)),
         "x**2": (lambda X, W, B: X ** 2, lambda X, W, B: X ** 2),
         "x**3": (lambda X, W, B: X ** 3, lambda X, W, B: X ** 3),
         "x**-1": (lambda X, W, B: X ** -1, lambda X, W, B: X ** -1),
