@@ -507,6 +507,14 @@ def test_explain_kernel_prints_the_c_source(capsys):
     assert "void layer_norm_fwd_f32(" in out and "void layer_norm_bwd_f32(" in out and "path now: " in out
     assert main(["explain", "matmul", "--kernel"]) == 0
     assert "runs no C kernel" in capsys.readouterr().out
+    # log_softmax's two kernels both call the exp-floor helpers: each printed once, before them
+    assert main(["explain", "log_softmax", "--kernel"]) == 0
+    out = capsys.readouterr().out
+    for helper in ("static inline float row_max_f32(", "static volatile const float exp_floor_f32",
+                   "static inline int exp_fast_f32(", "static inline ACC exp_row_f32("):
+        assert out.count(helper) == 1, helper
+    assert out.index("static inline float row_max_f32(") < out.index("void log_softmax_fwd_f32(") \
+        < out.index("void log_softmax_bwd_f32(")
 
 
 @needs_cc
