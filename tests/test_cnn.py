@@ -53,17 +53,28 @@ TEACHING = Path(__file__).resolve().parent / "teaching_cnn"
 # ============================================================================ parity
 
 def active(images):
-    """``prepare`` for check_model: conv biases made positive, and the draw kept only when both
-    pooled ReLU outputs have a positive entry, so no gradient is all zero by a dead network (a
-    blind comparison; ``assume`` skips the rare draw where it still is)."""
+    """``prepare`` for check_model: conv biases made positive, and the draw kept only when no
+    gradient (of the images or of a parameter) is all zero by a dead path: a blind comparison.
+    Asking only that both pooled ReLU outputs have a positive entry was not enough: with one
+    channel and a 1×1 final grid the whole gradient passes through the one conv1 window that the
+    second pool picks, which may be dead while conv2's bias keeps the second pool positive (a
+    fresh clone's dev draw: H=7, W=6, kernel=1, c1=c2=1, seed=3). The probe runs as the comparison
+    does (eval mode, a generic cotangent); ``assume`` skips the rare draw that is still blind."""
     def prepare(model):
         for conv in (model.conv1, model.conv2):
             conv.bias._data[...] = np.abs(conv.bias._data) + 0.1
-        pooled = []
-        hook = model.pool.register_forward_hook(lambda m, i, o: pooled.append(float(o._data.max())))
-        model(images.astype(model.conv1.weight._data.dtype))
-        hook.remove()
-        assume(min(pooled) > 0)
+        was_training = model.training
+        model.eval()
+        x = tg.tensor(images.astype(model.conv1.weight._data.dtype), requires_grad=True)
+        logits = model(x)[0]
+        logits.backward(tg.tensor(np.random.default_rng(0).standard_normal(tuple(logits.shape)),
+                                  dtype=logits.dtype))
+        grads = [x.grad] + [p.grad for p in model.parameters()]
+        blind = any(g is None or not np.any(g.numpy()) for g in grads)
+        for p in model.parameters():
+            p.grad = None
+        model.train(was_training)
+        assume(not blind)
     return prepare
 
 
