@@ -1,5 +1,6 @@
 """What the kernel tests share (``tests/test_kernels.py``, ``tests/test_kernels_more.py``): the skip
-mark for a machine without a C compiler, the NumPy-path switch, and a fresh kernel decision per test."""
+mark for a machine without a C compiler, the NumPy-path switch, a fresh kernel decision per test,
+and the size check (``check_sizes``: the NumPy path's values, the same bits at 1 and 2 threads)."""
 import contextlib
 import os
 
@@ -70,3 +71,25 @@ def rel(a, b):
     import numpy as np
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+
+
+def check_sizes(run, x, g, label):
+    """What the size tests share: ``run(x, g)`` (outputs as NumPy arrays) gives the NumPy path's
+    values in float64 (to 1e-12), and in float32 the same bits at 2 threads as at 1."""
+    import numpy as np
+    import tinygrad_tx as tg
+    fast = run(x, g)
+    with numpy_path():
+        slow = run(x, g)
+    for a, b in zip(fast, slow):
+        assert rel(a, b) <= 1e-12, (label, rel(a, b))
+    old = tg.get_num_threads()
+    try:
+        tg.set_num_threads(1)
+        one = run(x.astype(np.float32), g.astype(np.float32))
+        tg.set_num_threads(2)
+        two = run(x.astype(np.float32), g.astype(np.float32))
+    finally:
+        tg.set_num_threads(old)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)

@@ -737,21 +737,7 @@ def test_sizes_across_vector_widths_and_threads(op, n):
         pytest.skip("a row of one: see test_kernel_matches_numpy_path_float64")
     shape = (n,) if op != "rms_norm" else (3, n)
     x, g = rng.standard_normal(shape) * 3, rng.standard_normal(shape)
-    fast = _ours(op, x, g)
-    with numpy_path():
-        slow = _ours(op, x, g)
-    for a, b in zip(fast, slow):
-        assert _rel(a, b) <= 1e-12, (op, n, _rel(a, b))
-    old = tg.get_num_threads()
-    try:
-        tg.set_num_threads(1)
-        one = _ours(op, x.astype(np.float32), g.astype(np.float32))
-        tg.set_num_threads(2)
-        two = _ours(op, x.astype(np.float32), g.astype(np.float32))
-    finally:
-        tg.set_num_threads(old)
-    np.testing.assert_array_equal(one[0], two[0])
-    np.testing.assert_array_equal(one[1], two[1])
+    kernel_kit.check_sizes(lambda x, g: _ours(op, x, g), x, g, (op, n))
 
 
 @needs_cc

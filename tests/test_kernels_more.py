@@ -130,21 +130,7 @@ def test_erf_sizes_across_vector_widths_and_threads(op, n):
     float64 the NumPy path's values, float32 at 2 threads equal to 1 thread bit for bit."""
     rng = np.random.default_rng(n)
     x, g = rng.standard_normal(n) * 3, rng.standard_normal(n)
-    fast = _ours(op, x, g)
-    with numpy_path():
-        slow = _ours(op, x, g)
-    for a, b in zip(fast, slow):
-        assert _rel(a, b) <= 1e-12, (n, _rel(a, b))
-    old = tg.get_num_threads()
-    try:
-        tg.set_num_threads(1)
-        one = _ours(op, x.astype(np.float32), g.astype(np.float32))
-        tg.set_num_threads(2)
-        two = _ours(op, x.astype(np.float32), g.astype(np.float32))
-    finally:
-        tg.set_num_threads(old)
-    for a, b in zip(one, two):
-        np.testing.assert_array_equal(a, b)
+    kernel_kit.check_sizes(lambda x, g: _ours(op, x, g), x, g, (op, n))
 
 
 @needs_cc
@@ -280,21 +266,7 @@ def test_pow_special_values(n, dtype):
 def test_pow_sizes_across_vector_widths_and_threads(n, size):
     rng = np.random.default_rng(size)
     x, g = _pow_input(rng, size), rng.standard_normal(size)
-    fast = _pow_ours(n, x, g)
-    with numpy_path():
-        slow = _pow_ours(n, x, g)
-    for a, b in zip(fast, slow):
-        assert _rel(a, b) <= 1e-12, (n, size, _rel(a, b))
-    old = tg.get_num_threads()
-    try:
-        tg.set_num_threads(1)
-        one = _pow_ours(n, x.astype(np.float32), g.astype(np.float32))
-        tg.set_num_threads(2)
-        two = _pow_ours(n, x.astype(np.float32), g.astype(np.float32))
-    finally:
-        tg.set_num_threads(old)
-    for a, b in zip(one, two):
-        np.testing.assert_array_equal(a, b)
+    kernel_kit.check_sizes(lambda x, g: _pow_ours(n, x, g), x, g, (n, size))
 
 
 @needs_cc

@@ -7,7 +7,6 @@ compiled run equals the uninterrupted one bit for bit; a model compile refuses w
 trains eagerly; the flag is in --help."""
 from __future__ import annotations
 
-import contextlib
 import warnings
 
 import numpy as np
@@ -19,6 +18,7 @@ from tinygrad_tx.testing.compare import check_f32, rel_err
 from tinygrad_tx.training import EncoderConfig, EncoderTask, GPTConfig, GPTTask, ViTConfig, ViTTask, fit, loop
 from tinygrad_tx.training.saving import load_history
 from tinygrad_tx.training.signals import TrainingInterrupted
+from test_resume import StopAt, quiet
 
 needs_cc = pytest.mark.skipif(not kernels.mode().startswith("c ("), reason="C kernels off (no compiler)")
 
@@ -48,10 +48,6 @@ def steps_made(monkeypatch):
 
     monkeypatch.setattr(loop, "CompiledStep", Spy)
     return made
-
-
-def quiet(*_):
-    pass
 
 
 def losses(run) -> np.ndarray:
@@ -191,21 +187,6 @@ def test_a_model_compile_refuses_warns_once_and_trains_eagerly(corpus, make, ste
 
 
 # ---------------------------------------------------------------------------- resume
-
-class StopAt:
-    """A stand-in for the CLI's StopSignals that 'receives' SIGINT during step ``k``."""
-
-    def __init__(self, k: int):
-        self.k, self.checks, self.signum = k, 0, 2
-
-    @property
-    def requested(self) -> bool:
-        self.checks += 1
-        return self.checks >= self.k
-
-    def during_steps(self):
-        return contextlib.nullcontext()
-
 
 @needs_cc
 @pytest.mark.parametrize("k", [2, 5])
