@@ -668,6 +668,21 @@ def test_exp_floor_rows_match_the_numpy_path(op, dtype, D):
         np.testing.assert_allclose(a[ok], b[ok], rtol=8 * tol, atol=atol)
 
 
+@needs_cc
+@pytest.mark.parametrize("dtype,below", [(np.float32, -85.0), (np.float64, -705.0)])
+def test_log_softmax_backward_below_the_floor_is_exact(dtype, below):
+    """log_softmax's backward forms e^y itself: a finite log-probability below the exp floor
+    (-80 float, -700 double) must not be clamped. With a zero cotangent there, dx = -e^y Σg is
+    that tiny value alone (a clamp would give e^{floor}: 150x and more off)."""
+    x = np.array([[0.0, below, 1.0]], dtype)
+    g = np.array([[1.0, 0.0, 0.5]], dtype)
+    fast = kernel_kit.ours(lambda t: F.log_softmax(t, -1), x, g)[1]
+    with numpy_path():
+        slow = kernel_kit.ours(lambda t: F.log_softmax(t, -1), x, g)[1]
+    assert slow[0, 1] != 0
+    np.testing.assert_allclose(fast[0, 1], slow[0, 1], rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
 # ---------------------------------------------------------------------------------- sigmoid family, RMSNorm
 
 _POINTWISE_NEW = ["sigmoid", "silu", "softplus", "softplus_b2_t3"]

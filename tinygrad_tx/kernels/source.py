@@ -21,6 +21,7 @@ once per element): one pass over memory instead of one per NumPy call. Conventio
 """
 from __future__ import annotations
 
+import re
 from string import Template
 
 PRELUDE = r"""
@@ -526,8 +527,9 @@ void log_softmax_bwd$N(const $T *restrict y, const $T *restrict g, $T *restrict 
         ACC s = 0;
         #pragma omp simd reduction(+:s)
         for (long j = 0; j < D; j++) s += gr[j];
-        $T t = ($T)s, ymin, ym = row_max$N(yr, D, &ymin);
-        if (exp_fast$N(ym, ymin, efloor) && ymin >= efloor) {
+        $T t = ($T)s, ymin;
+        row_max$N(yr, D, &ymin);
+        if (ymin >= efloor) {   /* every finite y above the floor (y itself is the argument) */
             #pragma omp simd
             for (long j = 0; j < D; j++) {
                 $T v = yr[j], e = exp$S(v < efloor ? efloor : v);
@@ -744,36 +746,35 @@ def kernel_source(name: str, suffix: str = "_f32") -> str:
 
 
 def kernels_source(names, suffix: str = "_f32") -> str:
-    """The C text of several kernels, each helper they call once, first."""
+    """The C text of several kernels, after each helper they call (or their helpers call), once."""
     text = source()
-    bodies = [_kernel_body(text, name, suffix) for name in names]
-    called = [h for h in HELPERS if any(f"{h}{suffix}(" in b for b in bodies)]
-    if "exp_row" in called:
-        called = list(HELPERS)                       # exp_row calls the other two
-    return "\n".join([_helper_source(text, h, suffix) for h in called] + bodies)
+    parts = [_definition(text, f"void {name}{suffix}(" if f"void {name}{suffix}(" in text
+                         else f"void {name}(") for name in names]             # else a dtype-free kernel
+    helpers = {}
+    while True:
+        calling = parts + list(helpers.values())
+        new = {h: _definition(text, f"static {first}{suffix}") for h, first in HELPERS.items()
+               if h not in helpers and any(f"{h}{suffix}(" in c for c in calling)}
+        if not new:
+            break
+        helpers.update(new)
+    return "\n".join([helpers[h] for h in HELPERS if h in helpers] + parts)
 
 
-def _kernel_body(text: str, name: str, suffix: str) -> str:
-    if f"void {name}{suffix}(" not in text:
-        suffix = ""                                  # a dtype-free kernel
-    start = text.index(f"void {name}{suffix}(")
+# The static helpers the kernels call, in the order they are defined, each with the name its
+# text begins by declaring (exp_fast's text begins with the volatile floor it reads).
+HELPERS = {"row_max": "row_max", "exp_fast": "exp_floor", "exp_row": "exp_row"}
+
+
+def _definition(text: str, head: str) -> str:
+    """The C definition whose first line declares ``head`` (``void softmax_fwd_f32(``, or
+    ``static exp_row_f32`` for the static one declaring that name), with the comment just above it."""
+    if head.startswith("static "):
+        start = re.search(rf"^static\b[^\n]*\b{head[7:]}\b", text, re.M).start()
+    else:
+        start = text.index(head)
     comment = text.rfind("/*", 0, start)
     if text[comment:start].count("*/") == 1 and not text[text.index("*/", comment) + 2:start].strip():
-        start = comment
-    end = text.index("\n}\n", start) + 3
-    return text[start:end]
-
-
-# The static helpers the kernels call (their text precedes the kernels' in ``kernels_source``).
-HELPERS = ("row_max", "exp_fast", "exp_row")
-
-
-def _helper_source(text: str, name: str, suffix: str) -> str:
-    start = text.index(f"static inline ", text.index(f" {name}{suffix}(") - 40)
-    if name == "exp_fast":                           # with the volatile floor it reads
-        start = text.index(f"static volatile const", start - 200)
-    comment = text.rfind("/*", 0, start)
-    if not text[text.index("*/", comment) + 2:start].strip():
         start = comment
     end = text.index("\n}\n", start) + 3
     return text[start:end]
