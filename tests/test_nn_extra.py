@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import scipy.stats
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import tinygrad_tx as tg
@@ -204,6 +204,9 @@ def classification_cases(draw):
 
 
 @given(case=classification_cases(), smoothing=st.sampled_from([0.0, 0.1]), dtype=float_dtypes, seed=seeds)
+# a dev draw whose target probability is near 1: the backward's p_t A - w_t q_t cancelled (5.5x
+# torch's float32 error) until the target entry came from the row's others
+@example(case=((3, 2), True, True, "mean"), smoothing=0.1, dtype=np.float32, seed=236379042)
 def test_cross_entropy_and_nll_loss_modules_parity(case, smoothing, dtype, seed):
     shape, weighted, ignore, reduction = case
     rng = np.random.default_rng(seed)
